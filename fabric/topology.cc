@@ -1,0 +1,176 @@
+#include "fabric/topology.h"
+
+#include <algorithm>
+
+namespace ibsm::fabric {
+
+const char* toString(NodeType type) {
+  switch (type) {
+    case NodeType::kCa: return "CA";
+    case NodeType::kSwitch: return "Switch";
+    case NodeType::kRouter: return "Router";
+    default: return "Unknown";
+  }
+}
+
+const char* toString(PortState state) {
+  switch (state) {
+    case PortState::kNoChange: return "NoChange";
+    case PortState::kDown: return "Down";
+    case PortState::kInit: return "Init";
+    case PortState::kArmed: return "Armed";
+    case PortState::kActive: return "Active";
+  }
+  return "?";
+}
+
+std::optional<DrPath> DrPath::extended(uint8_t port) const {
+  if (count >= kMaxHops) return std::nullopt;
+  DrPath p = *this;
+  p.hops[++p.count] = port;
+  return p;
+}
+
+std::string DrPath::toString() const {
+  std::string s = "0";
+  for (int i = 1; i <= count; ++i) s += "," + std::to_string(hops[i]);
+  return s;
+}
+
+std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
+  auto it = byGuid_.find(nodeGuid);
+  if (it == byGuid_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::pair<NodeIndex, PortNum>> Topology::findPort(Guid portGuid) const {
+  auto it = byPortGuid_.find(portGuid);
+  if (it == byPortGuid_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<NodeIndex> Topology::findByDescription(std::string_view desc) const {
+  for (NodeIndex i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].description == desc) return i;
+  return std::nullopt;
+}
+
+Result<NodeIndex> TopologyBuilder::addNode(Node node) {
+  if (byGuid_.count(node.guid)) return makeError("duplicate node GUID " + toString(node.guid));
+  if (node.ports.empty()) {
+    node.ports.resize(node.numPorts + 1u);
+    for (unsigned p = 0; p <= node.numPorts; ++p) node.ports[p].num = PortNum{static_cast<uint8_t>(p)};
+  } else if (node.ports.size() != node.numPorts + 1u) {
+    return makeError("node " + toString(node.guid) + ": port vector does not match NumPorts");
+  }
+  NodeIndex i = static_cast<NodeIndex>(nodes_.size());
+  byGuid_.emplace(node.guid, i);
+  nodes_.push_back(std::move(node));
+  return i;
+}
+
+std::optional<NodeIndex> TopologyBuilder::findNode(Guid guid) const {
+  auto it = byGuid_.find(guid);
+  if (it == byGuid_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb) {
+  if (a >= nodes_.size() || b >= nodes_.size()) return makeError("connect: no such node");
+  Node& na = nodes_[a];
+  Node& nb = nodes_[b];
+  auto describe = [](const Node& n, PortNum p) { return toString(n.guid) + "[" + std::to_string(p.value) + "]"; };
+  if (pa.value == 0 || pa.value > na.numPorts)
+    return makeError("port " + describe(na, pa) + " is out of range (1.." + std::to_string(na.numPorts) + ")");
+  if (pb.value == 0 || pb.value > nb.numPorts)
+    return makeError("port " + describe(nb, pb) + " is out of range (1.." + std::to_string(nb.numPorts) + ")");
+  if (a == b && pa == pb) return makeError("port " + describe(na, pa) + " linked to itself");
+  Port& x = na.ports[pa.value];
+  Port& y = nb.ports[pb.value];
+  if (x.connected() && (x.peerNode != b || x.peerPort != pb))
+    return makeError("port " + describe(na, pa) + " is already linked to " + describe(nodes_[x.peerNode], x.peerPort));
+  if (y.connected() && (y.peerNode != a || y.peerPort != pa))
+    return makeError("port " + describe(nb, pb) + " is already linked to " + describe(nodes_[y.peerNode], y.peerPort));
+  x.peerNode = b;
+  x.peerPort = pb;
+  y.peerNode = a;
+  y.peerPort = pa;
+  return {};
+}
+
+Result<TopologyPtr> TopologyBuilder::build() && {
+  auto topo = std::make_shared<Topology>();
+  topo->byGuid_ = std::move(byGuid_);
+  for (NodeIndex i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    if (n.isSwitch()) {
+      topo->switches_.push_back(i);
+      if (n.ports[0].guid.value == 0) n.ports[0].guid = n.guid;
+      for (auto& p : n.ports) p.guid = n.ports[0].guid;
+      if (!topo->byPortGuid_.emplace(n.ports[0].guid, std::pair{i, PortNum{0}}).second)
+        return makeError("duplicate port GUID " + toString(n.ports[0].guid));
+    } else {
+      if (n.type == NodeType::kCa) topo->cas_.push_back(i);
+      for (unsigned p = 1; p <= n.numPorts; ++p) {
+        Port& port = n.ports[p];
+        if (port.guid.value == 0) continue;
+        if (!topo->byPortGuid_.emplace(port.guid, std::pair{i, PortNum{static_cast<uint8_t>(p)}}).second)
+          return makeError("duplicate port GUID " + toString(port.guid));
+      }
+    }
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      const Port& port = n.ports[p];
+      if (!port.connected()) continue;
+      if (std::pair{i, p} < std::pair{port.peerNode, static_cast<unsigned>(port.peerPort.value)})
+        topo->links_.push_back(Link{i, PortNum{static_cast<uint8_t>(p)}, port.peerNode, port.peerPort});
+    }
+  }
+  topo->nodes_ = std::move(nodes_);
+  topo->smNode_ = smNode_;
+  topo->smPort_ = smPort_;
+  return TopologyPtr(std::move(topo));
+}
+
+std::string linkWidthString(uint8_t w) {
+  switch (w) {
+    case 1: return "1x";
+    case 2: return "4x";
+    case 4: return "8x";
+    case 8: return "12x";
+    case 16: return "2x";
+    default: return "";
+  }
+}
+
+std::string linkSpeedString(uint8_t speed, uint8_t ext) {
+  switch (ext) {
+    case 1: return "FDR";
+    case 2: return "EDR";
+    case 4: return "HDR";
+    case 8: return "NDR";
+    default: break;
+  }
+  switch (speed) {
+    case 1: return "SDR";
+    case 2: return "DDR";
+    case 4: return "QDR";
+    default: return "";
+  }
+}
+
+std::optional<WidthSpeed> parseWidthSpeed(std::string_view text) {
+  static constexpr std::pair<std::string_view, uint8_t> kWidths[] = {
+      {"12x", 8}, {"1x", 1}, {"2x", 16}, {"4x", 2}, {"8x", 4}};
+  static constexpr std::tuple<std::string_view, uint8_t, uint8_t> kSpeeds[] = {
+      {"SDR", 1, 0}, {"DDR", 2, 0}, {"QDR", 4, 0}, {"FDR10", 4, 0}, {"FDR", 4, 1},
+      {"EDR", 4, 2}, {"HDR", 4, 4}, {"NDR", 4, 8}};
+  for (auto [wname, w] : kWidths) {
+    if (!text.starts_with(wname)) continue;
+    std::string_view rest = text.substr(wname.size());
+    for (auto [sname, s, e] : kSpeeds)
+      if (rest == sname) return WidthSpeed{w, s, e};
+  }
+  return std::nullopt;
+}
+
+}  // namespace ibsm::fabric

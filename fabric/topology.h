@@ -1,0 +1,160 @@
+// The shared topology model: an immutable snapshot of nodes, ports and links, built once per sweep (or read from
+// a topology file) with TopologyBuilder and then shared as std::shared_ptr<const Topology>. Nodes and ports are
+// held in flat vectors addressed by dense indices so routing can use plain arrays.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/ids.h"
+#include "fabric/result.h"
+
+namespace ibsm::fabric {
+
+using NodeIndex = uint32_t;
+inline constexpr NodeIndex kNoNode = UINT32_MAX;
+
+enum class NodeType : uint8_t { kUnknown = 0, kCa = 1, kSwitch = 2, kRouter = 3 };
+const char* toString(NodeType type);
+
+// PortInfo PortState values (IBA 14.2.5.6).
+enum class PortState : uint8_t { kNoChange = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4 };
+const char* toString(PortState state);
+
+// A directed route from the SM's port: hops[1..count] are egress port numbers (hops[0] is unused, as in the
+// SMP's InitialPath). The SMP path field has 64 entries, so at most 63 hops fit.
+struct DrPath {
+  static constexpr int kMaxHops = 63;
+  std::array<uint8_t, 64> hops{};
+  uint8_t count = 0;
+  bool operator==(const DrPath&) const = default;
+  // Path extended by one egress port; nullopt past kMaxHops.
+  std::optional<DrPath> extended(uint8_t port) const;
+  std::string toString() const;  // "0,1,3,2" as ibnetdiscover/smpquery -D print it
+};
+
+// What PortInfo told us about one port (values as encoded in PortInfo, e.g. width 2 = 4x, speed 1 = SDR).
+struct PortAttrs {
+  Lid lid;
+  Lid smLid;
+  uint8_t lmc = 0;
+  PortState state = PortState::kDown;
+  uint8_t physState = 0;  // 5 = LinkUp, 2 = Polling, 3 = Disabled
+  uint8_t widthEnabled = 0, widthSupported = 0, widthActive = 0;
+  uint8_t speedEnabled = 0, speedSupported = 0, speedActive = 0;
+  uint8_t speedExtActive = 0, speedExtSupported = 0;  // FDR/EDR/HDR: 1, 2, 4
+  uint8_t mtuCap = 0, neighborMtu = 0;                 // 1=256 ... 5=4096
+  uint8_t vlCap = 0, operVls = 0;                      // 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
+  uint32_t capMask = 0;
+  bool valid = false;  // false when PortInfo was never read (e.g. a port of a node known only from a file)
+};
+
+struct Port {
+  PortNum num;
+  Guid guid;  // a switch's ports all share the node's port GUID
+  PortAttrs attrs;
+  NodeIndex peerNode = kNoNode;
+  PortNum peerPort;
+  bool connected() const { return peerNode != kNoNode; }
+};
+
+struct SwitchAttrs {
+  uint16_t linearFdbCap = 0;
+  uint16_t linearFdbTop = 0;
+  uint16_t multicastFdbCap = 0;
+  uint8_t lifeTime = 0;
+  bool enhancedPort0 = false;
+  bool portStateChange = false;
+};
+
+struct Node {
+  NodeType type = NodeType::kUnknown;
+  Guid guid;
+  Guid systemGuid;
+  uint32_t vendorId = 0;
+  uint16_t deviceId = 0;
+  uint32_t revision = 0;
+  std::string description;
+  uint8_t numPorts = 0;
+  std::vector<Port> ports;  // ports[p] is port p; ports[0] is a switch's management port (unused on a CA)
+  SwitchAttrs sw;           // meaningful when type == kSwitch
+  DrPath route;             // directed route from the SM port (empty for topologies read from a file)
+  bool isSwitch() const { return type == NodeType::kSwitch; }
+  const Port& port(PortNum p) const { return ports.at(p.value); }
+};
+
+// One physical link, stored once with a < b (or a == b and portA < portB).
+struct Link {
+  NodeIndex a;
+  PortNum portA;
+  NodeIndex b;
+  PortNum portB;
+};
+
+class Topology {
+ public:
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(NodeIndex i) const { return nodes_.at(i); }
+  size_t size() const { return nodes_.size(); }
+  std::optional<NodeIndex> findNode(Guid nodeGuid) const;
+  // A CA port GUID or a switch's port GUID -> (node, port).
+  std::optional<std::pair<NodeIndex, PortNum>> findPort(Guid portGuid) const;
+  // First node whose NodeDescription equals desc.
+  std::optional<NodeIndex> findByDescription(std::string_view desc) const;
+  const std::vector<NodeIndex>& switches() const { return switches_; }
+  const std::vector<NodeIndex>& cas() const { return cas_; }
+  const std::vector<Link>& links() const { return links_; }
+  // Where the SM sits (discovery's starting point); kNoNode for topologies read from a file.
+  NodeIndex smNode() const { return smNode_; }
+  PortNum smPort() const { return smPort_; }
+
+ private:
+  friend class TopologyBuilder;
+  std::vector<Node> nodes_;
+  std::unordered_map<Guid, NodeIndex> byGuid_;
+  std::unordered_map<Guid, std::pair<NodeIndex, PortNum>> byPortGuid_;
+  std::vector<NodeIndex> switches_, cas_;
+  std::vector<Link> links_;
+  NodeIndex smNode_ = kNoNode;
+  PortNum smPort_;
+};
+
+using TopologyPtr = std::shared_ptr<const Topology>;
+
+// Collects nodes and links, checks them, and produces the immutable snapshot.
+class TopologyBuilder {
+ public:
+  // Adds a node; ports are created (numPorts + 1 entries) if the node has none. Fails on a duplicate node GUID.
+  Result<NodeIndex> addNode(Node node);
+  std::optional<NodeIndex> findNode(Guid guid) const;
+  Node& node(NodeIndex i) { return nodes_.at(i); }
+  size_t size() const { return nodes_.size(); }
+  // Connects two ports; fails if a port number is out of range, a port is already linked elsewhere, or a CA
+  // port 0 / switch port 0 is used.
+  Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);
+  void setSmPort(NodeIndex node, PortNum port) { smNode_ = node; smPort_ = port; }
+  // Fails on duplicate port GUIDs.
+  Result<TopologyPtr> build() &&;
+
+ private:
+  std::vector<Node> nodes_;
+  std::unordered_map<Guid, NodeIndex> byGuid_;
+  NodeIndex smNode_ = kNoNode;
+  PortNum smPort_;
+};
+
+// Link width/speed as ibnetdiscover prints them ("4xQDR"); empty when unknown.
+std::string linkWidthString(uint8_t widthActive);  // 1x, 4x, 8x, 12x, 2x
+std::string linkSpeedString(uint8_t speedActive, uint8_t speedExtActive);  // SDR, DDR, QDR, FDR, EDR, HDR
+// Inverse of the two above: "4xQDR" -> (width, speed, speedExt); nullopt when unparseable.
+struct WidthSpeed {
+  uint8_t width, speed, speedExt;
+};
+std::optional<WidthSpeed> parseWidthSpeed(std::string_view text);
+
+}  // namespace ibsm::fabric

@@ -1,0 +1,47 @@
+// Routing engine interface, registry and fallback chain. Engines are pure: the same topology, LIDs and options
+// always give the same tables; no I/O, no clock, no global state.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabric/result.h"
+#include "routing/lid_assignment.h"
+#include "routing/routing_tables.h"
+
+namespace ibsm::routing {
+
+struct Options {
+  std::vector<Guid> roots;      // up/down and fat-tree root switches (node GUIDs); empty = auto-detect
+  bool computeAr = true;        // fill RoutingTables::ar
+  uint32_t arGroupCap = 2048;   // per switch
+  unsigned threads = 1;
+  uint64_t seed = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string_view name() const = 0;
+  // An Error means "this engine cannot route this topology", with the reason; the chain then tries the next.
+  virtual fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
+                                                const Options& options) const = 0;
+};
+
+// "minhop", "updn", "ftree"; nullptr for an unknown name.
+std::unique_ptr<Engine> makeEngine(std::string_view name);
+std::vector<std::string> engineNames();
+
+struct ChainResult {
+  RoutingTables tables;
+  std::vector<std::string> fallbacks;  // "ftree: not a fat-tree (...)" for each engine that declined
+};
+// Tries each engine in order; an Error when none could route (or a name is unknown).
+fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
+                                         const LidAssignment& lids, const Options& options);
+// "ftree,updn,minhop" -> names; an Error naming an unknown engine.
+fabric::Result<std::vector<std::string>> parseChain(std::string_view text);
+
+}  // namespace ibsm::routing

@@ -1,0 +1,34 @@
+// What a routing engine produces: per switch, a linear forwarding table and (optionally) adaptive-routing groups.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabric/topology.h"
+
+namespace ibsm::routing {
+
+inline constexpr uint8_t kNoPort = 0xFF;  // LFT entry: drop
+using PortMask = std::bitset<256>;
+
+// Adaptive-routing groups of one switch: identical port sets share one group number.
+struct ArTable {
+  std::vector<PortMask> groups;      // group number -> equal-cost egress ports
+  std::vector<uint16_t> lidToGroup;  // LID -> group number, kNoGroup when the LID has no AR group
+  static constexpr uint16_t kNoGroup = 0xFFFF;
+  bool capped = false;  // the group cap was reached; LIDs past it fall back to static routing
+};
+
+struct RoutingTables {
+  std::string engine;                    // which engine produced them
+  std::vector<std::vector<uint8_t>> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
+  std::vector<ArTable> ar;                // [node]; empty when AR was not computed
+  uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
+    const auto& t = lft[sw];
+    return lid.value < t.size() ? t[lid.value] : kNoPort;
+  }
+};
+
+}  // namespace ibsm::routing
