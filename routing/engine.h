@@ -30,6 +30,11 @@ class Engine {
                                                 const Options& options) const = 0;
 };
 
+// Factories of the built-in engines (one per engine source file).
+std::unique_ptr<Engine> makeMinHopEngine();
+std::unique_ptr<Engine> makeUpDownEngine();
+std::unique_ptr<Engine> makeFatTreeEngine();
+
 // "minhop", "updn", "ftree"; nullptr for an unknown name.
 std::unique_ptr<Engine> makeEngine(std::string_view name);
 std::vector<std::string> engineNames();
