@@ -1,0 +1,156 @@
+#include "mad/mad_engine.h"
+
+#include <algorithm>
+
+namespace ibsm::mad {
+
+namespace {
+constexpr int kTransportTimeoutStatus = 110;  // ETIMEDOUT, as umad reports a send it gave up on
+constexpr size_t kMaxDrainPerPoll = 4096;     // bound the work of one poll so timers stay responsive
+}  // namespace
+
+MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options)
+    : port_(port), clock_(clock), options_(options) {
+  options_.window = std::max(1u, options_.window);
+}
+
+void MadEngine::submit(MadPacket request, MadCompletion done) {
+  Request r;
+  r.packet = std::move(request);
+  r.done = std::move(done);
+  const uint8_t* b = r.packet.bytes.data();
+  r.mgmtClass = b[1];
+  r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
+  queue_.push_back(std::move(r));
+  fillWindow();
+}
+
+fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {
+  auto sent = port_.send(mad, options_.timeout);
+  if (sent) ++counters_.sent; else ++counters_.sendErrors;
+  return sent;
+}
+
+void MadEngine::fillWindow() {
+  while (!queue_.empty() && inFlight_.size() < options_.window) {
+    Request r = std::move(queue_.front());
+    queue_.pop_front();
+    transmit(std::move(r));
+  }
+}
+
+void MadEngine::transmit(Request r) {
+  // A fresh TID per attempt, so a late answer to an earlier attempt cannot be mistaken for this one.
+  uint32_t tid = nextTid_++;
+  if (nextTid_ == 0) nextTid_ = 1;
+  setTid(r.packet, tid);
+  ++r.attempts;
+  auto sent = port_.send(r.packet, options_.timeout);
+  if (!sent) {
+    ++counters_.sendErrors;
+    MadResult res;
+    res.status = MadStatus::kSendError;
+    res.attempts = r.attempts;
+    complete(r, std::move(res));
+    return;
+  }
+  ++counters_.sent;
+  timers_.push(Timer{clock_.now() + options_.timeout, tid});
+  inFlight_.emplace(tid, std::move(r));
+  maxInFlight_ = std::max(maxInFlight_, inFlight_.size());
+}
+
+void MadEngine::complete(Request& r, MadResult result) {
+  MadCompletion done = std::move(r.done);
+  if (done) done(result);
+}
+
+void MadEngine::attemptFailed(uint32_t tid) {
+  auto it = inFlight_.find(tid);
+  if (it == inFlight_.end()) return;
+  Request r = std::move(it->second);
+  inFlight_.erase(it);
+  ++counters_.timeouts;
+  if (r.attempts <= options_.retries) {
+    ++counters_.retries;
+    // Retries go ahead of queued requests: they are older and may gate further discovery.
+    queue_.push_front(std::move(r));
+    return;
+  }
+  ++counters_.failed;
+  MadResult res;
+  res.status = MadStatus::kTimeout;
+  res.attempts = r.attempts;
+  complete(r, std::move(res));
+}
+
+void MadEngine::handle(const MadPacket& mad) {
+  ++counters_.received;
+  auto header = parseHeader(mad);
+  if (!header) {
+    ++counters_.dropped;
+    return;
+  }
+  uint32_t tid = static_cast<uint32_t>(header->tid);
+  if (mad.status == kTransportTimeoutStatus) {
+    // The transport handed back a send it gave up on (umad2sim does so at once for a dropped MAD).
+    if (inFlight_.count(tid)) attemptFailed(tid); else ++counters_.unexpected;
+    return;
+  }
+  if (!header->isResponse()) {
+    ++counters_.unsolicited;
+    if (unsolicited_) unsolicited_(mad, *header);
+    return;
+  }
+  auto it = inFlight_.find(tid);
+  if (it == inFlight_.end()) {
+    ++counters_.unexpected;
+    return;
+  }
+  if (header->mgmtClass != it->second.mgmtClass || header->attrId != it->second.attrId || mad.size < kMadSize) {
+    ++counters_.dropped;  // right TID, wrong answer: keep waiting for the real one (or the timeout)
+    return;
+  }
+  Request r = std::move(it->second);
+  inFlight_.erase(it);
+  ++counters_.responses;
+  MadResult res;
+  res.status = MadStatus::kOk;
+  res.response = mad;
+  res.header = *header;
+  res.attempts = r.attempts;
+  complete(r, std::move(res));
+}
+
+void MadEngine::expireTimers() {
+  TimePoint now = clock_.now();
+  while (!timers_.empty() && timers_.top().deadline <= now) {
+    uint32_t tid = timers_.top().tid;
+    timers_.pop();
+    attemptFailed(tid);  // no-op when the request was already answered
+  }
+  // Drop timers of answered requests from the top so the next deadline is a live one.
+  while (!timers_.empty() && !inFlight_.count(timers_.top().tid)) timers_.pop();
+}
+
+void MadEngine::poll(Duration maxWait) {
+  fillWindow();
+  Duration wait = maxWait;
+  if (!timers_.empty()) wait = std::clamp(timers_.top().deadline - clock_.now(), Duration::zero(), maxWait);
+  if (auto mad = port_.receive(wait)) {
+    handle(*mad);
+    for (size_t n = 0; n < kMaxDrainPerPoll; ++n) {
+      auto more = port_.receive(Duration::zero());
+      if (!more) break;
+      handle(*more);
+    }
+  }
+  expireTimers();
+  fillWindow();
+}
+
+void MadEngine::runUntilIdle() {
+  while (!idle()) poll(options_.timeout);
+}
+
+}  // namespace ibsm::mad

@@ -1,0 +1,108 @@
+// Transactions over a MadPort: assigns TIDs, keeps at most `window` requests in flight (the rest queue in FIFO
+// order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half), times
+// out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody asked for
+// to an unsolicited handler. Single-threaded: call poll() from the event loop; completions run inside poll().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "mad/mad_port.h"
+#include "mad/smp.h"
+
+namespace ibsm::mad {
+
+struct MadEngineOptions {
+  unsigned window = 32;
+  Duration timeout = std::chrono::milliseconds(100);
+  unsigned retries = 3;
+};
+
+struct MadCounters {
+  uint64_t sent = 0;         // MADs handed to the port, retries included
+  uint64_t received = 0;     // MADs received, of any kind
+  uint64_t responses = 0;    // responses matched to a request
+  uint64_t timeouts = 0;     // attempts that timed out (or the transport gave up on)
+  uint64_t retries = 0;      // attempts resent after a timeout
+  uint64_t failed = 0;       // requests that ran out of retries
+  uint64_t dropped = 0;      // malformed MADs (short, bad version, response that does not fit its request)
+  uint64_t unexpected = 0;   // responses with no request waiting (late or unknown TID)
+  uint64_t unsolicited = 0;  // requests and traps passed to the unsolicited handler
+  uint64_t sendErrors = 0;
+};
+
+enum class MadStatus { kOk, kTimeout, kSendError };
+
+struct MadResult {
+  MadStatus status = MadStatus::kTimeout;
+  MadPacket response;  // valid when status == kOk
+  MadHeader header;    // of the response
+  unsigned attempts = 0;
+  bool ok() const { return status == MadStatus::kOk; }
+};
+
+using MadCompletion = std::function<void(const MadResult&)>;
+using UnsolicitedHandler = std::function<void(const MadPacket&, const MadHeader&)>;
+
+class MadEngine {
+ public:
+  MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options);
+  MadEngine(const MadEngine&) = delete;
+  MadEngine& operator=(const MadEngine&) = delete;
+
+  // Queues a request; its TID is assigned here. done runs exactly once, from poll().
+  void submit(MadPacket request, MadCompletion done);
+  // Sends a MAD that expects no response (a response we give, a TrapRepress); counted as sent.
+  fabric::Result<void> sendUnmatched(const MadPacket& mad);
+  void setUnsolicitedHandler(UnsolicitedHandler handler) { unsolicited_ = std::move(handler); }
+
+  // Waits at most maxWait for MADs (less if a request times out sooner), handles all that arrived, expires
+  // timers and refills the window.
+  void poll(Duration maxWait);
+  // Polls until nothing is queued or in flight.
+  void runUntilIdle();
+  bool idle() const { return inFlight_.empty() && queue_.empty(); }
+  size_t inFlight() const { return inFlight_.size(); }
+  size_t queued() const { return queue_.size(); }
+  size_t maxInFlightSeen() const { return maxInFlight_; }
+  const MadCounters& counters() const { return counters_; }
+  const MadEngineOptions& options() const { return options_; }
+
+ private:
+  struct Request {
+    MadPacket packet;
+    MadCompletion done;
+    unsigned attempts = 0;
+    uint8_t mgmtClass = 0;
+    uint16_t attrId = 0;
+  };
+  struct Timer {
+    TimePoint deadline;
+    uint32_t tid;
+    bool operator>(const Timer& o) const { return deadline > o.deadline; }
+  };
+
+  void fillWindow();
+  void transmit(Request request);
+  void handle(const MadPacket& mad);
+  void expireTimers();
+  void attemptFailed(uint32_t tid);
+  void complete(Request& request, MadResult result);
+
+  MadPort& port_;
+  const Clock& clock_;
+  MadEngineOptions options_;
+  uint32_t nextTid_ = 1;
+  std::deque<Request> queue_;
+  std::unordered_map<uint32_t, Request> inFlight_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  UnsolicitedHandler unsolicited_;
+  MadCounters counters_;
+  size_t maxInFlight_ = 0;
+};
+
+}  // namespace ibsm::mad

@@ -1,0 +1,83 @@
+// SMP construction and attribute codecs. All field access goes through libibmad's field tables
+// (mad_get_field / mad_set_field), never hand-written shifts. Decoders validate what they read: a MAD from the
+// fabric is untrusted input.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "fabric/result.h"
+#include "fabric/topology.h"
+#include "mad/mad_packet.h"
+
+namespace ibsm::mad {
+
+// Common MAD header fields.
+struct MadHeader {
+  uint8_t baseVersion = 0, mgmtClass = 0, classVersion = 0, method = 0;
+  uint16_t status = 0;  // for directed-route SMPs the 15-bit status without the D bit
+  bool direction = false;
+  uint8_t hopPointer = 0, hopCount = 0;
+  uint64_t tid = 0;
+  uint16_t attrId = 0;
+  uint32_t attrMod = 0;
+  bool isResponse() const { return method & kResponseBit; }
+};
+
+// Parses and sanity-checks the header (size, base version 1); an Error says what is wrong.
+fabric::Result<MadHeader> parseHeader(const MadPacket& mad);
+
+// A directed-route SMP along path (hop count = path.count), DrSLID/DrDLID permissive.
+MadPacket makeDirectedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, const fabric::DrPath& path,
+                          uint64_t mkey = 0);
+// A LID-routed SMP to dlid.
+MadPacket makeLidRoutedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, uint16_t dlid, uint64_t mkey = 0);
+void setTid(MadPacket& mad, uint64_t tid);
+uint64_t getTid(const MadPacket& mad);
+uint8_t* smpData(MadPacket& mad);
+const uint8_t* smpData(const MadPacket& mad);
+
+struct NodeInfo {
+  fabric::NodeType type = fabric::NodeType::kUnknown;
+  uint8_t numPorts = 0;
+  fabric::Guid systemGuid, nodeGuid, portGuid;
+  uint16_t partitionCap = 0, deviceId = 0;
+  uint32_t revision = 0, vendorId = 0;
+  uint8_t localPort = 0;
+};
+fabric::Result<NodeInfo> decodeNodeInfo(const uint8_t* data);
+void encodeNodeInfo(const NodeInfo& info, uint8_t* data);  // for fakes and tests
+
+// NodeDescription: up to 64 bytes, NUL-padded; non-printable bytes become '?'.
+std::string decodeNodeDescription(const uint8_t* data);
+void encodeNodeDescription(const std::string& desc, uint8_t* data);
+
+fabric::PortAttrs decodePortInfo(const uint8_t* data);
+uint8_t decodePortInfoLocalPort(const uint8_t* data);
+uint64_t decodePortInfoMkey(const uint8_t* data);
+void encodePortInfo(const fabric::PortAttrs& attrs, uint8_t* data);  // for fakes and tests
+
+// Fields the SM writes with SubnSet(PortInfo), on top of the port's current PortInfo block.
+struct PortInfoSet {
+  std::optional<uint16_t> lid, smLid;
+  std::optional<uint8_t> lmc, state, physState, neighborMtu, operVls, subnetTimeout, hoqLife;
+  std::optional<bool> clientReregister;
+};
+void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
+
+fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* data);
+void encodeSwitchInfo(const fabric::SwitchAttrs& attrs, uint8_t* data);  // for fakes and tests
+
+// SMInfo (IBA 14.2.5.13).
+struct SmInfo {
+  fabric::Guid guid;
+  uint64_t smKey = 0;
+  uint32_t actCount = 0;
+  uint8_t priority = 0;
+  uint8_t state = 0;  // 0 NotActive, 1 Discovering, 2 Standby, 3 Master
+};
+SmInfo decodeSmInfo(const uint8_t* data);
+void encodeSmInfo(const SmInfo& info, uint8_t* data);
+
+}  // namespace ibsm::mad
