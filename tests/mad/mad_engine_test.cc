@@ -1,0 +1,235 @@
+#include "mad/mad_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "mad/fake_mad_port.h"
+
+namespace ibsm::mad {
+namespace {
+
+using namespace std::chrono_literals;
+
+MadPacket nodeInfoGet(uint8_t hop = 1) {
+  fabric::DrPath path;
+  path = *path.extended(hop);
+  return makeDirectedSmp(kGet, kAttrNodeInfo, 0, path);
+}
+
+struct EngineTest : ::testing::Test {
+  FakeClock clock;
+  FakeMadPort port{clock};
+  MadEngineOptions options{4, 100ms, 2};
+};
+
+TEST_F(EngineTest, MatchesResponsesByTid) {
+  port.setResponder([](const MadPacket& req) { return std::vector<MadPacket>{makeResponse(req)}; });
+  MadEngine engine(port, clock, options);
+  int done = 0;
+  for (int i = 0; i < 10; ++i)
+    engine.submit(nodeInfoGet(), [&](const MadResult& r) {
+      EXPECT_TRUE(r.ok());
+      EXPECT_EQ(r.attempts, 1u);
+      EXPECT_EQ(r.header.attrId, kAttrNodeInfo);
+      ++done;
+    });
+  engine.runUntilIdle();
+  EXPECT_EQ(done, 10);
+  EXPECT_EQ(engine.counters().sent, 10u);
+  EXPECT_EQ(engine.counters().responses, 10u);
+  EXPECT_EQ(engine.counters().timeouts, 0u);
+}
+
+TEST_F(EngineTest, WindowIsNeverExceeded) {
+  std::vector<MadPacket> held;
+  MadEngine* enginePtr = nullptr;
+  size_t maxSeen = 0;
+  // The responder holds every request; the test answers them in bursts, in reverse order.
+  port.setResponder([&](const MadPacket& req) {
+    held.push_back(req);
+    maxSeen = std::max(maxSeen, enginePtr->inFlight() + 1);
+    return std::vector<MadPacket>{};
+  });
+  MadEngine engine(port, clock, options);
+  enginePtr = &engine;
+  int done = 0;
+  for (int i = 0; i < 50; ++i) engine.submit(nodeInfoGet(), [&](const MadResult& r) { done += r.ok(); });
+  EXPECT_EQ(engine.inFlight(), 4u);
+  EXPECT_EQ(engine.queued(), 46u);
+  while (!engine.idle()) {
+    auto batch = std::move(held);
+    held.clear();
+    std::reverse(batch.begin(), batch.end());  // out of order
+    for (auto& r : batch) port.inject(makeResponse(r));
+    engine.poll(0ms);
+  }
+  EXPECT_EQ(done, 50);
+  EXPECT_LE(maxSeen, 4u);
+  EXPECT_EQ(engine.maxInFlightSeen(), 4u);
+}
+
+TEST_F(EngineTest, TimesOutAndRetriesThenFails) {
+  MadEngine engine(port, clock, options);  // no responder: nothing ever answers
+  MadResult result;
+  bool called = false;
+  auto start = clock.now();
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) {
+    result = r;
+    called = true;
+  });
+  engine.runUntilIdle();
+  ASSERT_TRUE(called);
+  EXPECT_EQ(result.status, MadStatus::kTimeout);
+  EXPECT_EQ(result.attempts, 3u);  // first try + 2 retries
+  EXPECT_EQ(engine.counters().timeouts, 3u);
+  EXPECT_EQ(engine.counters().retries, 2u);
+  EXPECT_EQ(engine.counters().failed, 1u);
+  EXPECT_GE(clock.now() - start, 300ms);
+  EXPECT_EQ(port.sent().size(), 3u);
+  // Each attempt has its own TID.
+  EXPECT_NE(getTid(port.sent()[0]), getTid(port.sent()[1]));
+}
+
+TEST_F(EngineTest, RetrySucceedsAfterLoss) {
+  int calls = 0;
+  port.setResponder([&](const MadPacket& req) {
+    if (++calls == 1) return std::vector<MadPacket>{};  // first attempt lost
+    return std::vector<MadPacket>{makeResponse(req)};
+  });
+  MadEngine engine(port, clock, options);
+  MadResult result;
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) { result = r; });
+  engine.runUntilIdle();
+  EXPECT_TRUE(result.ok());
+  EXPECT_EQ(result.attempts, 2u);
+  EXPECT_EQ(engine.counters().retries, 1u);
+}
+
+TEST_F(EngineTest, TransportGiveUpStatusRetriesAtOnce) {
+  int calls = 0;
+  port.setResponder([&](const MadPacket& req) {
+    MadPacket back = req;
+    if (++calls == 1) {
+      back.status = 110;  // what umad2sim returns for a dropped MAD
+      return std::vector<MadPacket>{back};
+    }
+    return std::vector<MadPacket>{makeResponse(req)};
+  });
+  MadEngine engine(port, clock, options);
+  MadResult result;
+  auto start = clock.now();
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) { result = r; });
+  engine.runUntilIdle();
+  EXPECT_TRUE(result.ok());
+  EXPECT_EQ(result.attempts, 2u);
+  EXPECT_LT(clock.now() - start, 100ms);  // no waiting for the timer
+}
+
+TEST_F(EngineTest, LateResponseToEarlierAttemptIsIgnored) {
+  std::vector<MadPacket> held;
+  port.setResponder([&](const MadPacket& req) {
+    held.push_back(req);
+    return std::vector<MadPacket>{};
+  });
+  MadEngine engine(port, clock, options);
+  int done = 0;
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) {
+    ++done;
+    EXPECT_EQ(r.attempts, 2u);
+  });
+  engine.poll(100ms);  // first attempt times out; the retry is sent
+  ASSERT_EQ(held.size(), 2u);
+  port.inject(makeResponse(held[0]));  // late answer to attempt 1
+  engine.poll(0ms);
+  EXPECT_EQ(done, 0);
+  EXPECT_EQ(engine.counters().unexpected, 1u);
+  port.inject(makeResponse(held[1]));
+  engine.poll(0ms);
+  EXPECT_EQ(done, 1);
+}
+
+TEST_F(EngineTest, ShortGarbledAndMismatchedResponsesAreCountedAndDropped) {
+  std::vector<MadPacket> held;
+  port.setResponder([&](const MadPacket& req) {
+    held.push_back(req);
+    return std::vector<MadPacket>{};
+  });
+  MadEngine engine(port, clock, options);
+  MadResult result;
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) { result = r; });
+  ASSERT_EQ(held.size(), 1u);
+
+  MadPacket shortMad = makeResponse(held[0]);
+  shortMad.size = 10;
+  port.inject(shortMad);
+  MadPacket badVersion = makeResponse(held[0]);
+  badVersion.bytes[0] = 7;
+  port.inject(badVersion);
+  MadPacket wrongAttr = makeResponse(held[0]);
+  wrongAttr.bytes[16] = 0x00;
+  wrongAttr.bytes[17] = 0x15;  // PortInfo instead of NodeInfo, same TID
+  port.inject(wrongAttr);
+  MadPacket truncated = makeResponse(held[0]);
+  truncated.size = 100;
+  port.inject(truncated);
+  MadPacket unknownTid = makeResponse(held[0]);
+  setTid(unknownTid, 0xdeadbeef);
+  port.inject(unknownTid);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {  // random garbage of random length
+    MadPacket g;
+    g.size = rng() % (kMadSize + 1);
+    for (auto& b : g.bytes) b = static_cast<uint8_t>(rng());
+    port.inject(g);
+  }
+  engine.poll(0ms);
+  EXPECT_FALSE(result.ok());
+  EXPECT_GE(engine.counters().dropped, 4u);
+  EXPECT_GE(engine.counters().unexpected, 1u);
+  EXPECT_EQ(engine.counters().received, 205u);
+
+  port.inject(makeResponse(held[0]));  // the real answer still completes the request
+  engine.poll(0ms);
+  EXPECT_TRUE(result.ok());
+}
+
+TEST_F(EngineTest, UnsolicitedRequestsGoToHandler) {
+  MadEngine engine(port, clock, options);
+  int traps = 0;
+  engine.setUnsolicitedHandler([&](const MadPacket&, const MadHeader& h) {
+    EXPECT_EQ(h.method, kTrap);
+    ++traps;
+  });
+  MadPacket trap = makeLidRoutedSmp(kTrap, kAttrNotice, 0, 1);
+  port.inject(trap);
+  engine.poll(0ms);
+  EXPECT_EQ(traps, 1);
+  EXPECT_EQ(engine.counters().unsolicited, 1u);
+}
+
+TEST_F(EngineTest, SendErrorCompletesRequest) {
+  port.failSends(true);
+  MadEngine engine(port, clock, options);
+  MadResult result;
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) { result = r; });
+  engine.runUntilIdle();
+  EXPECT_EQ(result.status, MadStatus::kSendError);
+  EXPECT_EQ(engine.counters().sendErrors, 1u);
+}
+
+TEST_F(EngineTest, CompletionMaySubmitMore) {
+  port.setResponder([](const MadPacket& req) { return std::vector<MadPacket>{makeResponse(req)}; });
+  MadEngine engine(port, clock, options);
+  int depth = 0;
+  std::function<void(const MadResult&)> next = [&](const MadResult&) {
+    if (++depth < 100) engine.submit(nodeInfoGet(), next);
+  };
+  engine.submit(nodeInfoGet(), next);
+  engine.runUntilIdle();
+  EXPECT_EQ(depth, 100);
+}
+
+}  // namespace
+}  // namespace ibsm::mad
