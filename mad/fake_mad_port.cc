@@ -1,7 +1,5 @@
 #include "mad/fake_mad_port.h"
 
-#include <infiniband/mad.h>
-
 namespace ibsm::mad {
 
 fabric::Result<void> FakeMadPort::send(const MadPacket& mad, Duration) {
@@ -20,20 +18,6 @@ std::optional<MadPacket> FakeMadPort::receive(Duration timeout) {
   MadPacket m = std::move(rx_.front());
   rx_.pop_front();
   return m;
-}
-
-MadPacket makeResponse(const MadPacket& request, uint16_t status) {
-  MadPacket r = request;
-  uint8_t* b = r.bytes.data();
-  mad_set_field(b, 0, IB_MAD_METHOD_F, kGetResp & 0x7f);
-  mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
-  if (b[1] == kClassSmiDirected) {
-    mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
-    mad_set_field(b, 0, IB_DRSMP_STATUS_F, status);
-  } else {
-    mad_set_field(b, 0, IB_MAD_STATUS_F, status);
-  }
-  return r;
 }
 
 }  // namespace ibsm::mad

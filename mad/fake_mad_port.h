@@ -38,8 +38,4 @@ class FakeMadPort final : public MadPort {
   std::vector<MadPacket> sent_;
 };
 
-// Turns a request into its response: sets the response bit (GetResp), the status and, for directed-route
-// SMPs, the direction bit, as an SMA would.
-MadPacket makeResponse(const MadPacket& request, uint16_t status = 0);
-
 }  // namespace ibsm::mad

@@ -71,6 +71,20 @@ MadPacket makeLidRoutedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, ui
   return mad;
 }
 
+MadPacket makeResponse(const MadPacket& request, uint16_t status) {
+  MadPacket r = request;
+  uint8_t* b = r.bytes.data();
+  mad_set_field(b, 0, IB_MAD_METHOD_F, kGetResp & 0x7f);
+  mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
+  if (b[1] == kClassSmiDirected) {
+    mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
+    mad_set_field(b, 0, IB_DRSMP_STATUS_F, status);
+  } else {
+    mad_set_field(b, 0, IB_MAD_STATUS_F, status);
+  }
+  return r;
+}
+
 void setTid(MadPacket& mad, uint64_t tid) { set64(mad.bytes.data(), IB_MAD_TRID_F, tid); }
 uint64_t getTid(const MadPacket& mad) { return get64(mad.bytes.data(), IB_MAD_TRID_F); }
 uint8_t* smpData(MadPacket& mad) { return mad.bytes.data() + kSmpDataOffset; }

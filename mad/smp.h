@@ -33,6 +33,9 @@ MadPacket makeDirectedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, con
                           uint64_t mkey = 0);
 // A LID-routed SMP to dlid.
 MadPacket makeLidRoutedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, uint16_t dlid, uint64_t mkey = 0);
+// Turns a request into its response: GetResp with the given status and, for directed-route SMPs, the
+// direction bit set, as an SMA does.
+MadPacket makeResponse(const MadPacket& request, uint16_t status = 0);
 void setTid(MadPacket& mad, uint64_t tid);
 uint64_t getTid(const MadPacket& mad);
 uint8_t* smpData(MadPacket& mad);

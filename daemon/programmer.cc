@@ -1,0 +1,196 @@
+#include "daemon/programmer.h"
+
+#include <infiniband/mad.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "mad/smp.h"
+
+namespace ibsm::daemon {
+
+using fabric::NodeIndex;
+using fabric::PortState;
+using mad::MadResult;
+
+namespace {
+using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void()>)>;
+constexpr size_t kLftBlock = 64;
+constexpr uint8_t kLinkUp = 5;
+}  // namespace
+
+size_t ProgramReport::smps() const {
+  size_t n = 0;
+  for (const auto& p : phases) n += p.smps;
+  return n;
+}
+
+ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidAssignment& lids,
+                                  const routing::RoutingTables& tables, SwitchTableCache& cache,
+                                  const ProgramOptions& opt) {
+  const fabric::Topology& topo = *dr.topology;
+  ProgramReport report;
+  const uint16_t smLid = topo.smNode() == fabric::kNoNode ? 0 : lids.base(topo.smNode(), topo.smPort()).value;
+  // Port states as we drive them, [node][port], starting from what discovery read.
+  std::vector<std::vector<PortState>> state(topo.size());
+  for (NodeIndex i = 0; i < topo.size(); ++i)
+    for (const auto& p : topo.node(i).ports) state[i].push_back(p.attrs.state);
+
+  // Runs one phase: `issue` submits SMPs through `send`; each completion may record an error.
+  auto phase = [&](const char* name, const std::function<void(const Sender&)>& issue) {
+    PhaseStats st;
+    st.name = name;
+    mad::TimePoint t0 = clock_.now();
+    size_t sent0 = engine_.counters().sent;
+    Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void()> onOk) {
+      auto h = mad::parseHeader(smp);
+      const fabric::Node& node = topo.node(n);
+      std::string what = std::string("PROG001 ") + name + ": Set of attribute " + std::to_string(h ? h->attrId : 0) +
+                         " mod " + std::to_string(h ? h->attrMod : 0) + " on " + fabric::toString(node.guid) + " (" +
+                         node.description + ")";
+      engine_.submit(std::move(smp), [&, what, onOk = std::move(onOk)](const MadResult& r) {
+        if (r.ok() && r.header.status == 0) {
+          if (onOk) onOk();
+          return;
+        }
+        ++st.errors;
+        report.errors.push_back(what + (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+      });
+    };
+    issue(send);
+    engine_.runUntilIdle();
+    st.smps = engine_.counters().sent - sent0;
+    st.elapsed = clock_.now() - t0;
+    report.phases.push_back(st);
+  };
+
+  auto neighbourMin = [&](NodeIndex n, unsigned p, auto field) -> uint8_t {
+    const fabric::Port& port = topo.node(n).ports[p];
+    uint8_t mine = field(port.attrs);
+    if (!port.connected()) return mine;
+    uint8_t theirs = field(topo.node(port.peerNode).ports[port.peerPort.value].attrs);
+    return theirs ? std::min(mine, theirs) : mine;
+  };
+  auto mtu = [&](NodeIndex n, unsigned p) { return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.mtuCap; }); };
+  auto vls = [&](NodeIndex n, unsigned p) { return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.vlCap; }); };
+  // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
+  // carries the LID written earlier.
+  std::vector<std::vector<RawAttr>> raw = dr.portInfo;
+  auto portSet = [&](NodeIndex n, unsigned p, const mad::PortInfoSet& set) {
+    mad::applyPortInfoSet(set, raw[n][p].data());
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, topo.node(n).route);
+    std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
+    return smp;
+  };
+
+  // Phase 1: endport LIDs, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already right.
+  phase("lids", [&](const auto& send) {
+    for (NodeIndex n = 0; n < topo.size(); ++n) {
+      const fabric::Node& node = topo.node(n);
+      unsigned first = node.isSwitch() ? 0 : 1, last = node.isSwitch() ? 0 : node.numPorts;
+      for (unsigned p = first; p <= last; ++p) {
+        const fabric::Port& port = node.ports[p];
+        routing::LidRange range = lids.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
+        if (range.base.value == 0 || !port.attrs.valid) continue;
+        if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
+        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid) continue;
+        mad::PortInfoSet set;
+        set.lid = range.base.value;
+        set.lmc = range.lmc;
+        set.smLid = smLid;
+        set.subnetTimeout = opt.subnetTimeout;
+        if (!node.isSwitch()) {
+          set.neighborMtu = mtu(n, p);
+          set.operVls = vls(n, p);
+        }
+        send(n, portSet(n, p, set), [&report] { ++report.lidsSet; });
+      }
+    }
+  });
+
+  // Phase 2: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
+  phase("switches", [&](const auto& send) {
+    const uint16_t top = lids.maxLid().value;
+    for (NodeIndex n : topo.switches()) {
+      const fabric::Node& node = topo.node(n);
+      SwitchTableCache::Entry& held = cache[node.guid];
+      if (!held.topKnown) {
+        held.linearFdbTop = node.sw.linearFdbTop;
+        held.topKnown = true;  // discovery just read it
+      }
+      if (held.linearFdbTop != top || node.sw.lifeTime != opt.switchLifeTime) {
+        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, node.route);
+        uint8_t* d = mad::smpData(smp);
+        std::copy(dr.switchInfo[n].begin(), dr.switchInfo[n].end(), d);
+        mad_set_field(d, 0, IB_SW_LINEAR_FDB_TOP_F, top);
+        mad_set_field(d, 0, IB_SW_LIFE_TIME_F, opt.switchLifeTime);
+        mad_set_field(d, 0, IB_SW_STATE_CHANGE_F, 1);  // write-1-to-clear PortStateChange
+        send(n, std::move(smp), [&held, top] { held.linearFdbTop = top; });
+      }
+      const std::vector<uint8_t>& want = tables.lft[n];
+      size_t blocks = (static_cast<size_t>(top) + kLftBlock) / kLftBlock;
+      if (held.lft.size() < blocks * kLftBlock) {
+        held.lft.resize(blocks * kLftBlock, routing::kNoPort);
+        held.blockKnown.resize(blocks, false);
+      }
+      for (size_t b = 0; b < blocks; ++b) {
+        uint8_t block[kLftBlock];
+        for (size_t i = 0; i < kLftBlock; ++i) {
+          size_t lid = b * kLftBlock + i;
+          block[i] = lid < want.size() ? want[lid] : routing::kNoPort;
+        }
+        if (held.blockKnown[b] && std::equal(block, block + kLftBlock, held.lft.begin() + b * kLftBlock)) {
+          ++report.lftBlocksSkipped;
+          continue;
+        }
+        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
+        mad_set_array(mad::smpData(smp), 0, IB_LINEAR_FORW_TBL_F, block);
+        std::vector<uint8_t> copy(block, block + kLftBlock);
+        send(n, std::move(smp), [&report, &held, b, copy = std::move(copy)] {
+          std::copy(copy.begin(), copy.end(), held.lft.begin() + b * kLftBlock);
+          held.blockKnown[b] = true;
+          ++report.lftBlocksSent;
+        });
+      }
+    }
+  });
+  if (!opt.activate) return report;
+
+  // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to ACTIVE.
+  // Switch port 0 has no link state of its own; a port already in the target state is left alone (a Set of
+  // the current state is rejected).
+  auto linkedPorts = [&](const std::function<void(NodeIndex, unsigned)>& f) {
+    for (NodeIndex n = 0; n < topo.size(); ++n)
+      for (unsigned p = 1; p <= topo.node(n).numPorts; ++p) {
+        const fabric::Port& port = topo.node(n).ports[p];
+        if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
+      }
+  };
+  phase("arm", [&](const auto& send) {
+    linkedPorts([&](NodeIndex n, unsigned p) {
+      if (state[n][p] != PortState::kInit) return;
+      mad::PortInfoSet set;
+      set.state = static_cast<uint8_t>(PortState::kArmed);
+      set.neighborMtu = mtu(n, p);
+      set.operVls = vls(n, p);
+      send(n, portSet(n, p, set), [&, n, p] {
+        state[n][p] = PortState::kArmed;
+        ++report.portsArmed;
+      });
+    });
+  });
+  phase("activate", [&](const auto& send) {
+    linkedPorts([&](NodeIndex n, unsigned p) {
+      if (state[n][p] != PortState::kArmed) return;
+      mad::PortInfoSet set;
+      set.state = static_cast<uint8_t>(PortState::kActive);
+      send(n, portSet(n, p, set), [&, n, p] {
+        state[n][p] = PortState::kActive;
+        ++report.portsActivated;
+      });
+    });
+  });
+  return report;
+}
+
+}  // namespace ibsm::daemon
