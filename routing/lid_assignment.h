@@ -43,6 +43,8 @@ class LidAssignment {
   // The LIDs the ports currently report in PortInfo (as discovered or read from a file).
   static LidAssignment fromTopology(const Topology& topo);
 
+  // Gives an endport a range (Lid{0} base: no LID). Ranges never overlap: an endport holding one of the LIDs
+  // loses its whole range. The range must be a valid unicast range (asserted).
   void set(NodeIndex node, PortNum port, LidRange range);
   // Base LID of an endport (switch port 0, CA port 1..n); Lid{0} when none.
   Lid base(NodeIndex node, PortNum port) const;
@@ -71,8 +73,11 @@ struct LidAssignResult {
 // Fails only when the LID space is exhausted.
 fabric::Result<LidAssignResult> assignLids(const Topology& topo, const Guid2Lid& persistent, uint8_t lmc);
 
-// guid2lid text format; parse errors name the line.
+// guid2lid text format; parse errors name the line ("guid2lid:3: bad GUID 'xyz'"; fileName replaces
+// "guid2lid"). Lines are "GUID FIRST LAST" (LIDs decimal or 0x-hex), '#' starts a comment; a range must be
+// 2^LMC (LMC 0..7) aligned unicast LIDs and a GUID may appear once.
 std::string formatGuid2Lid(const Guid2Lid& map);
 fabric::Result<Guid2Lid> parseGuid2Lid(std::string_view text);
+fabric::Result<Guid2Lid> parseGuid2Lid(std::string_view text, std::string_view fileName);
 
 }  // namespace ibsm::routing

@@ -1,0 +1,80 @@
+// Engine registry and fallback chain.
+#include "routing/engine.h"
+
+namespace ibsm::routing {
+
+namespace {
+
+struct Registered {
+  std::string_view name;
+  std::unique_ptr<Engine> (*make)();
+};
+
+constexpr Registered kEngines[] = {
+    {"minhop", &makeMinHopEngine},
+    {"updn", &makeUpDownEngine},
+    {"ftree", &makeFatTreeEngine},
+};
+
+std::string_view trimBlanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> makeEngine(std::string_view name) {
+  for (const auto& e : kEngines)
+    if (e.name == name) return e.make();
+  return nullptr;
+}
+
+std::vector<std::string> engineNames() {
+  std::vector<std::string> names;
+  for (const auto& e : kEngines) names.emplace_back(e.name);
+  return names;
+}
+
+fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
+  std::vector<std::string> chain;
+  std::string known;
+  for (const auto& n : engineNames()) known += (known.empty() ? "" : ", ") + n;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view name = trimBlanks(text.substr(0, comma));
+    if (name.empty()) return fabric::makeError("empty engine name in routing chain (known: " + known + ")");
+    if (!makeEngine(name))
+      return fabric::makeError("unknown routing engine '" + std::string(name) + "' (known: " + known + ")");
+    for (const auto& n : chain)
+      if (n == name) return fabric::makeError("routing engine '" + std::string(name) + "' listed twice");
+    chain.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return chain;
+}
+
+fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
+                                         const LidAssignment& lids, const Options& options) {
+  if (chain.empty()) return fabric::makeError("empty routing chain");
+  ChainResult out;
+  for (const auto& name : chain) {
+    auto engine = makeEngine(name);
+    if (!engine) return fabric::makeError("unknown routing engine '" + name + "'");
+    auto tables = engine->compute(topo, lids, options);
+    if (tables) {
+      out.tables = std::move(tables).value();
+      if (out.tables.engine.empty()) out.tables.engine = name;
+      return out;
+    }
+    // Engines usually prefix their reason with their name; avoid "ftree: ftree: ...".
+    const std::string& why = tables.error().message;
+    out.fallbacks.push_back(why.starts_with(name + ":") ? why : name + ": " + why);
+  }
+  std::string all;
+  for (const auto& f : out.fallbacks) all += (all.empty() ? "" : "; ") + f;
+  return fabric::makeError("no routing engine could route the fabric: " + all);
+}
+
+}  // namespace ibsm::routing

@@ -1,0 +1,206 @@
+// Min-hop routing, as OpenSM's minhop: every switch sends each LID out of one of its ports on a shortest path
+// (over switch-switch links) to the switch the LID's port is attached to; among the equal-hop ports it takes the
+// one that carries the fewest CA routes so far, so destinations spread evenly. The 2^LMC LIDs of one port are
+// steered to different neighbour systems/switches where possible, so LMC gives distinct paths.
+//
+// Cost: an all-pairs BFS over switches (S x S hop matrix), then per switch one pass building its equal-hop port
+// lists per target switch (O(S x ports)) and one pass over the LIDs (O(LIDs x equal-hop ports)). Switches are
+// independent, so they are spread over options.threads workers; the result does not depend on the thread count.
+#include <algorithm>
+
+#include "routing/engine.h"
+#include "routing/parallel.h"
+#include "routing/switch_graph.h"
+
+namespace ibsm::routing {
+
+using fabric::Node;
+
+namespace {
+
+// What the per-switch passes share (read-only): the switch graph, hop matrix and, per LID, where it leaves the
+// switch fabric.
+struct MinHopPlan {
+  struct Dest {
+    SwitchIndex sw = kNoSwitch;  // switch the LID's port is (attached to); kNoSwitch: not routable
+    uint8_t lastPort = kNoPort;  // egress port on that switch: 0 for its own LID, else the CA's link
+    bool toCa = false;
+    uint32_t endport = 0;        // serial of the owning endport (LIDs of one LMC range share it)
+  };
+  MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned threads);
+  SwitchGraph graph;
+  HopMatrix hops;
+  std::vector<Dest> dests;       // by LID
+  std::vector<uint32_t> sysOf;   // switch -> dense system id
+};
+
+MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned threads)
+    : graph(topo), hops(graph, threads) {
+  uint32_t maxLid = lids.maxLid().value;
+  dests.assign(maxLid + 1u, Dest{});
+  uint32_t endport = 0;
+  LidOwner prev;
+  for (uint32_t l = 1; l <= maxLid; ++l) {
+    LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
+    if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
+    if (o.node != prev.node || o.port != prev.port) ++endport;
+    prev = o;
+    Dest& d = dests[l];
+    d.endport = endport;
+    const Node& n = topo.node(o.node);
+    if (n.isSwitch()) {
+      d.sw = graph.index(o.node);
+      d.lastPort = 0;
+      d.toCa = false;
+      continue;
+    }
+    if (o.port.value == 0 || o.port.value > n.numPorts) continue;
+    const fabric::Port& p = n.ports[o.port.value];
+    if (!p.connected() || !portUsable(topo, o.node, o.port)) continue;
+    SwitchIndex s = graph.index(p.peerNode);
+    if (s == kNoSwitch) continue;  // CA linked straight to a CA: no switch forwards to it
+    d.sw = s;
+    d.lastPort = p.peerPort.value;
+    d.toCa = true;
+  }
+
+  // Neighbour identities for the "different neighbour" preferences: dense ids of node and system GUIDs.
+  sysOf.resize(graph.size());
+  std::vector<std::pair<uint64_t, SwitchIndex>> sys;
+  for (SwitchIndex s = 0; s < graph.size(); ++s) {
+    const Node& n = topo.node(graph.node(s));
+    sys.emplace_back(n.systemGuid.value != 0 ? n.systemGuid.value : n.guid.value, s);
+  }
+  std::sort(sys.begin(), sys.end());
+  uint32_t id = 0;
+  for (size_t i = 0; i < sys.size(); ++i) {
+    if (i > 0 && sys[i].first != sys[i - 1].first) ++id;
+    sysOf[sys[i].second] = id;
+  }
+}
+
+// Per-worker scratch, reused from switch to switch.
+struct Scratch {
+  std::vector<uint32_t> candBegin;  // target switch -> offset into cands (size S + 1)
+  std::vector<uint8_t> cands;       // local arc slots (0..arcs of s - 1), by target, in port order
+  std::vector<uint32_t> fill;
+  std::vector<uint32_t> portCount;  // local arc slot -> CA routes assigned
+  std::vector<uint32_t> nbrCount;   // local neighbour slot -> CA routes assigned
+  std::vector<uint32_t> nbrSlot;    // local arc slot -> neighbour slot
+  std::vector<uint32_t> usedNode;   // neighbour switch -> endport serial that last used it
+  std::vector<uint32_t> usedSys;    // system id -> endport serial that last used it
+};
+
+// Fills one switch's LFT (and, when ar is given, the equal-hop port set of every LID).
+void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lft, std::vector<PortMask>* ar,
+                 Scratch& sc) {
+  const SwitchGraph& g = plan.graph;
+  const size_t S = g.size();
+  const uint32_t a0 = g.arcBegin(s), a1 = g.arcEnd(s);
+  const uint32_t nArcs = a1 - a0;
+  const auto& arcs = g.arcs();
+  const uint16_t* mine = plan.hops.row(s);
+
+  // Equal-hop egress arcs per target switch, in port order (CSR: count, prefix, fill). A switch has at most 255
+  // ports, so a local arc slot fits a byte.
+  sc.candBegin.assign(S + 1, 0);
+  for (uint32_t a = a0; a < a1; ++a) {
+    const uint16_t* theirs = plan.hops.row(arcs[a].to);
+    for (size_t t = 0; t < S; ++t)
+      if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]) ++sc.candBegin[t + 1];
+  }
+  for (size_t t = 0; t < S; ++t) sc.candBegin[t + 1] += sc.candBegin[t];
+  sc.cands.resize(sc.candBegin[S]);
+  sc.fill.assign(sc.candBegin.begin(), sc.candBegin.end() - 1);
+  for (uint32_t a = a0; a < a1; ++a) {
+    const uint16_t* theirs = plan.hops.row(arcs[a].to);
+    for (size_t t = 0; t < S; ++t)
+      if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]) sc.cands[sc.fill[t]++] = static_cast<uint8_t>(a - a0);
+  }
+
+  // Neighbour slots: parallel links to one neighbour share a slot.
+  sc.nbrSlot.resize(nArcs);
+  std::vector<SwitchIndex> nbrs;
+  for (uint32_t i = 0; i < nArcs; ++i) {
+    SwitchIndex to = arcs[a0 + i].to;
+    auto it = std::find(nbrs.begin(), nbrs.end(), to);
+    sc.nbrSlot[i] = static_cast<uint32_t>(it - nbrs.begin());
+    if (it == nbrs.end()) nbrs.push_back(to);
+  }
+  sc.portCount.assign(nArcs, 0);
+  sc.nbrCount.assign(nbrs.size(), 0);
+  sc.usedNode.assign(S, 0);
+  sc.usedSys.assign(S, 0);
+
+  const size_t maxLid = plan.dests.size();
+  lft.assign(maxLid, kNoPort);
+  if (ar) ar->assign(maxLid, PortMask{});
+  for (size_t l = 1; l < maxLid; ++l) {
+    const MinHopPlan::Dest& d = plan.dests[l];
+    if (d.sw == kNoSwitch) continue;
+    if (d.sw == s) {
+      lft[l] = d.lastPort;  // the LID is this switch's own port 0, or a CA port linked to it
+      continue;
+    }
+    const uint32_t c0 = sc.candBegin[d.sw], c1 = sc.candBegin[d.sw + 1];
+    if (c0 == c1) continue;  // unreachable from here
+    // Best candidate: a neighbour system, then a neighbour switch, that no other LID of this endport uses
+    // (LMC), then the fewest CA routes on the port, then on the neighbour (spread over neighbour switches when
+    // parallel links tie), then the lowest port.
+    uint32_t best = sc.cands[c0];
+    auto cost = [&](uint32_t slot) {
+      SwitchIndex to = arcs[a0 + slot].to;
+      uint64_t usedS = sc.usedSys[plan.sysOf[to]] == d.endport;
+      uint64_t usedN = sc.usedNode[to] == d.endport;
+      return (usedS << 63) | (usedN << 62) | (static_cast<uint64_t>(sc.portCount[slot]) << 31) |
+             sc.nbrCount[sc.nbrSlot[slot]];
+    };
+    if (c1 - c0 > 1) {
+      uint64_t bestCost = cost(best);
+      for (uint32_t c = c0 + 1; c < c1; ++c) {
+        uint64_t k = cost(sc.cands[c]);
+        if (k < bestCost) {
+          bestCost = k;
+          best = sc.cands[c];
+        }
+      }
+    }
+    const auto& arc = arcs[a0 + best];
+    lft[l] = arc.port;
+    // Routes to switch LIDs (management traffic) do not count, as in OpenSM, so they cannot skew the CA balance.
+    if (d.toCa) {
+      ++sc.portCount[best];
+      ++sc.nbrCount[sc.nbrSlot[best]];
+    }
+    sc.usedNode[arc.to] = d.endport;
+    sc.usedSys[plan.sysOf[arc.to]] = d.endport;
+    if (ar)
+      for (uint32_t c = c0; c < c1; ++c) (*ar)[l].set(arcs[a0 + sc.cands[c]].port);
+  }
+}
+
+class MinHopEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "minhop"; }
+
+  fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
+                                        const Options& options) const override {
+    MinHopPlan plan(topo, lids, options.threads);
+    RoutingTables t;
+    t.engine = "minhop";
+    t.lft.resize(topo.size());
+    const size_t S = plan.graph.size();
+    std::vector<Scratch> scratch(workerCount(S, options.threads));
+    parallelFor(S, options.threads, [&](unsigned worker, size_t s) {
+      routeSwitch(plan, static_cast<SwitchIndex>(s), t.lft[plan.graph.node(static_cast<SwitchIndex>(s))], nullptr,
+                  scratch[worker]);
+    });
+    return t;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> makeMinHopEngine() { return std::make_unique<MinHopEngine>(); }
+
+}  // namespace ibsm::routing
