@@ -7,7 +7,8 @@
 // untrusted: every index and number is range-checked and nothing asserts.
 #include "fabric/topology_file.h"
 
-#include <unistd.h>  // fsync, getpid
+#include <sys/stat.h>  // lstat
+#include <unistd.h>    // fsync, getpid
 
 #include <algorithm>
 #include <cctype>
@@ -722,25 +723,39 @@ std::string formatTopology(const Topology& topo) {
   return out;
 }
 
-Result<void> writeTopologyFile(const Topology& topo, const std::string& path) {
-  const std::string text = formatTopology(topo);
-  // Write a temp file next to the target and rename it over, so readers never see a half-written file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return makeError(tmp + ": cannot create: " + std::strerror(errno));
+namespace {
+
+// Writes all of text to path (created or truncated); fsync only where it means something (regular files).
+Result<void> writeWhole(const std::string& path, const std::string& text, bool sync) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return makeError(path + ": cannot create: " + std::strerror(errno));
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-            ::fsync(fileno(f)) == 0;
+            (!sync || ::fsync(fileno(f)) == 0);
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
     err = errno;
   }
-  if (!ok) {
+  if (!ok) return makeError(path + ": write failed: " + std::strerror(err));
+  return {};
+}
+
+}  // namespace
+
+Result<void> writeTopologyFile(const Topology& topo, const std::string& path) {
+  const std::string text = formatTopology(topo);
+  // Something other than a regular file (/dev/stdout, a FIFO, a symlink) is written in place: renaming over
+  // it would replace the device or link itself.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return writeWhole(path, text, false);
+  // Otherwise write a temp file next to the target and rename it over, so readers never see half a file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  if (auto r = writeWhole(tmp, text, true); !r) {
     std::remove(tmp.c_str());
-    return makeError(tmp + ": write failed: " + std::strerror(err));
+    return r;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
+    int err = errno;
     std::remove(tmp.c_str());
     return makeError(path + ": cannot rename " + tmp + " into place: " + std::strerror(err));
   }

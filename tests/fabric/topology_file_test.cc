@@ -481,6 +481,18 @@ TEST_F(TopologyFileIoTest, WriteThenReadGivesTheSameTopology) {
             1);
 }
 
+TEST_F(TopologyFileIoTest, NonRegularTargetsAreWrittenInPlace) {
+  // Renaming a temp file over a symlink (or /dev/stdout, or a device) would replace the link itself.
+  std::filesystem::path target = dir_ / "target.net", link = dir_ / "link.net";
+  std::ofstream(target) << "old";
+  std::filesystem::create_symlink(target, link);
+  ASSERT_TRUE(writeTopologyFile(*parseOk(kPlainNet), link.string()).ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  auto back = readTopologyFile(target.string());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ((*back)->size(), 6u);
+}
+
 TEST_F(TopologyFileIoTest, ErrorsNameTheFile) {
   std::string missing = dir_ / "missing.net";
   auto r = readTopologyFile(missing);
