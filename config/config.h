@@ -1,0 +1,99 @@
+// Configuration of the SM daemon ibsmd, as validated values with their defaults. A Config is built once by the
+// loader (config_loader.h) and then published as std::shared_ptr<const Config>: nothing changes it afterwards;
+// a reload builds a new one. This header is free of yaml-cpp on purpose.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabric/ids.h"
+
+namespace ibsm::config {
+
+using fabric::Guid;
+
+inline constexpr std::string_view kDefaultConfigPath = "/etc/ibsm/ibsm.yaml";
+
+enum class LogLevel { kError, kWarn, kInfo, kDebug };
+std::string_view toString(LogLevel level);  // "error", "warn", "info", "debug"
+
+struct RoutingConfig {
+  // Engine names ("minhop", "updn", "ftree") tried in order; never empty, no duplicates.
+  std::vector<std::string> engines{"ftree", "updn", "minhop"};
+  // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills this
+  // from the file (parseConfig does no I/O and leaves it empty).
+  std::vector<Guid> roots;
+  std::optional<std::string> rootsFile;  // exclusive with a non-default `roots`
+  uint8_t lmc = 0;                        // 0..7: 2^lmc LIDs per port
+  bool operator==(const RoutingConfig&) const = default;
+};
+
+struct SweepConfig {
+  uint32_t intervalS = 10;  // light sweep period; 0 = only sweep on traps and requests
+  bool operator==(const SweepConfig&) const = default;
+};
+
+struct SmConfig {
+  uint8_t priority = 0;           // 0..15, SMInfo priority
+  uint64_t key = 0;               // SM_Key
+  uint32_t pollIntervalMs = 1000; // standby: how often to poll the master
+  uint32_t pollRetries = 3;       // standby: unanswered polls before taking over
+  bool operator==(const SmConfig&) const = default;
+};
+
+struct MadConfig {
+  uint32_t window = 32;      // MADs in flight
+  uint32_t timeoutMs = 100;  // per attempt
+  uint32_t retries = 3;      // resends after the first attempt
+  bool operator==(const MadConfig&) const = default;
+};
+
+struct PathsConfig {
+  // Absolute paths. guid2lid and dumpDir default to places inside stateDir, whatever stateDir is.
+  std::string stateDir = "/var/lib/ibsm";
+  std::string guid2lid = "/var/lib/ibsm/guid2lid";
+  std::string dumpDir = "/var/lib/ibsm";
+  bool operator==(const PathsConfig&) const = default;
+};
+
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct ControlConfig {
+  std::string socket = "/run/ibsm/ibsm.sock";
+  std::optional<std::string> group;  // members may change state; none = root only
+  bool operator==(const ControlConfig&) const = default;
+};
+
+struct ArConfig {
+  bool enable = true;         // compute and program adaptive-routing groups
+  uint32_t groupCap = 2048;   // 1..4096 AR groups per switch
+  bool operator==(const ArConfig&) const = default;
+};
+
+struct FlapConfig {
+  uint32_t holdDownMs = 2000;     // a port that went down stays out of routing at least this long
+  uint32_t maxBackoffMs = 60000;  // cap of the doubling hold-down of a flapping port; >= holdDownMs
+  bool operator==(const FlapConfig&) const = default;
+};
+
+struct Config {
+  std::optional<Guid> portGuid;  // local port to bind; none = first active port
+  RoutingConfig routing;
+  SweepConfig sweep;
+  SmConfig sm;
+  MadConfig mad;
+  PathsConfig paths;
+  LogConfig log;
+  ControlConfig control;
+  ArConfig ar;
+  FlapConfig flap;
+  bool operator==(const Config&) const = default;
+};
+
+}  // namespace ibsm::config

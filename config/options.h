@@ -1,0 +1,57 @@
+// Internal to config/: the table of options (key, default via Config{}, validator, reloadable flag, reload
+// effect) and the yaml-free value type the validators read, so YAML and command-line overrides share them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "config/config_loader.h"
+
+namespace ibsm::config {
+
+// Where a value came from: "ibsm.yaml:7:12", or "command line" (line 0 = no position).
+struct Location {
+  std::string origin;
+  int line = 0;  // 1-based
+  int column = 0;
+  std::string str() const;
+};
+
+// A config value detached from yaml-cpp. List items are kept one level deep only (their own contents are not
+// copied), which bounds the work even for self-referencing YAML aliases.
+struct RawValue {
+  enum class Kind { kNull, kScalar, kList, kMap };
+  Kind kind = Kind::kNull;
+  std::string text;     // kScalar
+  bool quoted = false;  // a quoted or !!str YAML scalar: a string, never a number or bool
+  std::vector<RawValue> items;  // kList
+  Location where;
+};
+
+struct Problem {
+  Location where;
+  std::string message;  // without location and key: "9 is out of range 0..7"
+};
+
+struct Option {
+  std::string_view key;  // dotted: "routing.lmc"
+  bool reloadable = false;
+  bool ConfigDiff::*effect = nullptr;  // what a reload must redo when this changes; nullptr = nothing
+  // Validates `value` and stores it into the config.
+  std::function<std::optional<Problem>(const RawValue& value, Config& config)> parse;
+  std::function<std::string(const Config& config)> format;  // YAML text of the value
+};
+
+const std::vector<Option>& optionTable();
+const Option* findOption(std::string_view key);
+bool isSection(std::string_view name);  // "routing", "sm", ...
+// `key` as it may appear in a message: unchanged when it is a sane identifier, else quoted and escaped.
+std::string printableKey(std::string_view key);
+// The closest known key or section to a misspelt one, "" when none is close.
+std::string suggestKey(std::string_view unknown);
+
+}  // namespace ibsm::config

@@ -1,0 +1,399 @@
+#include "config/config_loader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+namespace ibsm::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The example ships next to the sources; __FILE__ is absolute in CMake builds.
+const fs::path kExample = fs::path(__FILE__).parent_path() / "../../config/ibsm.yaml.example";
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string errorOf(std::string_view text, std::span<const Override> overrides = {}) {
+  auto r = parseConfig(text, "ibsm.yaml", overrides);
+  return r.ok() ? "(parsed fine)" : r.error().message;
+}
+
+// Every key set to something other than its default.
+constexpr std::string_view kFull = R"(port_guid: 0x0002c903000b2240
+routing:
+  engines: updn, minhop
+  roots: [0x10, 0x20]
+  lmc: 2
+sweep:
+  interval_s: 0
+sm:
+  priority: 15
+  key: 0xdeadbeef00000001
+  poll_interval_ms: 250
+  poll_retries: 5
+mad:
+  window: 1024
+  timeout_ms: 60000
+  retries: 0
+paths:
+  state_dir: /srv/ibsm
+  guid2lid: /srv/lids
+  dump_dir: /tmp/dumps
+log:
+  level: debug
+control:
+  socket: /tmp/ibsm.sock
+  group: ibadmin
+ar:
+  enable: false
+  group_cap: 1
+flap:
+  hold_down_ms: 0
+  max_backoff_ms: 86400000
+)";
+
+TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
+  for (std::string_view text : {"", "# nothing here\n", "---\n", "routing:\n# lmc: 3\n"}) {
+    auto r = parseConfig(text, "ibsm.yaml");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*r, Config{}) << text;
+  }
+  Config d;
+  EXPECT_FALSE(d.portGuid);
+  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "updn", "minhop"}));
+  EXPECT_EQ(d.routing.lmc, 0);
+  EXPECT_EQ(d.sweep.intervalS, 10u);
+  EXPECT_EQ(d.mad.window, 32u);
+  EXPECT_EQ(d.paths.guid2lid, "/var/lib/ibsm/guid2lid");
+  EXPECT_EQ(d.control.socket, "/run/ibsm/ibsm.sock");
+  EXPECT_EQ(d.log.level, LogLevel::kInfo);
+}
+
+TEST(ConfigLoader, ParsesEveryKey) {
+  auto r = parseConfig(kFull, "ibsm.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Config& c = *r;
+  EXPECT_EQ(c.portGuid, Guid{0x0002c903000b2240});
+  EXPECT_EQ(c.routing.engines, (std::vector<std::string>{"updn", "minhop"}));
+  EXPECT_EQ(c.routing.roots, (std::vector<Guid>{Guid{0x10}, Guid{0x20}}));
+  EXPECT_FALSE(c.routing.rootsFile);
+  EXPECT_EQ(c.routing.lmc, 2);
+  EXPECT_EQ(c.sweep.intervalS, 0u);
+  EXPECT_EQ(c.sm.priority, 15);
+  EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
+  EXPECT_EQ(c.sm.pollIntervalMs, 250u);
+  EXPECT_EQ(c.sm.pollRetries, 5u);
+  EXPECT_EQ(c.mad.window, 1024u);
+  EXPECT_EQ(c.mad.timeoutMs, 60000u);
+  EXPECT_EQ(c.mad.retries, 0u);
+  EXPECT_EQ(c.paths.stateDir, "/srv/ibsm");
+  EXPECT_EQ(c.paths.guid2lid, "/srv/lids");
+  EXPECT_EQ(c.paths.dumpDir, "/tmp/dumps");
+  EXPECT_EQ(c.log.level, LogLevel::kDebug);
+  EXPECT_EQ(c.control.socket, "/tmp/ibsm.sock");
+  EXPECT_EQ(c.control.group, "ibadmin");
+  EXPECT_FALSE(c.ar.enable);
+  EXPECT_EQ(c.ar.groupCap, 1u);
+  EXPECT_EQ(c.flap.holdDownMs, 0u);
+  EXPECT_EQ(c.flap.maxBackoffMs, 86400000u);
+}
+
+TEST(ConfigLoader, ListsAndScalarsInTheirOtherForms) {
+  auto r = parseConfig("routing:\n  engines: [minhop]\n  roots: 0x10, 0x20\n  roots_file: ~\nar:\n  enable: off\n",
+                       "ibsm.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->routing.engines, std::vector<std::string>{"minhop"});
+  EXPECT_EQ(r->routing.roots, (std::vector<Guid>{Guid{0x10}, Guid{0x20}}));
+  EXPECT_FALSE(r->ar.enable);
+  // A flat dotted key is the same key as the nested one.
+  auto flat = parseConfig("routing.lmc: 3\n", "ibsm.yaml");
+  ASSERT_TRUE(flat.ok()) << flat.error().message;
+  EXPECT_EQ(flat->routing.lmc, 3);
+  EXPECT_EQ(errorOf("routing.lmc: 3\nrouting:\n  lmc: 4\n"),
+            "ibsm.yaml:3:3: routing.lmc: duplicate key (first given at line 1)");
+}
+
+TEST(ConfigLoader, DerivedPathsFollowStateDir) {
+  auto r = parseConfig("paths:\n  state_dir: /srv/ibsm/\n", "ibsm.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->paths.guid2lid, "/srv/ibsm/guid2lid");
+  EXPECT_EQ(r->paths.dumpDir, "/srv/ibsm/");
+}
+
+struct BadCase {
+  std::string text;
+  std::string_view error;
+};
+
+TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
+  const BadCase cases[] = {
+      {"routing:\n  foo: 1\n", "ibsm.yaml:2:3: routing.foo: unknown key"},
+      {"routing:\n  lcm: 2\n", "ibsm.yaml:2:3: routing.lcm: unknown key (did you mean routing.lmc?)"},
+      {"sweep:\n  lmc: 2\n", "ibsm.yaml:2:3: sweep.lmc: unknown key (did you mean routing.lmc?)"},
+      {"rooting:\n  lmc: 1\n", "ibsm.yaml:1:1: rooting: unknown key (did you mean routing?)"},
+      {"sweep:\n  interval_s: ten\n", "ibsm.yaml:2:15: sweep.interval_s: expected an integer, got \"ten\""},
+      {"mad:\n  window: \"32\"\n", "ibsm.yaml:2:11: mad.window: expected an integer, got the string \"32\""},
+      {"routing:\n  lmc:\n", "ibsm.yaml:2:3: routing.lmc: expected an integer, got nothing"},
+      {"routing:\n  lmc: [1]\n", "ibsm.yaml:2:8: routing.lmc: expected an integer, got a list"},
+      {"# header\nrouting:\n  engines: [ftree]\n  lmc: 9\n", "ibsm.yaml:4:8: routing.lmc: 9 is out of range 0..7"},
+      {"sm:\n  priority: 16\n", "ibsm.yaml:2:13: sm.priority: 16 is out of range 0..15"},
+      {"mad:\n  window: 0\n", "ibsm.yaml:2:11: mad.window: 0 is out of range 1..1024"},
+      {"mad:\n  window: 1025\n", "ibsm.yaml:2:11: mad.window: 1025 is out of range 1..1024"},
+      {"mad:\n  retries: -1\n", "ibsm.yaml:2:12: mad.retries: -1 is out of range 0..20"},
+      {"sweep:\n  interval_s: 99999999999999999999999\n",
+       "ibsm.yaml:2:15: sweep.interval_s: 99999999999999999999999 is out of range 0..86400"},
+      {"port_guid: 0xZZ\n", "ibsm.yaml:1:12: port_guid: 0xZZ is not a GUID (expected 0x and up to 16 hex digits)"},
+      {"port_guid: 0x0\n", "ibsm.yaml:1:12: port_guid: 0x0 is not a valid GUID (zero)"},
+      {"routing:\n  roots: [0x1, bogus]\n",
+       "ibsm.yaml:2:16: routing.roots: bogus is not a GUID (expected 0x and up to 16 hex digits)"},
+      {"routing:\n  roots: [0x1, 0x01]\n", "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
+      {"routing:\n  engines: [ftree, ftre]\n",
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree)"},
+      {"routing:\n  engines: updn,,minhop\n", "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
+      {"routing:\n  engines: [updn, updn]\n", "ibsm.yaml:2:19: routing.engines: engine \"updn\" listed twice"},
+      {"routing:\n  engines: []\n",
+       "ibsm.yaml:2:12: routing.engines: empty engine list: name at least one of minhop, updn, ftree"},
+      {"sm:\n  priority: 1\n  priority: 2\n", "ibsm.yaml:3:3: sm.priority: duplicate key (first given at line 2)"},
+      {"log:\n  level: info\nlog:\n  level: warn\n", "ibsm.yaml:3:1: log: duplicate key (first given at line 1)"},
+      {"routing:\n  engines: [ftree\nsweep: 1\n", "ibsm.yaml:3:6: invalid YAML: end of sequence flow not found"},
+      {"routing:\n\tlmc: 1\n", "ibsm.yaml:2:5: invalid YAML: illegal map value"},
+      {"routing:\n  roots: [0x1]\n  roots_file: /etc/ibsm/roots\n",
+       "ibsm.yaml:3:15: routing.roots_file: cannot be combined with routing.roots (given at ibsm.yaml:2:3); give "
+       "only one of them"},
+      {"- port_guid: 0x1\n", "ibsm.yaml:1:1: the top level must be a map of keys, got a list"},
+      {"just a string\n", "ibsm.yaml:1:1: the top level must be a map of keys, got a value"},
+      {"routing: 5\n", "ibsm.yaml:1:10: routing: expected a section of keys, got a value"},
+      {"[a]: 1\n", "ibsm.yaml:1:1: keys must be names, got a list"},
+      {"ar:\n  enable: maybe\n", "ibsm.yaml:2:11: ar.enable: expected true or false, got \"maybe\""},
+      {"log:\n  level: verbose\n",
+       "ibsm.yaml:2:10: log.level: expected error, warn, info or debug, got \"verbose\""},
+      {"paths:\n  state_dir: var/lib\n", "ibsm.yaml:2:14: paths.state_dir: expected an absolute path, got \"var/lib\""},
+      {"control:\n  group: 9wheel\n", "ibsm.yaml:2:10: control.group: 9wheel is not a valid group name"},
+      {"control:\n  socket: /" + std::string(120, 's') + "\n",
+       "ibsm.yaml:2:11: control.socket: socket path is 121 bytes, longer than 107"},
+      {"flap:\n  hold_down_ms: 5000\n  max_backoff_ms: 1000\n",
+       "ibsm.yaml:3:19: flap.max_backoff_ms: flap.max_backoff_ms (1000) must not be less than flap.hold_down_ms "
+       "(5000)"},
+      {"flap:\n  hold_down_ms: 70000\n",
+       "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than flap.hold_down_ms "
+       "(70000)"},
+      {"sweep:\n  interval_s: 5\n---\nsweep:\n  interval_s: 6\n", "ibsm.yaml:4:1: more than one YAML document"},
+  };
+  for (const BadCase& c : cases) EXPECT_EQ(errorOf(c.text), c.error) << c.text;
+}
+
+TEST(ConfigLoader, HostileInputIsAnErrorNotACrash) {
+  std::string deep(100000, '[');
+  std::string nul = std::string("control:\n  group: \"a\\0b\"\n");
+  EXPECT_EQ(errorOf(nul), "ibsm.yaml:2:10: control.group: contains a NUL character");
+  EXPECT_EQ(errorOf("routing:\n  engines: &e [*e]\n"),
+            "ibsm.yaml:2:12: routing.engines: expected an engine name, got a list");
+  EXPECT_EQ(errorOf("\"\\x01\": 1\n"), "ibsm.yaml:1:1: \"\\x01\": unknown key");
+  EXPECT_NE(errorOf(deep).find("ibsm.yaml"), std::string::npos);
+  EXPECT_EQ(errorOf(std::string(2 << 20, ' ')), "ibsm.yaml: larger than 1048576 bytes");
+}
+
+// Random byte edits of the example: every outcome is a Config or an error that names the file.
+TEST(ConfigLoader, MutatedExampleNeverThrows) {
+  const std::string example = readText(kExample);
+  ASSERT_FALSE(example.empty());
+  std::mt19937 rng(12345);
+  const std::string alphabet = ":-[]{},&*!|>'\"#%@` \n\t0x9azZ";
+  for (int i = 0; i < 2000; ++i) {
+    std::string text = example;
+    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
+      size_t at = rng() % text.size();
+      char c = rng() % 2 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() % 256);
+      if (rng() % 3 == 0) text.erase(at, 1 + rng() % 8);
+      else text.insert(at, 1, c);
+    }
+    auto r = parseConfig(text, "ibsm.yaml");
+    if (!r.ok()) {
+      EXPECT_TRUE(r.error().message.starts_with("ibsm.yaml")) << r.error().message;
+    }
+  }
+}
+
+TEST(ConfigLoader, ExampleParsesToDefaultsAndMentionsEveryKey) {
+  const std::string example = readText(kExample);
+  auto r = parseConfig(example, "ibsm.yaml.example");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, Config{});
+  for (const OptionInfo& info : optionInfos()) {
+    std::string leaf = info.key.substr(info.key.find('.') + 1);
+    EXPECT_NE(example.find(" " + leaf + ": "), std::string::npos) << info.key;
+  }
+}
+
+TEST(ConfigLoader, ToYamlRoundTrips) {
+  auto full = parseConfig(kFull, "ibsm.yaml");
+  ASSERT_TRUE(full.ok());
+  for (const Config& c : {Config{}, *full}) {
+    auto back = parseConfig(toYaml(c), "dump.yaml");
+    ASSERT_TRUE(back.ok()) << back.error().message << "\n" << toYaml(c);
+    EXPECT_EQ(*back, c) << toYaml(c);
+  }
+}
+
+TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
+  std::map<std::string, OptionInfo> byKey;
+  for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
+  EXPECT_EQ(byKey.size(), 23u);
+  EXPECT_FALSE(byKey["port_guid"].reloadable);
+  EXPECT_FALSE(byKey["control.socket"].reloadable);
+  EXPECT_FALSE(byKey["paths.state_dir"].reloadable);
+  EXPECT_TRUE(byKey["routing.engines"].reloadable);
+  EXPECT_TRUE(byKey["routing.lmc"].reloadable);
+  EXPECT_TRUE(byKey["log.level"].reloadable);
+  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, updn, minhop]");
+  EXPECT_EQ(byKey["port_guid"].defaultValue, "~");
+  EXPECT_EQ(byKey["mad.timeout_ms"].defaultValue, "100");
+}
+
+TEST(ConfigOverrides, AppliedOnTopAndValidatedTheSameWay) {
+  auto lmc = parseOverride("routing.lmc=2");
+  ASSERT_TRUE(lmc.ok());
+  EXPECT_EQ(lmc->key, "routing.lmc");
+  EXPECT_EQ(lmc->value, "2");
+  EXPECT_EQ(parseOverride("routing.lmc").error().message, "command line: routing.lmc: expected key=value");
+
+  const Override ok[] = {{"routing.lmc", "2"}, {"routing.engines", "updn,minhop"}, {"log.level", "debug"},
+                         {"log.level", "warn"}};
+  auto r = parseConfig("routing:\n  lmc: 1\n", "ibsm.yaml", ok);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->routing.lmc, 2);
+  EXPECT_EQ(r->routing.engines, (std::vector<std::string>{"updn", "minhop"}));
+  EXPECT_EQ(r->log.level, LogLevel::kWarn);  // the last one wins
+
+  const Override range[] = {{"sm.priority", "16"}};
+  EXPECT_EQ(errorOf("", range), "command line: sm.priority: 16 is out of range 0..15");
+  const Override typo[] = {{"sm.prority", "1"}};
+  EXPECT_EQ(errorOf("", typo), "command line: sm.prority: unknown key (did you mean sm.priority?)");
+  // A file value that the override replaces is not validated.
+  EXPECT_EQ(errorOf("routing:\n  lmc: 9\n", ok), "(parsed fine)");
+}
+
+TEST(ConfigOverrides, RootsOverrideReplacesRootsFileOfTheFile) {
+  const Override roots[] = {{"routing.roots", "0x5"}};
+  auto r = parseConfig("routing:\n  roots_file: /etc/ibsm/roots\n", "ibsm.yaml", roots);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->routing.roots, std::vector<Guid>{Guid{5}});
+  EXPECT_FALSE(r->routing.rootsFile);
+  const Override both[] = {{"routing.roots", "0x5"}, {"routing.roots_file", "/r"}};
+  EXPECT_EQ(errorOf("", both),
+            "command line: routing.roots_file: cannot be combined with routing.roots (given at command line); give "
+            "only one of them");
+}
+
+// Files in a fresh directory, removed afterwards.
+class ConfigFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "ibsm_config_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, std::string_view text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  fs::path dir_;
+};
+
+TEST_F(ConfigFiles, MissingFileIsDefaultsOnlyWhenItIsTheDefaultPath) {
+  std::string path = (dir_ / "absent.yaml").string();
+  auto defaults = loadConfigFile(path, IfMissing::kUseDefaults);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(*defaults, Config{});
+  auto explicitPath = loadConfigFile(path, IfMissing::kError);
+  ASSERT_FALSE(explicitPath.ok());
+  EXPECT_EQ(explicitPath.error().message, path + ": cannot open: No such file or directory");
+  EXPECT_EQ(loadConfigFile(dir_.string()).error().message, dir_.string() + ": not a regular file");
+}
+
+TEST_F(ConfigFiles, LoadsFileAndRelativeRootsFile) {
+  write("roots.txt", "# spine switches\n0x10\n  0x20  # second\n\n");
+  std::string path = write("ibsm.yaml", "routing:\n  roots_file: roots.txt\n  lmc: 1\n");
+  auto r = loadConfigFile(path);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->routing.roots, (std::vector<Guid>{Guid{0x10}, Guid{0x20}}));
+  EXPECT_EQ(r->routing.rootsFile, (dir_ / "roots.txt").string());
+  EXPECT_EQ(r->routing.lmc, 1);
+  // parseConfig does no I/O: the file is recorded, not read.
+  auto pure = parseConfig("routing:\n  roots_file: roots.txt\n", path);
+  ASSERT_TRUE(pure.ok());
+  EXPECT_TRUE(pure->routing.roots.empty());
+}
+
+TEST_F(ConfigFiles, RootsFileErrorsNameTheirFileAndLine) {
+  std::string roots = write("roots.txt", "0x10\n\n  nonsense\n");
+  std::string path = write("ibsm.yaml", "routing:\n  roots_file: roots.txt\n");
+  EXPECT_EQ(loadConfigFile(path).error().message,
+            roots + ":3:3: nonsense is not a GUID (expected 0x and up to 16 hex digits)");
+  std::string missing = write("ibsm2.yaml", "routing:\n  roots_file: none.txt\n");
+  EXPECT_EQ(loadConfigFile(missing).error().message,
+            missing + ":2:15: routing.roots_file: " + (dir_ / "none.txt").string() +
+                ": cannot open: No such file or directory");
+  EXPECT_EQ(parseRootsFile("0x1\n0x01\n", "r").error().message, "r:2:1: GUID 0x0000000000000001 listed twice");
+}
+
+TEST(ConfigReload, RefusesNonReloadableChangeAndKeepsTheOldConfig) {
+  auto running = std::make_shared<const Config>();
+  const Config* before = running.get();
+  auto next = parseConfig("port_guid: 0x2\ncontrol:\n  socket: /tmp/s\nrouting:\n  lmc: 1\n", "ibsm.yaml");
+  ASSERT_TRUE(next.ok());
+  auto r = applyReload(running, next);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "reload refused, keeping the running config: not reloadable (restart ibsmd to change): "
+            "port_guid: ~ -> 0x0000000000000002; control.socket: /run/ibsm/ibsm.sock -> /tmp/s");
+  EXPECT_EQ(running.get(), before);
+  EXPECT_EQ(*running, Config{});
+}
+
+TEST(ConfigReload, InvalidNewConfigKeepsTheOldConfig) {
+  auto running = std::make_shared<const Config>();
+  const Config* before = running.get();
+  auto r = applyReload(running, parseConfig("routing:\n  lmc: 9\n", "ibsm.yaml"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "reload refused, keeping the running config: ibsm.yaml:2:8: routing.lmc: 9 is out of range 0..7");
+  EXPECT_EQ(running.get(), before);
+}
+
+TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
+  auto running = std::make_shared<const Config>();
+  auto r = applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.engines: [ftree, updn, minhop] -> [updn]",
+                                                  "log.level: info -> debug"}));
+  EXPECT_TRUE(r->reroute);
+  EXPECT_TRUE(r->logLevel);
+  EXPECT_FALSE(r->reassignLids || r->sweepTimer || r->mad || r->sm || r->flap);
+  EXPECT_EQ(running->routing.engines, std::vector<std::string>{"updn"});
+
+  Config lmc;
+  lmc.routing.lmc = 1;
+  lmc.sweep.intervalS = 0;
+  ConfigDiff d = diffConfig(Config{}, lmc);
+  EXPECT_TRUE(d.reassignLids);
+  EXPECT_TRUE(d.sweepTimer);
+  EXPECT_FALSE(d.reroute);
+  EXPECT_TRUE(diffConfig(lmc, lmc).empty());
+}
+
+}  // namespace
+}  // namespace ibsm::config
