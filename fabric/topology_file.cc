@@ -42,6 +42,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Untrusted text echoed in an error: quoted and cut short.
+std::string shown(std::string_view s) {
+  constexpr size_t kMax = 40;
+  return "\"" + std::string(s.substr(0, kMax)) + (s.size() > kMax ? "...\"" : "\"");
+}
+
 // Removes and returns the first whitespace-separated word of s.
 std::string_view nextWord(std::string_view& s) {
   s = trimLeft(s);
@@ -240,7 +246,7 @@ class Parser {
     rest = trimLeft(rest);
     if (!word.empty() && !rest.empty() && (rest[0] == '=' || rest[0] == '+'))
       return parseAssignment(word, rest[0] == '+', trim(rest.substr(1)));
-    return fail("unrecognized line \"" + std::string(t.substr(0, 40)) + "\"");
+    return fail("unrecognized line " + shown(t));
   }
 
   // vendid=, devid=, sysimgguid=, switchguid=X(Y), caguid=, rtguid= (ibnetdiscover) and ibsim's hcaguids=,
@@ -252,7 +258,7 @@ class Parser {
       value = trim(value.substr(0, value.find('#')));
       std::string_view number = trim(value.substr(0, value.find('(')));
       auto v = toNumber(number, UINT64_MAX);
-      if (!v) return fail("bad GUID \"" + std::string(number) + "\"");
+      if (!v) return fail("bad GUID " + shown(number));
       if (relative) {
         if (*v > UINT64_MAX - base_[type]) return fail("GUID base overflows");
         next_[type] = base_[type] + *v;
@@ -274,7 +280,7 @@ class Parser {
       if (!v || *v < min) return std::nullopt;
       return v;
     };
-    auto bad = [&] { return fail("bad value \"" + std::string(value) + "\" for " + std::string(key)); };
+    auto bad = [&] { return fail("bad value " + shown(value) + " for " + std::string(key)); };
     std::optional<uint64_t> v;
     if (key == "vendid") {
       if (!(v = number(0, 0xFFFFFF))) return bad();
@@ -295,7 +301,7 @@ class Parser {
       if (!(v = number(0, 15))) return bad();
       defaults_.ext = static_cast<uint8_t>(*v);
     } else {
-      return fail("unknown setting \"" + std::string(key) + "\"");
+      return fail("unknown setting " + shown(key));
     }
     return {};
   }
@@ -307,13 +313,13 @@ class Parser {
       if (w == "lid" || w == "lmc") {
         std::string_view v = nextWord(s);
         auto n = toNumber(v, w == "lid" ? 0xFFFF : 7);
-        if (!n) return fail("bad " + std::string(w == "lid" ? "LID" : "LMC") + " \"" + std::string(v) + "\"");
+        if (!n) return fail("bad " + std::string(w == "lid" ? "LID" : "LMC") + " " + shown(v));
         if (w == "lid")
           b.lid = static_cast<uint16_t>(*n);
         else
           b.lmc = static_cast<uint8_t>(*n);
       } else if (strict) {
-        return fail("unexpected \"" + std::string(w) + "\" in node header");
+        return fail("unexpected " + shown(w) + " in node header");
       } else if (w == "enhanced" || w == "base") {
         b.enhancedPort0 = w == "enhanced";
       }
@@ -330,7 +336,7 @@ class Parser {
     std::string_view count = rest.substr(0, n);
     auto numPorts = toNumber(count, kMaxPorts);
     if (!numPorts || *numPorts == 0)
-      return fail("bad port count \"" + std::string(count) + "\" (1.." + std::to_string(kMaxPorts) + ")");
+      return fail("bad port count " + shown(count) + " (1.." + std::to_string(kMaxPorts) + ")");
     rest = trimLeft(rest.substr(n));
     if (rest.empty() || rest[0] != '"') return fail("bad node header: expected a quoted node id");
     auto id = takeQuoted(rest);
@@ -394,7 +400,7 @@ class Parser {
     auto num = takeBracketed(s, '[', ']');
     if (!num || num->find('"') != std::string_view::npos) return fail("bad port line: missing ']'");
     auto p = toNumber(trim(*num), 255);
-    if (!p) return fail("bad port number \"" + std::string(*num) + "\"");
+    if (!p) return fail("bad port number " + shown(*num));
     if (*p == 0) return fail("port 0 cannot be linked");
     if (*p > b.numPorts)
       return fail("port " + std::to_string(*p) + " is past the " + kindOf(b.type) + "'s " +
@@ -437,7 +443,7 @@ class Parser {
       auto v = w.size() > 2 && w[1] == '=' ? toNumber(w.substr(2), 31) : std::nullopt;
       if (!v || (w[0] == 'w' && *v == 0) || (w[0] == 's' && *v > 7) || (w[0] == 'e' && *v > 15) ||
           (w[0] != 'w' && w[0] != 's' && w[0] != 'e'))
-        return fail("bad link option \"" + std::string(w) + "\"");
+        return fail("bad link option " + shown(w));
       uint8_t mask = static_cast<uint8_t>(*v);
       if (w[0] == 'w') pl.masks.width = mask;
       if (w[0] == 's') pl.masks.speed = mask ? mask : 4;
@@ -458,13 +464,13 @@ class Parser {
       nextWord(c);
       std::string_view v = nextWord(c);
       auto lid = toNumber(v, 0xFFFF);
-      if (!lid) return fail("bad LID \"" + std::string(v) + "\"");
+      if (!lid) return fail("bad LID " + shown(v));
       pl.lid = static_cast<uint16_t>(*lid);
       std::string_view save = c;
       if (nextWord(c) == "lmc") {
         v = nextWord(c);
         auto lmc = toNumber(v, 7);
-        if (!lmc) return fail("bad LMC \"" + std::string(v) + "\"");
+        if (!lmc) return fail("bad LMC " + shown(v));
         pl.lmc = static_cast<uint8_t>(*lmc);
       } else {
         c = save;
@@ -474,11 +480,11 @@ class Parser {
     if (!c.empty() && c[0] == '"' && !takeQuoted(c)) return fail("unterminated remote description");
     if (nextWord(c) != "lid") return {};
     std::string_view v = nextWord(c);
-    if (!toNumber(v, 0xFFFF)) return fail("bad remote LID \"" + std::string(v) + "\"");
+    if (!toNumber(v, 0xFFFF)) return fail("bad remote LID " + shown(v));
     std::string_view ws = nextWord(c);
     if (ws.empty()) return {};
     auto parsed = parseWidthSpeed(ws);
-    if (!parsed) return fail("bad link width/speed \"" + std::string(ws) + "\"");
+    if (!parsed) return fail("bad link width/speed " + shown(ws));
     applyWidthSpeed(pl.masks, *parsed);
     return {};
   }
