@@ -68,6 +68,8 @@ struct Sweep {
                            path.toString() + "; ignoring that route");
         return;
       }
+      // A CA met again through another of its ports: NodeInfo tells that port's GUID.
+      if (!n.isSwitch()) builder.node(*known).ports[info.localPort].guid = info.portGuid;
       if (parent != fabric::kNoNode) links.push_back({parent, parentPort, *known, info.localPort});
       return;
     }

@@ -29,9 +29,9 @@ int pidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 
 
 bool socketBound(const std::string& name) {
   std::ifstream in("/proc/net/unix");
-  std::string line, want = "@" + name + ":ctl";
+  std::string line, want = "@" + name + ":ctl@";
   while (std::getline(in, line))
-    if (line.size() >= want.size() && line.compare(line.size() - want.size(), want.size(), want) == 0) return true;
+    if (line.find(want) != std::string::npos) return true;
   return false;
 }
 }  // namespace
