@@ -5,9 +5,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <vector>
 #include <string>
 
+#include "config/config_loader.h"
 #include "daemon/event_loop.h"
 #include "daemon/subnet_manager.h"
 #include "fabric/topology_file.h"
@@ -20,14 +23,12 @@ using namespace ibsm;
 using namespace std::chrono_literals;
 
 struct Args {
-  bool discoverOnly = false, once = false;
+  bool discoverOnly = false, once = false, checkConfig = false;
   std::string topologyOut;
-  std::optional<fabric::Guid> portGuid;
-  std::string stateDir = "/var/lib/ibsm";
-  std::string routing = "ftree,updn,minhop";
-  unsigned lmc = 0, priority = 0;
-  unsigned sweepIntervalS = 10;
-  mad::MadEngineOptions mad;
+  std::string configPath{config::kDefaultConfigPath};
+  bool configGiven = false;
+  std::vector<config::Override> overrides;  // command-line flags, applied on top of the config file
+  config::Config cfg;
 };
 
 constexpr const char* kUsage =
@@ -36,16 +37,20 @@ constexpr const char* kUsage =
     "  --once                    bring the subnet up once and exit (0 at SUBNET UP)\n"
     "  --discover-only           sweep the fabric once, print a summary and exit\n"
     "  --topology-out FILE       with --discover-only: write the topology (ibnetdiscover format)\n"
-    "options:\n"
-    "  --port-guid GUID          local port to bind (default: first port with link up)\n"
-    "  --routing ENGINES         engine chain, e.g. ftree,updn,minhop (default)\n"
-    "  --lmc N                   LID mask control 0..7 (default 0)\n"
-    "  --state-dir DIR           persistent state, guid2lid (default /var/lib/ibsm)\n"
-    "  --priority N              SM priority 0..15 (default 0)\n"
-    "  --sweep-interval S        seconds between sweeps, 0 = none (default 10)\n"
-    "  --mad-window N            SMPs in flight (default 32)\n"
-    "  --mad-timeout-ms MS       per-attempt timeout (default 100)\n"
-    "  --mad-retries N           retries after a timeout (default 3)\n"
+    "  --check-config            validate the configuration, print the effective config and exit\n"
+    "options (each overrides the config file's key):\n"
+    "  --config FILE             configuration (default /etc/ibsm/ibsm.yaml, optional)\n"
+    "  --port-guid GUID          port_guid: local port to bind (default: first port with link up)\n"
+    "  --routing ENGINES         routing.engines, e.g. ftree,updn,minhop (default)\n"
+    "  --lmc N                   routing.lmc: LID mask control 0..7 (default 0)\n"
+    "  --state-dir DIR           paths.state_dir: persistent state, guid2lid (default /var/lib/ibsm)\n"
+    "  --priority N              sm.priority 0..15 (default 0)\n"
+    "  --sweep-interval S        sweep.interval_s: seconds between sweeps, 0 = none (default 10)\n"
+    "  --socket PATH             control.socket (also $IBSM_SOCKET)\n"
+    "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
+    "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
+    "  --mad-retries N           mad.retries: retries after a timeout (default 3)\n"
+    "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
     "  --help                    this text\n";
 
 [[noreturn]] void die(int code, const std::string& message) {
@@ -54,45 +59,50 @@ constexpr const char* kUsage =
 }
 
 Args parseArgs(int argc, char** argv) {
+  static const std::map<std::string, std::string> kFlagKeys = {
+      {"--port-guid", "port_guid"},          {"--routing", "routing.engines"},
+      {"--lmc", "routing.lmc"},              {"--state-dir", "paths.state_dir"},
+      {"--priority", "sm.priority"},         {"--sweep-interval", "sweep.interval_s"},
+      {"--socket", "control.socket"},        {"--mad-window", "mad.window"},
+      {"--mad-timeout-ms", "mad.timeout_ms"}, {"--mad-retries", "mad.retries"}};
   Args a;
+  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env) a.overrides.push_back({"control.socket", env});
   for (int i = 1; i < argc; ++i) {
     std::string opt = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) die(2, opt + " needs a value");
       return argv[++i];
     };
-    auto number = [&](unsigned long lo, unsigned long hi) -> unsigned {
-      std::string v = value();
-      char* end = nullptr;
-      unsigned long n = std::strtoul(v.c_str(), &end, 10);
-      if (v.empty() || *end || v[0] == '-' || n < lo || n > hi)
-        die(2, opt + ": '" + v + "' is not a number in " + std::to_string(lo) + ".." + std::to_string(hi));
-      return static_cast<unsigned>(n);
-    };
     if (opt == "--help" || opt == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (opt == "--discover-only") a.discoverOnly = true;
     else if (opt == "--once") a.once = true;
+    else if (opt == "--check-config") a.checkConfig = true;
     else if (opt == "--topology-out") a.topologyOut = value();
-    else if (opt == "--port-guid") {
-      std::string v = value();
-      a.portGuid = fabric::parseGuid(v);
-      if (!a.portGuid) die(2, "--port-guid: '" + v + "' is not a GUID");
-    } else if (opt == "--routing") a.routing = value();
-    else if (opt == "--lmc") a.lmc = number(0, 7);
-    else if (opt == "--state-dir") a.stateDir = value();
-    else if (opt == "--priority") a.priority = number(0, 15);
-    else if (opt == "--sweep-interval") a.sweepIntervalS = number(0, 86400);
-    else if (opt == "--mad-window") a.mad.window = number(1, 1024);
-    else if (opt == "--mad-timeout-ms") a.mad.timeout = std::chrono::milliseconds(number(1, 60000));
-    else if (opt == "--mad-retries") a.mad.retries = number(0, 20);
-    else die(2, "unknown option '" + opt + "' (see --help)");
+    else if (opt == "--config") {
+      a.configPath = value();
+      a.configGiven = true;
+    } else if (opt == "--set") {
+      auto o = config::parseOverride(value());
+      if (!o) die(2, "--set: " + o.error().message);
+      a.overrides.push_back(*o);
+    } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
+      a.overrides.push_back({k->second, value()});
+    } else die(2, "unknown option '" + opt + "' (see --help)");
   }
   if (!a.topologyOut.empty() && !a.discoverOnly) die(2, "--topology-out needs --discover-only");
   if (a.once && a.discoverOnly) die(2, "--once and --discover-only exclude each other");
-  if (!routing::parseChain(a.routing)) die(2, "--routing: " + routing::parseChain(a.routing).error().message);
+  auto cfg = config::loadConfigFile(a.configPath,
+                                    a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults,
+                                    a.overrides);
+  if (!cfg) die(2, cfg.error().message);
+  a.cfg = std::move(*cfg);
   return a;
+}
+
+mad::MadEngineOptions madOptions(const config::Config& c) {
+  return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
 }
 
 double ms(mad::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -133,17 +143,21 @@ void printReport(const daemon::SweepReport& r) {
   std::fflush(stdout);
 }
 
-daemon::SmOptions smOptions(const Args& a) {
+daemon::SmOptions smOptions(const config::Config& c) {
   daemon::SmOptions o;
-  o.engines = *routing::parseChain(a.routing);
-  o.lmc = static_cast<uint8_t>(a.lmc);
-  o.priority = static_cast<uint8_t>(a.priority);
-  o.guid2lidPath = a.stateDir + "/guid2lid";
+  o.engines = c.routing.engines;
+  o.routing.roots = c.routing.roots;
+  o.routing.computeAr = c.ar.enable;
+  o.routing.arGroupCap = c.ar.groupCap;
+  o.lmc = c.routing.lmc;
+  o.priority = c.sm.priority;
+  o.smKey = c.sm.key;
+  o.guid2lidPath = c.paths.guid2lid;
   return o;
 }
 
 int runSm(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop) {
-  daemon::SubnetManager sm(engine, clock, smOptions(args));
+  daemon::SubnetManager sm(engine, clock, smOptions(args.cfg));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   auto cycle = [&]() -> bool {
     auto report = sm.sweep();
@@ -157,8 +171,8 @@ int runSm(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, dae
   bool up = cycle();
   if (args.once) return up ? 0 : 1;
 
-  if (args.sweepIntervalS > 0) {
-    auto period = std::chrono::milliseconds(args.sweepIntervalS * 1000ull);
+  if (args.cfg.sweep.intervalS > 0) {
+    auto period = std::chrono::milliseconds(args.cfg.sweep.intervalS * 1000ull);
     auto timer = loop.addTimer(period, period, [&] { cycle(); });
     if (!timer) die(1, timer.error().message);
   }
@@ -172,6 +186,11 @@ int runSm(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, dae
 
 int main(int argc, char** argv) {
   Args args = parseArgs(argc, argv);
+  if (args.checkConfig) {
+    std::fputs(config::toYaml(args.cfg).c_str(), stdout);
+    std::fprintf(stderr, "ibsmd: configuration is valid\n");
+    return 0;
+  }
   daemon::EventLoop loop;
   if (!args.discoverOnly && !args.once) {
     // Before any thread starts, so that signals reach the loop's signalfd and not the umad thread.
@@ -180,10 +199,10 @@ int main(int argc, char** argv) {
     });
     if (!signals) die(1, signals.error().message);
   }
-  auto port = mad::UmadPort::open(mad::UmadPortOptions{args.portGuid, /*becomeSm=*/!args.discoverOnly, true});
+  auto port = mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
   if (!port) die(1, port.error().message);
   mad::SteadyClock clock;
-  mad::MadEngine engine(**port, clock, args.mad);
+  mad::MadEngine engine(**port, clock, madOptions(args.cfg));
   if (args.discoverOnly) return discoverOnly(args, engine, clock);
   return runSm(args, engine, clock, loop);
 }
