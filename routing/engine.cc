@@ -58,10 +58,15 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
 fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
                                          const LidAssignment& lids, const Options& options) {
   if (chain.empty()) return fabric::makeError("empty routing chain");
-  ChainResult out;
+  std::vector<std::unique_ptr<Engine>> engines;
   for (const auto& name : chain) {
-    auto engine = makeEngine(name);
-    if (!engine) return fabric::makeError("unknown routing engine '" + name + "'");
+    engines.push_back(makeEngine(name));
+    if (!engines.back()) return fabric::makeError("unknown routing engine '" + name + "'");
+  }
+  ChainResult out;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const std::string& name = chain[i];
+    const auto& engine = engines[i];
     auto tables = engine->compute(topo, lids, options);
     if (tables) {
       out.tables = std::move(tables).value();

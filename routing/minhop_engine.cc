@@ -8,6 +8,7 @@
 // independent, so they are spread over options.threads workers; the result does not depend on the thread count.
 #include <algorithm>
 
+#include "routing/ar_groups.h"
 #include "routing/engine.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
@@ -89,10 +90,14 @@ struct Scratch {
   std::vector<uint32_t> nbrSlot;    // local arc slot -> neighbour slot
   std::vector<uint32_t> usedNode;   // neighbour switch -> endport serial that last used it
   std::vector<uint32_t> usedSys;    // system id -> endport serial that last used it
+  std::vector<uint32_t> arSet;      // target switch -> interned AR set (kUnset until first needed)
 };
 
-// Fills one switch's LFT (and, when ar is given, the equal-hop port set of every LID).
-void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lft, std::vector<PortMask>* ar,
+constexpr uint32_t kUnset = UINT32_MAX - 1;
+
+// Fills one switch's LFT and, when ar is given, reports every LID's equal-hop ports as its AR set (one interned
+// set per target switch: all LIDs behind one switch share it).
+void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lft, ArGroupBuilder* ar,
                  Scratch& sc) {
   const SwitchGraph& g = plan.graph;
   const size_t S = g.size();
@@ -134,7 +139,7 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
 
   const size_t maxLid = plan.dests.size();
   lft.assign(maxLid, kNoPort);
-  if (ar) ar->assign(maxLid, PortMask{});
+  if (ar) sc.arSet.assign(S, kUnset);
   for (size_t l = 1; l < maxLid; ++l) {
     const MinHopPlan::Dest& d = plan.dests[l];
     if (d.sw == kNoSwitch) continue;
@@ -174,8 +179,15 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
     }
     sc.usedNode[arc.to] = d.endport;
     sc.usedSys[plan.sysOf[arc.to]] = d.endport;
-    if (ar)
-      for (uint32_t c = c0; c < c1; ++c) (*ar)[l].set(arcs[a0 + sc.cands[c]].port);
+    if (ar) {
+      uint32_t& set = sc.arSet[d.sw];
+      if (set == kUnset) {
+        PortMask m;
+        for (uint32_t c = c0; c < c1; ++c) m.set(arcs[a0 + sc.cands[c]].port);
+        set = ar->intern(m);
+      }
+      ar->assign(Lid{static_cast<uint16_t>(l)}, set);
+    }
   }
 }
 
@@ -191,9 +203,17 @@ class MinHopEngine final : public Engine {
     t.lft.resize(topo.size());
     const size_t S = plan.graph.size();
     std::vector<Scratch> scratch(workerCount(S, options.threads));
-    parallelFor(S, options.threads, [&](unsigned worker, size_t s) {
-      routeSwitch(plan, static_cast<SwitchIndex>(s), t.lft[plan.graph.node(static_cast<SwitchIndex>(s))], nullptr,
-                  scratch[worker]);
+    if (options.computeAr) t.ar.resize(topo.size());
+    parallelFor(S, options.threads, [&](unsigned worker, size_t i) {
+      SwitchIndex s = static_cast<SwitchIndex>(i);
+      NodeIndex n = plan.graph.node(s);
+      if (!options.computeAr) {
+        routeSwitch(plan, s, t.lft[n], nullptr, scratch[worker]);
+        return;
+      }
+      ArGroupBuilder ar(plan.dests.size(), options.arGroupCap);
+      routeSwitch(plan, s, t.lft[n], &ar, scratch[worker]);
+      t.ar[n] = ar.build();
     });
     return t;
   }
