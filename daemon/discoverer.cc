@@ -69,7 +69,11 @@ struct Sweep {
         return;
       }
       // A CA met again through another of its ports: NodeInfo tells that port's GUID.
-      if (!n.isSwitch()) builder.node(*known).ports[info.localPort].guid = info.portGuid;
+      if (!n.isSwitch()) {
+        fabric::Port& port = builder.node(*known).ports[info.localPort];
+        port.guid = info.portGuid;
+        port.route = path;
+      }
       if (parent != fabric::kNoNode) links.push_back({parent, parentPort, *known, info.localPort});
       return;
     }
@@ -90,7 +94,10 @@ struct Sweep {
     NodeIndex idx = *added;
     fabric::Node& n = builder.node(idx);
     if (info.type == fabric::NodeType::kSwitch) n.ports[0].guid = info.portGuid;
-    else n.ports[info.localPort].guid = info.portGuid;
+    else {
+      n.ports[info.localPort].guid = info.portGuid;
+      n.ports[info.localPort].route = path;
+    }
     portInfo.emplace_back(info.numPorts + 1u, RawAttr{});
     switchInfo.emplace_back();
     if (parent == fabric::kNoNode) builder.setSmPort(idx, fabric::PortNum{info.localPort});

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <vector>
@@ -88,7 +89,10 @@ Args parseArgs(int argc, char** argv) {
       if (!o) die(2, "--set: " + o.error().message);
       a.overrides.push_back(*o);
     } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
-      a.overrides.push_back({k->second, value()});
+      std::string v = value();
+      // Paths on the command line are relative to where ibsmd was started; the config wants absolute ones.
+      if ((opt == "--state-dir" || opt == "--socket") && !v.empty()) v = std::filesystem::absolute(v).string();
+      a.overrides.push_back({k->second, v});
     } else die(2, "unknown option '" + opt + "' (see --help)");
   }
   if (!a.topologyOut.empty() && !a.discoverOnly) die(2, "--topology-out needs --discover-only");

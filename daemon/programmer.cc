@@ -78,7 +78,10 @@ ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidA
   std::vector<std::vector<RawAttr>> raw = dr.portInfo;
   auto portSet = [&](NodeIndex n, unsigned p, const mad::PortInfoSet& set) {
     mad::applyPortInfoSet(set, raw[n][p].data());
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, topo.node(n).route);
+    const fabric::Node& node = topo.node(n);
+    const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
+                                      ? node.ports[p].route : node.route;
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
     std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
     return smp;
   };

@@ -60,6 +60,9 @@ struct Port {
   PortAttrs attrs;
   NodeIndex peerNode = kNoNode;
   PortNum peerPort;
+  // CA ports: the directed route that enters the node through this port (an SMA may refuse a Set of one port's
+  // PortInfo arriving through another); empty when unknown.
+  DrPath route;
   bool connected() const { return peerNode != kNoNode; }
 };
 

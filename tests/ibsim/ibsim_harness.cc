@@ -190,6 +190,11 @@ RunResult Ibsim::stop(pid_t pid, std::chrono::milliseconds grace) { return colle
 
 RunResult Ibsim::wait(pid_t pid, std::chrono::milliseconds timeout) { return collect(pid, timeout, false, {}); }
 
+std::string Ibsim::output(pid_t pid) const {
+  auto it = children_.find(pid);
+  return it == children_.end() ? std::string() : readFile(dir_ + "/" + it->second + ".out");
+}
+
 bool Ibsim::running(pid_t pid) {
   if (!children_.count(pid)) return false;
   int fd = pidfdOpen(pid);
