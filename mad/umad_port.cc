@@ -15,7 +15,7 @@
 namespace ibsm::mad {
 
 namespace {
-constexpr int kRecvPollMs = 100;  // how often the receive thread looks at the stop flag
+constexpr int kRecvPollMs = 20;   // how often the receive thread looks at the stop flag
 constexpr uint32_t kGsiQkey = 0x80010000;
 
 std::string umadError(const char* what, int rc) {
