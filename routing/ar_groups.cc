@@ -5,7 +5,7 @@
 namespace ibsm::routing {
 
 ArGroupBuilder::ArGroupBuilder(size_t lidCount, uint32_t cap)
-    : cap_(cap < ArTable::kNoGroup ? cap : ArTable::kNoGroup), lidSet_(lidCount, kNoSet) {}
+    : cap_(cap < ArTable::kNoGroup ? cap : ArTable::kNoGroup), lidCount_(lidCount) {}
 
 uint32_t ArGroupBuilder::intern(const PortMask& ports) {
   if (ports.count() < 2) return kNoSet;
@@ -18,7 +18,11 @@ uint32_t ArGroupBuilder::intern(const PortMask& ports) {
 }
 
 void ArGroupBuilder::assign(fabric::Lid lid, uint32_t setId) {
-  assert(lid.value < lidSet_.size());
+  assert(lid.value < lidCount_);
+  if (lidSet_.empty()) {
+    if (setId == kNoSet) return;
+    lidSet_.assign(lidCount_, kNoSet);
+  }
   assert(setId == kNoSet || setId < sets_.size());
   lidSet_[lid.value] = setId;
 }
@@ -34,7 +38,7 @@ void ArGroupBuilder::set(fabric::Lid lid, PortMask ports, uint8_t defaultPort) {
 
 ArTable ArGroupBuilder::build() const {
   ArTable table;
-  table.lidToGroup.assign(lidSet_.size(), ArTable::kNoGroup);
+  table.lidToGroup.assign(lidCount_, ArTable::kNoGroup);
   std::vector<uint16_t> groupOfSet(sets_.size(), ArTable::kNoGroup);
   for (size_t lid = 0; lid < lidSet_.size(); ++lid) {
     uint32_t s = lidSet_[lid];

@@ -43,7 +43,8 @@ class ArGroupBuilder {
 
  private:
   uint32_t cap_;
-  std::vector<uint32_t> lidSet_;  // LID -> interned set id, kNoSet when none
+  size_t lidCount_;
+  std::vector<uint32_t> lidSet_;  // LID -> interned set id, kNoSet when none; allocated on first assign
   std::vector<PortMask> sets_;    // set id -> ports
   std::unordered_map<PortMask, uint32_t> index_;
   // One-entry cache: engines tend to report the same set for runs of consecutive LIDs.

@@ -1,0 +1,76 @@
+// Switch-level view of a topology shared by the up/down and fat-tree engines: dense switch indices, the
+// switch-to-switch arcs of each switch in compressed (CSR) form, the traffic sources hanging off each switch, and
+// the list of destination LIDs with the switch and egress port where each one leaves the switch fabric.
+// A cable counts only when both ends are connected and neither end is known (PortInfo read) to be Down.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fabric/topology.h"
+#include "routing/lid_assignment.h"
+
+namespace ibsm::routing {
+
+class RoutingGraph {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  // One direction of a switch-to-switch link; arcs of a switch are ordered by local port number.
+  struct Arc {
+    uint32_t to;        // peer switch index
+    uint8_t port;       // local egress port
+    uint8_t peerPort;   // ingress port on the peer
+    uint32_t reverse;   // index of the opposite arc (peer -> this switch over the same cable)
+  };
+
+  explicit RoutingGraph(const Topology& topo);
+
+  size_t size() const { return nodes_.size(); }
+  fabric::NodeIndex node(uint32_t sw) const { return nodes_[sw]; }
+  // kNone for non-switch nodes.
+  uint32_t indexOf(fabric::NodeIndex node) const { return index_[node]; }
+  Guid guid(uint32_t sw) const { return guids_[sw]; }
+  std::span<const Arc> arcs(uint32_t sw) const {
+    return {arcs_.data() + begin_[sw], arcs_.data() + begin_[sw + 1]};
+  }
+  uint32_t firstArc(uint32_t sw) const { return begin_[sw]; }
+  const Arc& arc(uint32_t a) const { return arcs_[a]; }
+  size_t arcCount() const { return arcs_.size(); }
+  // Non-switch endports cabled to this switch (the traffic sources behind it).
+  uint32_t hosts(uint32_t sw) const { return hosts_[sw]; }
+  uint32_t maxPort() const { return maxPort_; }
+
+  // Connected component id of each switch (0-based, numbered in switch-index order).
+  std::vector<uint32_t> components() const;
+  // Multi-source BFS hop count over switch-to-switch arcs; kNone where unreached.
+  std::vector<uint32_t> distances(std::span<const uint32_t> sources) const;
+
+ private:
+  std::vector<fabric::NodeIndex> nodes_;
+  std::vector<uint32_t> index_;
+  std::vector<Guid> guids_;
+  std::vector<uint32_t> begin_;  // size() + 1 entries
+  std::vector<Arc> arcs_;
+  std::vector<uint32_t> hosts_;
+  uint32_t maxPort_ = 0;
+};
+
+// A destination LID as seen by the switches: where it leaves the switch fabric.
+struct DestLid {
+  Lid lid;
+  uint32_t sw = RoutingGraph::kNone;  // switch the endport is (switch port 0) or hangs off (CA/router port)
+  uint8_t port = 0;                  // egress port on that switch; 0 for the switch's own LID
+  bool isSwitch = false;             // a switch's own (port 0) LID
+  NodeIndex owner = fabric::kNoNode;  // the endport that owns the LID
+  PortNum ownerPort;
+  uint16_t offset = 0;  // LID - base LID of the owner's LMC range
+};
+
+// Every LID 1..lids.maxLid() owned by an endport that a switch can deliver to, in LID order. LIDs of CA ports
+// with no switch on the other end of the cable are left out (no switch can route to them).
+std::vector<DestLid> collectDestLids(const Topology& topo, const LidAssignment& lids,
+                                             const RoutingGraph& graph);
+
+}  // namespace ibsm::routing
