@@ -1,7 +1,9 @@
 // Min-hop routing, as OpenSM's minhop: every switch sends each LID out of one of its ports on a shortest path
 // (over switch-switch links) to the switch the LID's port is attached to; among the equal-hop ports it takes the
 // one that carries the fewest CA routes so far, so destinations spread evenly. The 2^LMC LIDs of one port are
-// steered to different neighbour systems/switches where possible, so LMC gives distinct paths.
+// steered to different neighbour systems/switches where possible, so LMC gives distinct paths. Equal-count ties
+// are broken by a seeded hash (see routeSwitch). Routes to switch LIDs are not counted (as in OpenSM).
+// With options.computeAr, each (switch, LID)'s AR group is the set of all its equal-hop egress ports.
 //
 // Cost: an all-pairs BFS over switches (S x S hop matrix), then per switch one pass building its equal-hop port
 // lists per target switch (O(S x ports)) and one pass over the LIDs (O(LIDs x equal-hop ports)). Switches are
@@ -33,6 +35,7 @@ struct MinHopPlan {
   HopMatrix hops;
   std::vector<Dest> dests;       // by LID
   std::vector<uint32_t> sysOf;   // switch -> dense system id
+  bool multiLid = false;         // some endport has more than one LID (LMC > 0)
 };
 
 MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned threads)
@@ -45,6 +48,7 @@ MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned
     LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
     if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
     if (o.node != prev.node || o.port != prev.port) ++endport;
+    else multiLid = true;
     prev = o;
     Dest& d = dests[l];
     d.endport = endport;
@@ -90,15 +94,32 @@ struct Scratch {
   std::vector<uint32_t> nbrSlot;    // local arc slot -> neighbour slot
   std::vector<uint32_t> usedNode;   // neighbour switch -> endport serial that last used it
   std::vector<uint32_t> usedSys;    // system id -> endport serial that last used it
+  std::vector<SwitchIndex> slotNode;
+  std::vector<uint32_t> slotSys;
   std::vector<uint32_t> arSet;      // target switch -> interned AR set (kUnset until first needed)
 };
 
 constexpr uint32_t kUnset = UINT32_MAX - 1;
 
+uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a cheap, well-spread hash for tie-breaking
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 // Fills one switch's LFT and, when ar is given, reports every LID's equal-hop ports as its AR set (one interned
-// set per target switch: all LIDs behind one switch share it).
+// set per target switch: all LIDs behind one switch share it). kLmc: LIDs of one endport steer to different
+// neighbours.
+//
+// Ties (equal counts) are broken by a hash of (seed, switch, LID, port), like OpenSM's scatter_ports, not by the
+// lowest port as OpenSM does by default: with the lowest port every switch runs the same round-robin over the
+// same destination order, and on 3-level fat trees the rounds of leaves and spines alias, so a spine sends all
+// the destinations its leaves hand it out of one up-port (max link load 18x the mean on a 11,664-host tree;
+// with the hash 1.25x). On 2-level trees both give the same perfect balance.
+template <bool kLmc>
 void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lft, ArGroupBuilder* ar,
-                 Scratch& sc) {
+                 uint64_t seed, Scratch& sc) {
   const SwitchGraph& g = plan.graph;
   const size_t S = g.size();
   const uint32_t a0 = g.arcBegin(s), a1 = g.arcEnd(s);
@@ -111,8 +132,7 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
   sc.candBegin.assign(S + 1, 0);
   for (uint32_t a = a0; a < a1; ++a) {
     const uint16_t* theirs = plan.hops.row(arcs[a].to);
-    for (size_t t = 0; t < S; ++t)
-      if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]) ++sc.candBegin[t + 1];
+    for (size_t t = 0; t < S; ++t) sc.candBegin[t + 1] += (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]);
   }
   for (size_t t = 0; t < S; ++t) sc.candBegin[t + 1] += sc.candBegin[t];
   sc.cands.resize(sc.candBegin[S]);
@@ -123,19 +143,26 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
       if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]) sc.cands[sc.fill[t]++] = static_cast<uint8_t>(a - a0);
   }
 
-  // Neighbour slots: parallel links to one neighbour share a slot.
+  // Per local arc slot: its neighbour slot (parallel links to one neighbour share one), neighbour switch and
+  // neighbour system, so the selection loop touches only these small arrays.
   sc.nbrSlot.resize(nArcs);
+  sc.slotNode.resize(nArcs);
+  sc.slotSys.resize(nArcs);
   std::vector<SwitchIndex> nbrs;
   for (uint32_t i = 0; i < nArcs; ++i) {
     SwitchIndex to = arcs[a0 + i].to;
     auto it = std::find(nbrs.begin(), nbrs.end(), to);
     sc.nbrSlot[i] = static_cast<uint32_t>(it - nbrs.begin());
     if (it == nbrs.end()) nbrs.push_back(to);
+    sc.slotNode[i] = to;
+    sc.slotSys[i] = plan.sysOf[to];
   }
   sc.portCount.assign(nArcs, 0);
   sc.nbrCount.assign(nbrs.size(), 0);
-  sc.usedNode.assign(S, 0);
-  sc.usedSys.assign(S, 0);
+  if (kLmc) {
+    sc.usedNode.assign(S, 0);
+    sc.usedSys.assign(S, 0);
+  }
 
   const size_t maxLid = plan.dests.size();
   lft.assign(maxLid, kNoPort);
@@ -149,36 +176,41 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
     }
     const uint32_t c0 = sc.candBegin[d.sw], c1 = sc.candBegin[d.sw + 1];
     if (c0 == c1) continue;  // unreachable from here
-    // Best candidate: a neighbour system, then a neighbour switch, that no other LID of this endport uses
-    // (LMC), then the fewest CA routes on the port, then on the neighbour (spread over neighbour switches when
-    // parallel links tie), then the lowest port.
+    // Best candidate, by the smallest key: (LMC only) a neighbour system, then a neighbour switch, that no other
+    // LID of this endport uses; then the fewest CA routes on the port, then on the neighbour (spreads over
+    // neighbour switches when parallel links tie); then the tie-break hash. Counts stay below
+    // 2^16 (one per LID), so the fields cannot overlap.
     uint32_t best = sc.cands[c0];
-    auto cost = [&](uint32_t slot) {
-      SwitchIndex to = arcs[a0 + slot].to;
-      uint64_t usedS = sc.usedSys[plan.sysOf[to]] == d.endport;
-      uint64_t usedN = sc.usedNode[to] == d.endport;
-      return (usedS << 63) | (usedN << 62) | (static_cast<uint64_t>(sc.portCount[slot]) << 31) |
-             sc.nbrCount[sc.nbrSlot[slot]];
-    };
     if (c1 - c0 > 1) {
-      uint64_t bestCost = cost(best);
+      const uint64_t lidSalt = mix(seed ^ (uint64_t{s} << 20) ^ l);
+      auto key = [&](uint32_t slot) {
+        uint64_t k = (uint64_t{sc.portCount[slot]} << 40) | (uint64_t{sc.nbrCount[sc.nbrSlot[slot]]} << 20);
+        if (kLmc)
+          k |= (uint64_t{sc.usedSys[sc.slotSys[slot]] == d.endport} << 63) |
+               (uint64_t{sc.usedNode[sc.slotNode[slot]] == d.endport} << 62);
+        k |= ((lidSalt + slot) * 0x9e3779b97f4a7c15ull) >> 44;  // 20 bits, cheap per candidate
+        return k;
+      };
+      uint64_t bestKey = key(best);
       for (uint32_t c = c0 + 1; c < c1; ++c) {
-        uint64_t k = cost(sc.cands[c]);
-        if (k < bestCost) {
-          bestCost = k;
-          best = sc.cands[c];
+        uint32_t slot = sc.cands[c];
+        uint64_t k = key(slot);
+        if (k < bestKey) {
+          bestKey = k;
+          best = slot;
         }
       }
     }
-    const auto& arc = arcs[a0 + best];
-    lft[l] = arc.port;
+    lft[l] = arcs[a0 + best].port;
     // Routes to switch LIDs (management traffic) do not count, as in OpenSM, so they cannot skew the CA balance.
     if (d.toCa) {
       ++sc.portCount[best];
       ++sc.nbrCount[sc.nbrSlot[best]];
     }
-    sc.usedNode[arc.to] = d.endport;
-    sc.usedSys[plan.sysOf[arc.to]] = d.endport;
+    if (kLmc) {
+      sc.usedNode[sc.slotNode[best]] = d.endport;
+      sc.usedSys[sc.slotSys[best]] = d.endport;
+    }
     if (ar) {
       uint32_t& set = sc.arSet[d.sw];
       if (set == kUnset) {
@@ -190,6 +222,9 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
     }
   }
 }
+
+using RouteFn = void (*)(const MinHopPlan&, SwitchIndex, std::vector<uint8_t>&, ArGroupBuilder*, uint64_t,
+                         Scratch&);
 
 class MinHopEngine final : public Engine {
  public:
@@ -204,15 +239,17 @@ class MinHopEngine final : public Engine {
     const size_t S = plan.graph.size();
     std::vector<Scratch> scratch(workerCount(S, options.threads));
     if (options.computeAr) t.ar.resize(topo.size());
+    const bool lmc = plan.multiLid;
+    RouteFn fn = lmc ? &routeSwitch<true> : &routeSwitch<false>;
     parallelFor(S, options.threads, [&](unsigned worker, size_t i) {
       SwitchIndex s = static_cast<SwitchIndex>(i);
       NodeIndex n = plan.graph.node(s);
       if (!options.computeAr) {
-        routeSwitch(plan, s, t.lft[n], nullptr, scratch[worker]);
+        fn(plan, s, t.lft[n], nullptr, options.seed, scratch[worker]);
         return;
       }
       ArGroupBuilder ar(plan.dests.size(), options.arGroupCap);
-      routeSwitch(plan, s, t.lft[n], &ar, scratch[worker]);
+      fn(plan, s, t.lft[n], &ar, options.seed, scratch[worker]);
       t.ar[n] = ar.build();
     });
     return t;

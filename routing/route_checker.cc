@@ -93,6 +93,11 @@ struct Partial {
   std::vector<uint32_t> bucket;
   std::vector<SwitchIndex> sorted;
   std::vector<Bits256> arCdgScratch;
+  bool arPrevValid = false;     // arCdgScratch holds the out sets of the previous destination
+  SwitchIndex arPrevTarget = kNoSwitch;
+  bool arPrevToCa = false;
+  std::vector<uint64_t> arKey;  // by switch: the cached AR verdict's key
+  std::vector<uint32_t> arCachedMembers, arCachedBad;
 };
 
 class Checker {
@@ -103,11 +108,16 @@ class Checker {
   CheckReport run();
 
  private:
+  // The tables transposed to [LID][switch]: a destination's walk reads one contiguous row instead of one cache
+  // line per switch.
   uint8_t lftPort(SwitchIndex s, Lid lid) const {
-    NodeIndex n = g_.node(s);
-    if (n >= tables_.lft.size()) return kNoPort;
-    return tables_.port(n, lid);
+    return lid.value < lidCount_ ? lftT_[size_t{lid.value} * g_.size() + s] : kNoPort;
   }
+  // AR group of (switch, LID); kNoGroup when none (or the number is out of range).
+  uint16_t arGroup(SwitchIndex s, uint32_t lid) const {
+    return lid < lidCount_ ? grpT_[size_t{lid} * g_.size() + s] : ArTable::kNoGroup;
+  }
+  void transpose();
   std::string endportText(NodeIndex n, PortNum p) const {
     const Node& node = topo_.node(n);
     Guid g = p.value < node.ports.size() ? node.ports[p.value].guid : Guid{};
@@ -150,7 +160,50 @@ class Checker {
   std::vector<Source> directSources_;  // CA ports linked to a non-switch or over a Down link
   std::vector<Bits256> switchPorts_;   // switch -> ports that are usable switch-switch links
   bool haveAr_ = false;
+
+  // Where each switch port leads, precomputed so walks do not re-derive link usability.
+  struct Hop {
+    enum Kind : uint8_t { kDeadPort = 0, kToSwitch, kToEndnode } kind = kDeadPort;
+    fabric::PortNum peerPort;
+    SwitchIndex sw = kNoSwitch;
+    NodeIndex node = fabric::kNoNode;
+    uint32_t arc = kNoArc;
+  };
+  const Hop& hop(SwitchIndex x, unsigned q) const {
+    static const Hop kDead;
+    return q < portCount_[x] ? hops_[portBase_[x] + q] : kDead;
+  }
+  std::vector<uint32_t> portBase_;
+  std::vector<uint16_t> portCount_;
+  std::vector<Hop> hops_;
+  std::vector<std::vector<Bits256>> arBits_;  // node -> its AR groups as bit sets
+  size_t lidCount_ = 0;
+  std::vector<uint8_t> lftT_;
+  std::vector<uint16_t> grpT_;  // only when the tables carry AR groups
 };
+
+void Checker::transpose() {
+  const size_t S = g_.size();
+  lidCount_ = lids_.maxLid().value + 1u;
+  lftT_.assign(lidCount_ * S, kNoPort);
+  if (haveAr_) grpT_.assign(lidCount_ * S, ArTable::kNoGroup);
+  constexpr size_t kBlock = 64;  // LIDs per block: one cache line of each switch's table
+  for (size_t l0 = 0; l0 < lidCount_; l0 += kBlock) {
+    const size_t l1 = std::min(lidCount_, l0 + kBlock);
+    for (SwitchIndex x = 0; x < S; ++x) {
+      const NodeIndex n = g_.node(x);
+      if (n < tables_.lft.size()) {
+        const auto& lft = tables_.lft[n];
+        for (size_t l = l0; l < l1 && l < lft.size(); ++l) lftT_[l * S + x] = lft[l];
+      }
+      if (haveAr_ && n < tables_.ar.size()) {
+        const ArTable& at = tables_.ar[n];
+        for (size_t l = l0; l < l1 && l < at.lidToGroup.size(); ++l)
+          if (at.lidToGroup[l] < at.groups.size()) grpT_[l * S + x] = at.lidToGroup[l];
+      }
+    }
+  }
+}
 
 // Follows the LFT from switch x for destination d, memoizing the outcome of every switch on the way.
 void Checker::walk(Partial& p, const Dest& d, SwitchIndex x) {
@@ -162,26 +215,23 @@ void Checker::walk(Partial& p, const Dest& d, SwitchIndex x) {
     p.stack.push_back(cur);
     p.nextArc[cur] = kNoArc;
     uint8_t q = lftPort(cur, d.lid);
-    const NodeIndex n = g_.node(cur);
-    const Node& node = topo_.node(n);
     uint8_t terminal = kUnknown;
     uint16_t hops = 0;
     if (q == kNoPort) {
       terminal = kNoRoute;
     } else if (q == 0) {
-      terminal = (d.owner.node == n && d.owner.port.value == 0) ? kArrive : kMisdeliver;
-    } else if (q > node.numPorts || !node.ports[q].connected() || !portUsable(topo_, n, fabric::PortNum{q})) {
-      terminal = kDead;
+      terminal = (d.owner.node == g_.node(cur) && d.owner.port.value == 0) ? kArrive : kMisdeliver;
     } else {
-      const fabric::Port& port = node.ports[q];
-      SwitchIndex y = g_.index(port.peerNode);
-      if (y == kNoSwitch) {
-        terminal = (port.peerNode == d.owner.node && port.peerPort == d.owner.port) ? kArrive : kMisdeliver;
+      const Hop& h = hop(cur, q);
+      if (h.kind == Hop::kDeadPort) {
+        terminal = kDead;
+      } else if (h.kind == Hop::kToEndnode) {
+        terminal = (h.node == d.owner.node && h.peerPort == d.owner.port) ? kArrive : kMisdeliver;
         hops = 1;
       } else {
-        p.next[cur] = y;
-        p.nextArc[cur] = g_.arcOfPort(cur, q);
-        cur = y;
+        p.next[cur] = h.sw;
+        p.nextArc[cur] = h.arc;
+        cur = h.sw;
         continue;
       }
     }
@@ -289,6 +339,9 @@ void Checker::checkDest(Partial& p, const Dest& d) {
   for (SwitchIndex y : p.order)
     if (p.state[y] == kArrive) p.sorted[p.bucket[maxH - p.hops[y]]++] = y;
   for (SwitchIndex y : p.sorted) p.acc[y] = own(y);
+  // Routes to switch LIDs carry management traffic only; they would swamp the data-traffic balance (engines,
+  // like OpenSM, do not balance them), so they are left out of the load.
+  if (!d.toCa) p.sorted.clear();
   for (SwitchIndex y : p.sorted) {
     if (p.nextArc[y] == kNoArc) continue;
     p.load[p.nextArc[y]] += p.acc[y];
@@ -311,38 +364,45 @@ void Checker::checkDest(Partial& p, const Dest& d) {
 void Checker::checkAr(Partial& p, const Dest& d) {
   const uint32_t lid = d.lid.value;
   for (SwitchIndex x = 0; x < g_.size(); ++x) {
-    NodeIndex n = g_.node(x);
-    if (n >= tables_.ar.size()) continue;
-    const ArTable& at = tables_.ar[n];
-    if (lid >= at.lidToGroup.size()) continue;
-    uint16_t grp = at.lidToGroup[lid];
-    if (grp == ArTable::kNoGroup || grp >= at.groups.size()) continue;
+    const uint16_t grp = arGroup(x, lid);
+    if (grp == ArTable::kNoGroup) continue;
+    const NodeIndex n = g_.node(x);
     ++p.arEntries;
-    const PortMask& members = at.groups[grp];
+    const Bits256& members = arBits_[n][grp];
     uint8_t lft = lftPort(x, d.lid);
     if (lft != kNoPort && !members.test(lft)) ++p.arMissingStatic;
+    // Away from the destination's own switch the verdict depends only on (group, target switch, CA or not), and
+    // the LIDs behind one switch are usually consecutive: one cached verdict per switch.
+    const bool cacheable = x != d.target;
+    const uint64_t key = (uint64_t{grp} << 34) | (uint64_t{d.target & 0x1FFFFFFFu} << 1) | (d.toCa ? 1u : 0u);
+    if (cacheable && p.arKey[x] == key) {
+      p.arMembers += p.arCachedMembers[x];
+      if (p.arCachedBad[x]) {
+        p.arNotShortest += p.arCachedBad[x];
+        // Examples only from fresh evaluations; a cached verdict adds to the counts.
+      }
+      continue;
+    }
     // Shortest remaining distance from x to the destination endport.
     uint32_t shortest = UINT32_MAX;
     if (d.target != kNoSwitch && h_.at(x, d.target) != kUnreachable)
       shortest = h_.at(x, d.target) + (d.toCa ? 1u : 0u);
-    const Node& node = topo_.node(n);
-    fromPortMask(members).forEach([&](unsigned q) {
-      ++p.arMembers;
+    uint32_t count = 0, bad = 0;
+    members.forEach([&](unsigned q) {
+      ++count;
       uint32_t rem = UINT32_MAX;
       if (q == 0) {
         if (d.owner.node == n && d.owner.port.value == 0) rem = 0;
-      } else if (q <= node.numPorts && node.ports[q].connected() &&
-                 portUsable(topo_, n, fabric::PortNum{static_cast<uint8_t>(q)})) {
-        const fabric::Port& port = node.ports[q];
-        SwitchIndex y = g_.index(port.peerNode);
-        if (y == kNoSwitch) {
-          if (port.peerNode == d.owner.node && port.peerPort == d.owner.port) rem = 1;
-        } else if (d.target != kNoSwitch && h_.at(y, d.target) != kUnreachable) {
-          rem = 1u + h_.at(y, d.target) + (d.toCa ? 1u : 0u);
+      } else {
+        const Hop& h = hop(x, q);
+        if (h.kind == Hop::kToEndnode) {
+          if (h.node == d.owner.node && h.peerPort == d.owner.port) rem = 1;
+        } else if (h.kind == Hop::kToSwitch && d.target != kNoSwitch && h_.at(h.sw, d.target) != kUnreachable) {
+          rem = 1u + h_.at(h.sw, d.target) + (d.toCa ? 1u : 0u);
         }
       }
       if (rem != UINT32_MAX && rem == shortest) return;
-      ++p.arNotShortest;
+      ++bad;
       addExample(p, kKindAr, lid, x, [&] {
         return "AR group " + std::to_string(grp) + " of " + switchText(x) + " for LID " + std::to_string(lid) +
                ": port " + std::to_string(q) +
@@ -351,6 +411,13 @@ void Checker::checkAr(Partial& p, const Dest& d) {
                                         std::to_string(shortest));
       });
     });
+    p.arMembers += count;
+    p.arNotShortest += bad;
+    if (cacheable) {
+      p.arKey[x] = key;
+      p.arCachedMembers[x] = count;
+      p.arCachedBad[x] = bad;
+    }
   }
 }
 
@@ -361,16 +428,23 @@ void Checker::arCdg(Partial& p, const Dest& d) {
     Bits256 b;
     uint8_t q = lftPort(x, d.lid);
     if (q != kNoPort) b.set(q);
-    NodeIndex n = g_.node(x);
-    if (n < tables_.ar.size()) {
-      const ArTable& at = tables_.ar[n];
-      if (lid < at.lidToGroup.size()) {
-        uint16_t grp = at.lidToGroup[lid];
-        if (grp != ArTable::kNoGroup && grp < at.groups.size()) b |= fromPortMask(at.groups[grp]);
-      }
-    }
+    if (uint16_t grp = arGroup(x, lid); grp != ArTable::kNoGroup) b |= arBits_[g_.node(x)][grp];
     return b & switchPorts_[x];
   };
+  // The dependencies depend only on every switch's out set and on the sources. Consecutive LIDs behind one
+  // switch usually have identical out sets (the AR group contains the LFT port), so their edges are added once.
+  std::vector<Bits256>& outs = p.arCdgScratch;
+  outs.resize(g_.size());
+  bool same = p.arPrevValid && p.arPrevTarget == d.target && p.arPrevToCa == d.toCa;
+  for (SwitchIndex x = 0; x < g_.size(); ++x) {
+    Bits256 b = outPorts(x);
+    if (same && b.w != outs[x].w) same = false;
+    outs[x] = b;
+  }
+  p.arPrevValid = true;
+  p.arPrevTarget = d.target;
+  p.arPrevToCa = d.toCa;
+  if (same) return;
   std::fill(p.mark.begin(), p.mark.end(), 0);
   p.stack.clear();
   for (SwitchIndex x = 0; x < g_.size(); ++x)
@@ -378,12 +452,8 @@ void Checker::arCdg(Partial& p, const Dest& d) {
       p.mark[x] = 1;
       p.stack.push_back(x);
     }
-  // Per traffic switch, its out ports (computed once); BFS over them.
-  std::vector<Bits256>& outs = p.arCdgScratch;
-  outs.resize(g_.size());
   for (size_t head = 0; head < p.stack.size(); ++head) {
     SwitchIndex x = p.stack[head];
-    outs[x] = outPorts(x);
     outs[x].forEach([&](unsigned q) {
       SwitchIndex y = g_.arcs()[g_.arcOfPort(x, q)].to;
       if (!p.mark[y]) {
@@ -479,6 +549,29 @@ CheckReport Checker::run() {
   for (const auto& a : g_.arcs()) switchPorts_[a.from].set(a.port);
   for (const auto& t : tables_.ar)
     if (!t.lidToGroup.empty()) haveAr_ = true;
+  if (haveAr_) {
+    arBits_.resize(tables_.ar.size());
+    for (size_t n = 0; n < tables_.ar.size(); ++n)
+      for (const PortMask& m : tables_.ar[n].groups) arBits_[n].push_back(fromPortMask(m));
+  }
+  transpose();
+  for (SwitchIndex x = 0; x < S; ++x) {
+    const NodeIndex n = g_.node(x);
+    const Node& node = topo_.node(n);
+    portBase_.push_back(static_cast<uint32_t>(hops_.size()));
+    portCount_.push_back(static_cast<uint16_t>(node.numPorts + 1u));
+    hops_.resize(hops_.size() + node.numPorts + 1u);
+    for (unsigned q = 1; q <= node.numPorts; ++q) {
+      const fabric::Port& port = node.ports[q];
+      Hop& h = hops_[portBase_[x] + q];
+      if (!port.connected() || !portUsable(topo_, n, fabric::PortNum{static_cast<uint8_t>(q)})) continue;
+      h.peerPort = port.peerPort;
+      h.node = port.peerNode;
+      h.sw = g_.index(port.peerNode);
+      h.kind = h.sw == kNoSwitch ? Hop::kToEndnode : Hop::kToSwitch;
+      h.arc = g_.arcOfPort(x, q);
+    }
+  }
 
   std::vector<Dest> dests;
   for (uint32_t l = 1; l <= lids_.maxLid().value; ++l) {
@@ -514,6 +607,9 @@ CheckReport Checker::run() {
     p.nextArc.assign(S, kNoArc);
     p.acc.assign(S, 0);
     p.mark.assign(S, 0);
+    p.arKey.assign(S, UINT64_MAX);
+    p.arCachedMembers.assign(S, 0);
+    p.arCachedBad.assign(S, 0);
   }
   parallelFor(dests.size(), opt_.threads, [&](unsigned w, size_t i) { checkDest(parts[w], dests[i]); });
 

@@ -61,7 +61,8 @@ struct CheckReport {
   double meanStretch = 0;
   size_t stretchedPairs = 0;
 
-  // Routes per directed switch-to-switch link (reachable pairs only), over all usable such links.
+  // Routes per directed switch-to-switch link over all usable such links: reachable pairs with a CA (or router)
+  // destination; routes to switch LIDs are management traffic and not counted.
   size_t switchLinks = 0;
   uint64_t maxLoad = 0, minLoad = 0;
   double meanLoad = 0;

@@ -1,0 +1,366 @@
+// ibsm-route: routes a fabric offline, the way ibsmd would, and reports how good the routes are.
+//
+//   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
+//   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's tables
+//
+// Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs the
+// engine chain, checks the tables (reachability, stretch, link load, CDG, AR) and prints the metrics. Exit codes:
+// 0 done (also when the check found problems, unless --strict), 1 failure, 2 usage.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fabric/topology_file.h"
+#include "routing/engine.h"
+#include "routing/lft_dump.h"
+#include "routing/lid_assignment.h"
+#include "routing/route_checker.h"
+#include "tools/ibsm_route/ar_dump.h"
+
+namespace {
+
+using ibsm::fabric::Guid;
+using ibsm::fabric::Result;
+namespace routing = ibsm::routing;
+
+constexpr const char* kUsage =
+    "usage: ibsm-route --topology FILE (--routing ENGINE[,ENGINE...] | --lfts-in FILE) [options]\n"
+    "\n"
+    "Routes a fabric offline with ibsmd's LID policy and engines, then checks the tables.\n"
+    "\n"
+    "  --topology FILE     ibnetdiscover / ibsim topology file\n"
+    "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree)\n"
+    "  --lfts-in FILE      instead of routing: check tables from dump_lfts/ibroute/opensm-lfts.dump output,\n"
+    "                      with the LIDs the topology file records\n"
+    "  --lmc N             LMC 0..7 for CA ports (default 0)\n"
+    "  --roots GUID,...    root switches (node GUIDs) for updn/ftree\n"
+    "  --roots-file FILE   root switch GUIDs, one per line ('#' comments)\n"
+    "  --threads N         worker threads for routing and checking (default 1)\n"
+    "  --seed N            seed of minhop's equal-cost tie-break hash (default 0)\n"
+    "  --all-lids          check every LID of each LMC range, not only base LIDs\n"
+    "  --no-ar             do not compute adaptive-routing groups\n"
+    "  --no-cdg            skip the channel-dependency (deadlock) checks\n"
+    "  --json              print the result as one JSON object\n"
+    "  --lfts-out FILE     write the LFTs in opensm-lfts.dump format ('-' for stdout)\n"
+    "  --ar-out FILE       write the AR groups ('-' for stdout)\n"
+    "  --timing            add wall time per phase and peak RSS\n"
+    "  --strict            exit 1 when the check finds problems\n"
+    "  --help              this text\n"
+    "\n"
+    "Exit codes: 0 done, 1 failure (unreadable input, no engine could route, --strict problems), 2 usage.\n";
+
+struct Args {
+  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile;
+  std::vector<Guid> roots;
+  unsigned lmc = 0, threads = 1;
+  uint64_t seed = 0;
+  bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false, help = false;
+};
+
+struct UsageError {
+  std::string message;
+};
+
+Result<unsigned> parseUnsigned(const std::string& opt, const std::string& v, unsigned max) {
+  unsigned long n = 0;
+  char* end = nullptr;
+  errno = 0;
+  if (v.empty() || v[0] == '-') return ibsm::fabric::makeError(opt + ": '" + v + "' is not a number");
+  n = std::strtoul(v.c_str(), &end, 10);
+  if (errno || *end || n > max)
+    return ibsm::fabric::makeError(opt + ": '" + v + "' is not a number in 0.." + std::to_string(max));
+  return static_cast<unsigned>(n);
+}
+
+Result<std::vector<Guid>> parseGuidList(const std::string& text) {
+  std::vector<Guid> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto g = ibsm::fabric::parseGuid(item);
+    if (!g) return ibsm::fabric::makeError("--roots: bad GUID '" + item + "'");
+    out.push_back(*g);
+  }
+  if (out.empty()) return ibsm::fabric::makeError("--roots: empty list");
+  return out;
+}
+
+Result<Args> parseArgs(int argc, char** argv) {
+  Args a;
+  auto err = [](const std::string& m) { return ibsm::fabric::makeError(m); };
+  for (int i = 1; i < argc; ++i) {
+    std::string opt = argv[i], value;
+    bool hasValue = false;
+    if (auto eq = opt.find('='); opt.starts_with("--") && eq != std::string::npos) {
+      value = opt.substr(eq + 1);
+      opt = opt.substr(0, eq);
+      hasValue = true;
+    }
+    auto need = [&]() -> Result<std::string> {
+      if (hasValue) return value;
+      if (i + 1 >= argc) return err(opt + " needs a value");
+      return std::string(argv[++i]);
+    };
+    auto flag = [&](bool& f) -> Result<void> {
+      if (hasValue) return err(opt + " takes no value");
+      f = true;
+      return {};
+    };
+    Result<void> ok;
+    if (opt == "--help" || opt == "-h") {
+      ok = flag(a.help);
+    } else if (opt == "--json") {
+      ok = flag(a.json);
+    } else if (opt == "--all-lids") {
+      ok = flag(a.allLids);
+    } else if (opt == "--no-ar") {
+      ok = flag(a.noAr);
+    } else if (opt == "--no-cdg") {
+      ok = flag(a.noCdg);
+    } else if (opt == "--timing") {
+      ok = flag(a.timing);
+    } else if (opt == "--strict") {
+      ok = flag(a.strict);
+    } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
+               opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
+               opt == "--threads" || opt == "--seed") {
+      auto v = need();
+      if (!v) return v.error();
+      if (v->empty()) return err(opt + " needs a non-empty value");
+      if (opt == "--topology") a.topology = *v;
+      else if (opt == "--routing") a.chain = *v;
+      else if (opt == "--lfts-in") a.lftsIn = *v;
+      else if (opt == "--lfts-out") a.lftsOut = *v;
+      else if (opt == "--ar-out") a.arOut = *v;
+      else if (opt == "--roots-file") a.rootsFile = *v;
+      else if (opt == "--roots") {
+        auto g = parseGuidList(*v);
+        if (!g) return g.error();
+        a.roots = *g;
+      } else if (opt == "--lmc") {
+        auto n = parseUnsigned(opt, *v, 7);
+        if (!n) return n.error();
+        a.lmc = *n;
+      } else if (opt == "--seed") {
+        auto n = parseUnsigned(opt, *v, UINT32_MAX);
+        if (!n) return n.error();
+        a.seed = *n;
+      } else {
+        auto n = parseUnsigned(opt, *v, 256);
+        if (!n) return n.error();
+        if (*n == 0) return err("--threads: must be at least 1");
+        a.threads = *n;
+      }
+    } else {
+      return err("unknown option '" + opt + "' (see --help)");
+    }
+    if (!ok) return ok.error();
+  }
+  if (a.help) return a;
+  if (a.topology.empty()) return err("--topology is required (see --help)");
+  if (a.chain.empty() == a.lftsIn.empty()) return err("give exactly one of --routing and --lfts-in");
+  if (!a.roots.empty() && !a.rootsFile.empty()) return err("give either --roots or --roots-file, not both");
+  if (!a.lftsIn.empty() && (a.lmc != 0 || !a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed))
+    return err("--lmc, --roots, --roots-file, --seed and --no-ar apply to --routing only");
+  return a;
+}
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ibsm::fabric::makeError(path + ": cannot open: " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return ibsm::fabric::makeError(path + ": read error");
+  return text;
+}
+
+Result<void> writeOut(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      return ibsm::fabric::makeError("write to stdout failed");
+    return {};
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return ibsm::fabric::makeError(path + ": cannot create: " + std::strerror(errno));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) return ibsm::fabric::makeError(path + ": write failed");
+  return {};
+}
+
+// Root GUIDs, one per line; '#' starts a comment.
+Result<std::vector<Guid>> readRootsFile(const std::string& path) {
+  auto text = readFile(path);
+  if (!text) return text.error();
+  std::vector<Guid> roots;
+  std::stringstream ss(*text);
+  std::string line;
+  for (size_t n = 1; std::getline(ss, line); ++n) {
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    std::string item = line.substr(b, e - b + 1);
+    auto g = ibsm::fabric::parseGuid(item);
+    if (!g) return ibsm::fabric::makeError(path + ":" + std::to_string(n) + ": bad GUID '" + item.substr(0, 40) + "'");
+    roots.push_back(*g);
+  }
+  if (roots.empty()) return ibsm::fabric::makeError(path + ": no root GUIDs");
+  return roots;
+}
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+long peakRssKb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "ibsm-route: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto args = parseArgs(argc, argv);
+  if (!args) return fail(2, args.error().message);
+  const Args& a = *args;
+  if (a.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::pair<std::string, double>> phases;
+  auto t0 = Clock::now();
+  auto lap = [&](const char* name) {
+    auto now = Clock::now();
+    phases.emplace_back(name, std::chrono::duration<double, std::milli>(now - t0).count());
+    t0 = now;
+  };
+
+  std::vector<std::string> chain;
+  if (!a.chain.empty()) {
+    auto c = routing::parseChain(a.chain);
+    if (!c) return fail(2, c.error().message);
+    chain = *c;
+  }
+  routing::Options options;
+  options.roots = a.roots;
+  options.threads = a.threads;
+  options.computeAr = !a.noAr;
+  options.seed = a.seed;
+  if (!a.rootsFile.empty()) {
+    auto r = readRootsFile(a.rootsFile);
+    if (!r) return fail(1, r.error().message);
+    options.roots = *r;
+  }
+
+  auto topo = ibsm::fabric::readTopologyFile(a.topology);
+  if (!topo) return fail(1, topo.error().message);
+  const ibsm::fabric::Topology& t = **topo;
+  lap("read");
+
+  routing::LidAssignment lids;
+  routing::RoutingTables tables;
+  std::vector<std::string> fallbacks, warnings;
+  if (a.lftsIn.empty()) {
+    auto assigned = routing::assignLids(t, {}, static_cast<uint8_t>(a.lmc));
+    if (!assigned) return fail(1, assigned.error().message);
+    lids = std::move(assigned->lids);
+    warnings = std::move(assigned->warnings);
+    lap("lids");
+    auto routed = routing::computeChain(chain, t, lids, options);
+    if (!routed) return fail(1, routed.error().message);
+    tables = std::move(routed->tables);
+    fallbacks = std::move(routed->fallbacks);
+    lap("route");
+  } else {
+    lids = routing::LidAssignment::fromTopology(t);
+    auto text = readFile(a.lftsIn);
+    if (!text) return fail(1, text.error().message);
+    auto parsed = routing::parseLftDump(*text, t, a.lftsIn);
+    if (!parsed) return fail(1, parsed.error().message);
+    tables = std::move(*parsed);
+    lap("lfts-in");
+  }
+
+  routing::CheckOptions co;
+  co.allLids = a.allLids;
+  co.threads = a.threads;
+  co.checkCdg = co.checkArCdg = !a.noCdg;
+  routing::CheckReport report = routing::checkRoutes(t, lids, tables, co);
+  lap("check");
+
+  if (!a.lftsOut.empty())
+    if (auto w = writeOut(a.lftsOut, routing::formatLftDump(t, lids, tables)); !w) return fail(1, w.error().message);
+  if (!a.arOut.empty())
+    if (auto w = writeOut(a.arOut, ibsm::tools::formatArDump(t, lids, tables)); !w) return fail(1, w.error().message);
+  if (!a.lftsOut.empty() || !a.arOut.empty()) lap("write");
+
+  double total = 0;
+  for (const auto& [name, ms] : phases) total += ms;
+  // With a dump on stdout the metrics go to stderr, so the dump stays parseable.
+  FILE* out = (a.lftsOut == "-" || a.arOut == "-") ? stderr : stdout;
+  if (a.json) {
+    std::string j = "{\"topology\":" + jsonString(a.topology) + ",\"switches\":" + std::to_string(t.switches().size()) +
+                    ",\"cas\":" + std::to_string(t.cas().size()) + ",\"links\":" + std::to_string(t.links().size()) +
+                    ",\"lmc\":" + std::to_string(lids.lmc()) + ",\"maxLid\":" + std::to_string(lids.maxLid().value) +
+                    ",\"engine\":" + jsonString(tables.engine) + ",\"fallbacks\":[";
+    for (size_t i = 0; i < fallbacks.size(); ++i) j += (i ? "," : "") + jsonString(fallbacks[i]);
+    j += "],\"lidWarnings\":[";
+    for (size_t i = 0; i < warnings.size(); ++i) j += (i ? "," : "") + jsonString(warnings[i]);
+    j += "],\"check\":" + routing::formatReportJson(report);
+    if (a.timing) {
+      j += ",\"timing\":{";
+      for (const auto& [name, ms] : phases) j += jsonString(name + "Ms") + ":" + std::to_string(ms) + ",";
+      j += "\"totalMs\":" + std::to_string(total) + ",\"peakRssKb\":" + std::to_string(peakRssKb()) + "}";
+    }
+    j += "}\n";
+    std::fputs(j.c_str(), out);
+  } else {
+    std::fprintf(out, "topology: %s: %zu switches, %zu CAs, %zu links\n", a.topology.c_str(), t.switches().size(),
+                 t.cas().size(), t.links().size());
+    std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(),
+                 a.lftsIn.empty() ? "" : " (as recorded in the topology file)");
+    for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
+    for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());
+    std::fputs(routing::formatReportText(report).c_str(), out);
+    if (a.timing) {
+      std::string line = "timing:";
+      char buf[64];
+      for (const auto& [name, ms] : phases) {
+        std::snprintf(buf, sizeof buf, " %s %.1f ms,", name.c_str(), ms);
+        line += buf;
+      }
+      std::snprintf(buf, sizeof buf, " total %.1f ms; peak RSS %.1f MiB", total, peakRssKb() / 1024.0);
+      line += buf;
+      std::fprintf(out, "%s\n", line.c_str());
+    }
+  }
+  std::fflush(out);
+  if (a.strict && !report.ok()) return 1;
+  return 0;
+}
