@@ -8,19 +8,25 @@
 // down must keep going down), and any other switch goes up to a neighbour on its shortest remaining legal path.
 // In trees this is the shortest legal path; in arbitrary graphs it can be longer than the shortest up*/down*
 // path of that source, which is the price of consistency (OpenSM has the same limitation with its per-switch
-// direction marks). Every switch pair of a connected fabric is then reachable except one root to another (as in
-// OpenSM without connect_roots).
+// direction marks). With a single root every pair of a connected fabric is reachable.
 //
-// Balancing is min-hop's: per switch, each LID goes out of the least-loaded equal-cost legal port, the load of a
-// port being the number of CA LIDs already routed through it (switch LIDs follow but do not count). The LIDs of
-// one endport's LMC range prefer ports none of its earlier LIDs use at that switch, so they take distinct paths.
+// Balancing is min-hop's: per switch, each LID goes out of the least-loaded equal-cost legal port. The load of a
+// port counts routes, i.e. the source CA ports whose route to the LID crosses it (switches are visited farthest
+// first, so each knows the traffic it forwards), not just LIDs: counting LIDs would make the switches of one
+// level advance in lockstep and use only a diagonal of the core (all LIDs of leaf port j through core j of spine
+// j). Switch LIDs follow but do not count. The LIDs of one endport's LMC range prefer ports none of its earlier
+// LIDs use at that switch, so they take distinct paths.
 //
 // Roots: options.roots (node GUIDs of switches); otherwise, per connected component, the switches farthest from
 // the switches that have CAs (the top of a fat tree); if every switch has CAs (meshes, tori) a single central
-// switch (midpoint of a double-sweep BFS diameter, smallest GUID on ties). A component with none of the given
-// roots is auto-detected the same way.
+// switch (least eccentricity, see centralSwitch). A component with none of the given
+// roots is auto-detected the same way. If auto-detected roots leave a switch with CAs without a legal path to a
+// CA LID (possible only when they are not the top of a tree), the fabric is routed from central roots instead.
+// With several roots, one root cannot reach another (down then up): roots given by the operator that carry CAs
+// leave those CA pairs unreachable, as in OpenSM without connect_roots.
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
@@ -31,32 +37,47 @@ namespace {
 
 constexpr uint32_t kInf = RoutingGraph::kNone;
 
-// The central switch of a component with no better root candidate.
+// The central switch of a component with no better root candidate: least eccentricity, smallest GUID on ties.
+// Small components try every switch; large ones the midpoints of a double-sweep BFS diameter (the centre of a
+// mesh or torus lies among them), at most kMaxCandidates of them.
 uint32_t centralSwitch(const RoutingGraph& g, const std::vector<uint32_t>& members) {
-  auto farthest = [&](uint32_t from, std::vector<uint32_t>& dist) {
+  constexpr size_t kExhaustive = 256, kMaxCandidates = 32;
+  auto byGuid = [&](uint32_t x, uint32_t y) { return g.guid(x) < g.guid(y); };
+  auto eccentricity = [&](uint32_t from, std::vector<uint32_t>& dist, uint32_t& farthest) {
     uint32_t src[1] = {from};
     dist = g.distances(src);
-    uint32_t best = from;
+    farthest = from;
     for (uint32_t s : members)
-      if (dist[s] > dist[best] || (dist[s] == dist[best] && g.guid(s) < g.guid(best))) best = s;
-    return best;
+      if (dist[s] > dist[farthest] || (dist[s] == dist[farthest] && byGuid(s, farthest))) farthest = s;
+    return dist[farthest];
   };
-  uint32_t start = *std::min_element(members.begin(), members.end(),
-                                     [&](uint32_t x, uint32_t y) { return g.guid(x) < g.guid(y); });
-  std::vector<uint32_t> da, db;
-  uint32_t a = farthest(start, da);
-  uint32_t b = farthest(a, da);
-  farthest(b, db);
-  const uint32_t diameter = da[b];
-  uint32_t best = kInf;
-  for (uint32_t s : members) {
-    if (da[s] + db[s] != diameter || da[s] != diameter / 2) continue;
-    if (best == kInf || g.guid(s) < g.guid(best)) best = s;
+  std::vector<uint32_t> candidates, da, db;
+  if (members.size() <= kExhaustive) {
+    candidates = members;
+  } else {
+    uint32_t a, b, ignored;
+    eccentricity(*std::min_element(members.begin(), members.end(), byGuid), da, a);
+    const uint32_t diameter = eccentricity(a, da, b);
+    eccentricity(b, db, ignored);
+    for (uint32_t s : members)
+      if (da[s] + db[s] == diameter && (da[s] == diameter / 2 || da[s] == (diameter + 1) / 2)) candidates.push_back(s);
+    std::sort(candidates.begin(), candidates.end(), byGuid);
+    if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
   }
-  return best == kInf ? a : best;
+  uint32_t best = kInf, bestEcc = kInf, ignored;
+  for (uint32_t s : candidates) {
+    uint32_t e = eccentricity(s, da, ignored);
+    if (e < bestEcc || (e == bestEcc && byGuid(s, best))) {
+      best = s;
+      bestEcc = e;
+    }
+  }
+  return best;
 }
 
-fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const RoutingGraph& g, const Options& options) {
+// centralOnly: one central switch per component (the fallback when the tree-top roots leave CA pairs apart).
+fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const RoutingGraph& g, const Options& options,
+                                                  bool centralOnly = false) {
   std::vector<char> isRoot(g.size(), 0);
   for (Guid guid : options.roots) {
     auto node = topo.findNode(guid);
@@ -77,7 +98,7 @@ fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const Ro
     uint32_t top = 0;
     for (uint32_t s : m)
       if (fromLeaves[s] != kInf) top = std::max(top, fromLeaves[s]);
-    if (top > 0) {
+    if (top > 0 && !centralOnly) {
       for (uint32_t s : m)
         if (fromLeaves[s] == top) isRoot[s] = 1;
     } else {
@@ -90,23 +111,14 @@ fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const Ro
   return roots;
 }
 
-class UpDownEngine final : public Engine {
- public:
-  std::string_view name() const override { return "updn"; }
-  fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
-                                        const Options& options) const override;
-};
-
-fabric::Result<RoutingTables> UpDownEngine::compute(const Topology& topo, const LidAssignment& lids,
-                                                    const Options& options) const {
-  RoutingGraph g(topo);
+// Routes with the given roots. caGap: some switch with CAs has no legal path to a CA LID in its component.
+RoutingTables route(const Topology& topo, const LidAssignment& lids, const Options& options, const RoutingGraph& g,
+                    const std::vector<uint32_t>& roots, bool& caGap) {
   const uint32_t n = static_cast<uint32_t>(g.size());
-  if (n == 0) return fabric::makeError("updn: the fabric has no switches");
-  auto roots = chooseRoots(topo, g, options);
-  if (!roots) return roots.error();
-
+  const std::vector<uint32_t> comp = g.components();
+  caGap = false;
   // Total order of switches: (rank, GUID); up = towards a smaller key.
-  const std::vector<uint32_t> rank = g.distances(*roots);
+  const std::vector<uint32_t> rank = g.distances(roots);
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
@@ -128,12 +140,21 @@ fabric::Result<RoutingTables> UpDownEngine::compute(const Topology& topo, const 
   std::stable_sort(dests.begin(), dests.end(),
                    [&](const DestLid& x, const DestLid& y) { return g.guid(x.sw) < g.guid(y.sw); });
 
-  const uint32_t stride = g.maxPort() + 1;
-  std::vector<uint32_t> load(static_cast<size_t>(n) * stride, 0);
-  std::vector<uint32_t> usedBy(static_cast<size_t>(n) * stride, kInf);  // endport serial that used the port last
-  std::vector<uint32_t> distDown(n), dist(n), candBegin(n + 1), queue;
-  std::vector<uint8_t> cands;
-  std::vector<uint32_t> arSet(n, ArGroupBuilder::kNoSet);
+  // Per directed switch-to-switch arc: routes (source CA port, CA LID) so far, LIDs so far, and the endport
+  // whose LID used it last (so the LIDs of one LMC range prefer distinct ports).
+  std::vector<uint64_t> load(g.arcCount(), 0);
+  std::vector<uint32_t> lidCount(g.arcCount(), 0), usedBy(g.arcCount(), kInf);
+  std::vector<uint32_t> distDown(n), dist(n), candBegin(n + 1), queue, byDist, acc(n);
+  std::vector<uint32_t> cands;  // arc indices
+  // AR: per switch and destination switch group, the interned set (all LIDs of a group share it).
+  std::vector<uint32_t> groupOf(dests.size());
+  size_t groups = 0;
+  for (size_t i = 0; i < dests.size(); ++i) {
+    if (i > 0 && dests[i].sw != dests[i - 1].sw) ++groups;
+    groupOf[i] = static_cast<uint32_t>(groups);
+  }
+  groups = dests.empty() ? 0 : groups + 1;
+  std::vector<uint32_t> destSets(options.computeAr ? static_cast<size_t>(n) * groups : 0, ArGroupBuilder::kNoSet);
 
   uint32_t endportSerial = 0;
   NodeIndex lastOwner = fabric::kNoNode;
@@ -156,32 +177,43 @@ fabric::Result<RoutingTables> UpDownEngine::compute(const Topology& topo, const 
         }
     }
     // Switches without a down path go up: in key order, so every up neighbour is final before it is used.
+    uint32_t maxDist = 0;
     for (uint32_t s : order) {
       dist[s] = distDown[s];
-      if (dist[s] != kInf) continue;
-      for (const auto& a : g.arcs(s))
-        if (key[a.to] < key[s] && dist[a.to] != kInf) dist[s] = std::min(dist[s], dist[a.to] + 1);
+      if (dist[s] == kInf)
+        for (const auto& a : g.arcs(s))
+          if (key[a.to] < key[s] && dist[a.to] != kInf) dist[s] = std::min(dist[s], dist[a.to] + 1);
+      if (dist[s] != kInf) maxDist = std::max(maxDist, dist[s]);
     }
-    // Equal-cost legal egress ports of every switch towards d.
+    // Equal-cost legal egress arcs of every switch towards d.
     cands.clear();
     for (uint32_t s = 0; s < n; ++s) {
       candBegin[s] = static_cast<uint32_t>(cands.size());
       if (s == d || dist[s] == kInf) continue;
       const bool down = distDown[s] != kInf;
-      for (const auto& a : g.arcs(s)) {
-        if (down ? (key[a.to] > key[s] && distDown[a.to] == distDown[s] - 1)
-                 : (key[a.to] < key[s] && dist[a.to] == dist[s] - 1))
-          cands.push_back(a.port);
+      for (uint32_t a = g.firstArc(s); a < g.firstArc(s + 1); ++a) {
+        const uint32_t x = g.arc(a).to;
+        if (down ? (key[x] > key[s] && distDown[x] == distDown[s] - 1) : (key[x] < key[s] && dist[x] == dist[s] - 1))
+          cands.push_back(a);
       }
     }
     candBegin[n] = static_cast<uint32_t>(cands.size());
+    if (!caGap && std::any_of(dests.begin() + first, dests.begin() + last, [](const DestLid& t) { return !t.isSwitch; }))
+      for (uint32_t s = 0; s < n; ++s)
+        if (g.hosts(s) > 0 && comp[s] == comp[d] && dist[s] == kInf) caGap = true;
     if (options.computeAr) {
       for (uint32_t s = 0; s < n; ++s) {
         PortMask mask;
-        for (uint32_t c = candBegin[s]; c < candBegin[s + 1]; ++c) mask.set(cands[c]);
-        arSet[s] = ar[s].intern(mask);
+        for (uint32_t c = candBegin[s]; c < candBegin[s + 1]; ++c) mask.set(g.arc(cands[c]).port);
+        destSets[static_cast<size_t>(s) * groups + groupOf[first]] = ar[s].intern(mask);
       }
     }
+    // Farthest switches first, so a switch's traffic (its own CAs plus what the switches behind it send through
+    // it) is known when it picks its port.
+    byDist.clear();
+    for (uint32_t h = maxDist; h > 0; --h)
+      for (uint32_t s = 0; s < n; ++s)
+        if (dist[s] == h) byDist.push_back(s);
 
     for (size_t i = first; i < last; ++i) {
       const DestLid& t = dests[i];
@@ -190,25 +222,21 @@ fabric::Result<RoutingTables> UpDownEngine::compute(const Topology& topo, const 
         lastOwner = t.owner;
         lastOwnerPort = t.ownerPort;
       }
-      for (uint32_t s = 0; s < n; ++s) {
-        auto& lft = tables.lft[g.node(s)];
-        if (s == d) {
-          lft[t.lid.value] = t.port;
-          continue;
-        }
-        if (candBegin[s] == candBegin[s + 1]) continue;  // unreachable: stays kNoPort
-        uint32_t* portLoad = &load[static_cast<size_t>(s) * stride];
-        uint32_t* portUser = &usedBy[static_cast<size_t>(s) * stride];
-        uint8_t best = cands[candBegin[s]];
-        for (uint32_t c = candBegin[s] + 1; c < candBegin[s + 1]; ++c) {
-          uint8_t p = cands[c];
-          bool pUsed = portUser[p] == endportSerial, bestUsed = portUser[best] == endportSerial;
-          if (pUsed != bestUsed ? !pUsed : portLoad[p] < portLoad[best]) best = p;
-        }
-        lft[t.lid.value] = best;
-        portUser[best] = endportSerial;
-        if (!t.isSwitch) ++portLoad[best];
-        if (options.computeAr) ar[s].assign(t.lid, arSet[s]);
+      tables.lft[g.node(d)][t.lid.value] = t.port;
+      for (uint32_t s : byDist) acc[s] = 0;
+      for (uint32_t s : byDist) {
+        // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs.
+        auto rank = [&](uint32_t a) { return std::tuple(usedBy[a] == endportSerial, load[a], lidCount[a], a); };
+        uint32_t best = cands[candBegin[s]];
+        for (uint32_t c = candBegin[s] + 1; c < candBegin[s + 1]; ++c)
+          if (rank(cands[c]) < rank(best)) best = cands[c];
+        tables.lft[g.node(s)][t.lid.value] = g.arc(best).port;
+        usedBy[best] = endportSerial;
+        if (t.isSwitch) continue;
+        const uint64_t w = g.hosts(s) + acc[s];
+        load[best] += w;
+        ++lidCount[best];
+        acc[g.arc(best).to] += static_cast<uint32_t>(w);
       }
     }
     first = last;
@@ -216,10 +244,36 @@ fabric::Result<RoutingTables> UpDownEngine::compute(const Topology& topo, const 
 
   if (options.computeAr) {
     tables.ar.resize(topo.size());
-    for (uint32_t s = 0; s < n; ++s) tables.ar[g.node(s)] = ar[s].build();
+    for (uint32_t s = 0; s < n; ++s) {
+      const uint32_t* row = destSets.data() + static_cast<size_t>(s) * groups;
+      for (size_t i = 0; i < dests.size(); ++i) ar[s].assign(dests[i].lid, row[groupOf[i]]);
+      tables.ar[g.node(s)] = ar[s].build();
+      ar[s] = ArGroupBuilder(0, 0);
+    }
   }
   return tables;
 }
+
+class UpDownEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "updn"; }
+  fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
+                                        const Options& options) const override {
+    RoutingGraph g(topo);
+    if (g.size() == 0) return fabric::makeError("updn: the fabric has no switches");
+    auto roots = chooseRoots(topo, g, options);
+    if (!roots) return roots.error();
+    bool caGap = false;
+    RoutingTables tables = route(topo, lids, options, g, *roots, caGap);
+    // Several auto-detected roots that are not the top of a tree (an irregular fabric with CA-less switches)
+    // can leave CA pairs without a legal path; one central root per component never does.
+    if (caGap && options.roots.empty()) {
+      auto central = chooseRoots(topo, g, options, /*centralOnly=*/true);
+      if (central && *central != *roots) tables = route(topo, lids, options, g, *central, caGap);
+    }
+    return tables;
+  }
+};
 
 }  // namespace
 
