@@ -98,6 +98,11 @@ struct Partial {
   bool arPrevToCa = false;
   std::vector<uint64_t> arKey;  // by switch: the cached AR verdict's key
   std::vector<uint32_t> arCachedMembers, arCachedBad;
+  // The LID block being checked: tables[base .. base + len) as [LID - base][switch].
+  uint32_t blockBase = 0;
+  size_t blockLen = 0;
+  std::vector<uint8_t> lftBlock;
+  std::vector<uint16_t> grpBlock;
 };
 
 class Checker {
@@ -108,16 +113,18 @@ class Checker {
   CheckReport run();
 
  private:
-  // The tables transposed to [LID][switch]: a destination's walk reads one contiguous row instead of one cache
-  // line per switch.
-  uint8_t lftPort(SwitchIndex s, Lid lid) const {
-    return lid.value < lidCount_ ? lftT_[size_t{lid.value} * g_.size() + s] : kNoPort;
+  // The tables of the LID block being checked, transposed to [LID][switch]: a destination's walk reads one
+  // contiguous row instead of one cache line per switch (see loadBlock).
+  uint8_t lftPort(const Partial& p, SwitchIndex s, Lid lid) const {
+    size_t i = lid.value - p.blockBase;
+    return i < p.blockLen ? p.lftBlock[i * g_.size() + s] : kNoPort;
   }
   // AR group of (switch, LID); kNoGroup when none (or the number is out of range).
-  uint16_t arGroup(SwitchIndex s, uint32_t lid) const {
-    return lid < lidCount_ ? grpT_[size_t{lid} * g_.size() + s] : ArTable::kNoGroup;
+  uint16_t arGroup(const Partial& p, SwitchIndex s, uint32_t lid) const {
+    size_t i = lid - p.blockBase;
+    return i < p.blockLen && haveAr_ ? p.grpBlock[i * g_.size() + s] : ArTable::kNoGroup;
   }
-  void transpose();
+  void loadBlock(Partial& p, uint32_t base) const;
   std::string endportText(NodeIndex n, PortNum p) const {
     const Node& node = topo_.node(n);
     Guid g = p.value < node.ports.size() ? node.ports[p.value].guid : Guid{};
@@ -177,30 +184,27 @@ class Checker {
   std::vector<uint16_t> portCount_;
   std::vector<Hop> hops_;
   std::vector<std::vector<Bits256>> arBits_;  // node -> its AR groups as bit sets
-  size_t lidCount_ = 0;
-  std::vector<uint8_t> lftT_;
-  std::vector<uint16_t> grpT_;  // only when the tables carry AR groups
 };
 
-void Checker::transpose() {
+constexpr uint32_t kLidBlock = 64;  // LIDs checked per block: one cache line of each switch's table
+
+void Checker::loadBlock(Partial& p, uint32_t base) const {
   const size_t S = g_.size();
-  lidCount_ = lids_.maxLid().value + 1u;
-  lftT_.assign(lidCount_ * S, kNoPort);
-  if (haveAr_) grpT_.assign(lidCount_ * S, ArTable::kNoGroup);
-  constexpr size_t kBlock = 64;  // LIDs per block: one cache line of each switch's table
-  for (size_t l0 = 0; l0 < lidCount_; l0 += kBlock) {
-    const size_t l1 = std::min(lidCount_, l0 + kBlock);
-    for (SwitchIndex x = 0; x < S; ++x) {
-      const NodeIndex n = g_.node(x);
-      if (n < tables_.lft.size()) {
-        const auto& lft = tables_.lft[n];
-        for (size_t l = l0; l < l1 && l < lft.size(); ++l) lftT_[l * S + x] = lft[l];
-      }
-      if (haveAr_ && n < tables_.ar.size()) {
-        const ArTable& at = tables_.ar[n];
-        for (size_t l = l0; l < l1 && l < at.lidToGroup.size(); ++l)
-          if (at.lidToGroup[l] < at.groups.size()) grpT_[l * S + x] = at.lidToGroup[l];
-      }
+  p.blockBase = base;
+  p.blockLen = kLidBlock;
+  p.lftBlock.assign(kLidBlock * S, kNoPort);
+  if (haveAr_) p.grpBlock.assign(kLidBlock * S, ArTable::kNoGroup);
+  const size_t end = size_t{base} + kLidBlock;
+  for (SwitchIndex x = 0; x < S; ++x) {
+    const NodeIndex n = g_.node(x);
+    if (n < tables_.lft.size()) {
+      const auto& lft = tables_.lft[n];
+      for (size_t l = base; l < end && l < lft.size(); ++l) p.lftBlock[(l - base) * S + x] = lft[l];
+    }
+    if (haveAr_ && n < tables_.ar.size()) {
+      const ArTable& at = tables_.ar[n];
+      for (size_t l = base; l < end && l < at.lidToGroup.size(); ++l)
+        if (at.lidToGroup[l] < at.groups.size()) p.grpBlock[(l - base) * S + x] = at.lidToGroup[l];
     }
   }
 }
@@ -214,7 +218,7 @@ void Checker::walk(Partial& p, const Dest& d, SwitchIndex x) {
     st[cur] = kBusy;
     p.stack.push_back(cur);
     p.nextArc[cur] = kNoArc;
-    uint8_t q = lftPort(cur, d.lid);
+    uint8_t q = lftPort(p, cur, d.lid);
     uint8_t terminal = kUnknown;
     uint16_t hops = 0;
     if (q == kNoPort) {
@@ -314,7 +318,7 @@ void Checker::checkDest(Partial& p, const Dest& d) {
           SwitchIndex at = p.failAt[x];
           std::string where = switchText(at);
           if (kind != kKindLoop && kind != kKindNoRoute)
-            where += " port " + std::to_string(lftPort(at, d.lid));
+            where += " port " + std::to_string(lftPort(p, at, d.lid));
           return "LID " + std::to_string(lid) + " (" + endportText(d.owner.node, d.owner.port) + ") from " +
                  endportText(firstSource_[x].node, firstSource_[x].port) + ": " + what[kind] + " " + where;
         });
@@ -364,12 +368,12 @@ void Checker::checkDest(Partial& p, const Dest& d) {
 void Checker::checkAr(Partial& p, const Dest& d) {
   const uint32_t lid = d.lid.value;
   for (SwitchIndex x = 0; x < g_.size(); ++x) {
-    const uint16_t grp = arGroup(x, lid);
+    const uint16_t grp = arGroup(p, x, lid);
     if (grp == ArTable::kNoGroup) continue;
     const NodeIndex n = g_.node(x);
     ++p.arEntries;
     const Bits256& members = arBits_[n][grp];
-    uint8_t lft = lftPort(x, d.lid);
+    uint8_t lft = lftPort(p, x, d.lid);
     if (lft != kNoPort && !members.test(lft)) ++p.arMissingStatic;
     // Away from the destination's own switch the verdict depends only on (group, target switch, CA or not), and
     // the LIDs behind one switch are usually consecutive: one cached verdict per switch.
@@ -426,9 +430,9 @@ void Checker::arCdg(Partial& p, const Dest& d) {
   const uint32_t lid = d.lid.value;
   auto outPorts = [&](SwitchIndex x) {
     Bits256 b;
-    uint8_t q = lftPort(x, d.lid);
+    uint8_t q = lftPort(p, x, d.lid);
     if (q != kNoPort) b.set(q);
-    if (uint16_t grp = arGroup(x, lid); grp != ArTable::kNoGroup) b |= arBits_[g_.node(x)][grp];
+    if (uint16_t grp = arGroup(p, x, lid); grp != ArTable::kNoGroup) b |= arBits_[g_.node(x)][grp];
     return b & switchPorts_[x];
   };
   // The dependencies depend only on every switch's out set and on the sources. Consecutive LIDs behind one
@@ -554,7 +558,6 @@ CheckReport Checker::run() {
     for (size_t n = 0; n < tables_.ar.size(); ++n)
       for (const PortMask& m : tables_.ar[n].groups) arBits_[n].push_back(fromPortMask(m));
   }
-  transpose();
   for (SwitchIndex x = 0; x < S; ++x) {
     const NodeIndex n = g_.node(x);
     const Node& node = topo_.node(n);
@@ -594,7 +597,12 @@ CheckReport Checker::run() {
   r.destinations = dests.size();
 
   const size_t A = g_.arcs().size();
-  unsigned workers = workerCount(dests.size(), opt_.threads);
+  // Destinations in blocks of kLidBlock consecutive LIDs; each block's tables are transposed once.
+  std::vector<size_t> blockStart;
+  for (size_t i = 0; i < dests.size(); ++i)
+    if (i == 0 || dests[i].lid.value / kLidBlock != dests[i - 1].lid.value / kLidBlock) blockStart.push_back(i);
+  blockStart.push_back(dests.size());
+  unsigned workers = workerCount(blockStart.size() - 1, opt_.threads);
   std::vector<Partial> parts(workers);
   for (auto& p : parts) {
     p.load.assign(A, 0);
@@ -611,7 +619,11 @@ CheckReport Checker::run() {
     p.arCachedMembers.assign(S, 0);
     p.arCachedBad.assign(S, 0);
   }
-  parallelFor(dests.size(), opt_.threads, [&](unsigned w, size_t i) { checkDest(parts[w], dests[i]); });
+  parallelFor(blockStart.size() - 1, opt_.threads, [&](unsigned w, size_t b) {
+    Partial& p = parts[w];
+    loadBlock(p, dests[blockStart[b]].lid.value / kLidBlock * kLidBlock);
+    for (size_t i = blockStart[b]; i < blockStart[b + 1]; ++i) checkDest(p, dests[i]);
+  });
 
   // Sources that reach no switch: a CA port cabled to a CA (reaches that CA's LIDs only) or over a Down link.
   Partial& p0 = parts[0];

@@ -38,6 +38,8 @@ constexpr const char* kUsage =
     "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree)\n"
     "  --lfts-in FILE      instead of routing: check tables from dump_lfts/ibroute/opensm-lfts.dump output,\n"
     "                      with the LIDs the topology file records\n"
+    "  --lids MODE         'assigned' (ibsmd's policy; the default with --routing) or 'recorded' (the LIDs\n"
+    "                      in the topology file; the default with --lfts-in when the file records any)\n"
     "  --lmc N             LMC 0..7 for CA ports (default 0)\n"
     "  --roots GUID,...    root switches (node GUIDs) for updn/ftree\n"
     "  --roots-file FILE   root switch GUIDs, one per line ('#' comments)\n"
@@ -56,7 +58,7 @@ constexpr const char* kUsage =
     "Exit codes: 0 done, 1 failure (unreadable input, no engine could route, --strict problems), 2 usage.\n";
 
 struct Args {
-  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile;
+  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode;
   std::vector<Guid> roots;
   unsigned lmc = 0, threads = 1;
   uint64_t seed = 0;
@@ -129,7 +131,7 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.strict);
     } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
                opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
-               opt == "--threads" || opt == "--seed") {
+               opt == "--threads" || opt == "--seed" || opt == "--lids") {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
@@ -139,6 +141,10 @@ Result<Args> parseArgs(int argc, char** argv) {
       else if (opt == "--lfts-out") a.lftsOut = *v;
       else if (opt == "--ar-out") a.arOut = *v;
       else if (opt == "--roots-file") a.rootsFile = *v;
+      else if (opt == "--lids") {
+        if (*v != "assigned" && *v != "recorded") return err("--lids: 'assigned' or 'recorded', not '" + *v + "'");
+        a.lidsMode = *v;
+      }
       else if (opt == "--roots") {
         auto g = parseGuidList(*v);
         if (!g) return g.error();
@@ -166,8 +172,9 @@ Result<Args> parseArgs(int argc, char** argv) {
   if (a.topology.empty()) return err("--topology is required (see --help)");
   if (a.chain.empty() == a.lftsIn.empty()) return err("give exactly one of --routing and --lfts-in");
   if (!a.roots.empty() && !a.rootsFile.empty()) return err("give either --roots or --roots-file, not both");
-  if (!a.lftsIn.empty() && (a.lmc != 0 || !a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed))
-    return err("--lmc, --roots, --roots-file, --seed and --no-ar apply to --routing only");
+  if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed))
+    return err("--roots, --roots-file, --seed and --no-ar apply to --routing only");
+  if (a.lidsMode == "recorded" && a.lmc != 0) return err("--lmc applies to assigned LIDs only");
   return a;
 }
 
@@ -286,19 +293,31 @@ int main(int argc, char** argv) {
   routing::LidAssignment lids;
   routing::RoutingTables tables;
   std::vector<std::string> fallbacks, warnings;
-  if (a.lftsIn.empty()) {
+  std::string lidsNote;
+  bool assign = a.lidsMode == "assigned" || (a.lidsMode.empty() && a.lftsIn.empty());
+  if (!assign) {
+    lids = routing::LidAssignment::fromTopology(t);
+    lidsNote = " (as recorded in the topology file)";
+    if (lids.maxLid().value == 0) {
+      if (a.lidsMode == "recorded") return fail(1, a.topology + ": records no LIDs (try --lids assigned)");
+      assign = true;
+    }
+  }
+  if (assign) {
     auto assigned = routing::assignLids(t, {}, static_cast<uint8_t>(a.lmc));
     if (!assigned) return fail(1, assigned.error().message);
     lids = std::move(assigned->lids);
     warnings = std::move(assigned->warnings);
-    lap("lids");
+    lidsNote = a.lftsIn.empty() ? "" : " (assigned: the topology file records none)";
+  }
+  lap("lids");
+  if (a.lftsIn.empty()) {
     auto routed = routing::computeChain(chain, t, lids, options);
     if (!routed) return fail(1, routed.error().message);
     tables = std::move(routed->tables);
     fallbacks = std::move(routed->fallbacks);
     lap("route");
   } else {
-    lids = routing::LidAssignment::fromTopology(t);
     auto text = readFile(a.lftsIn);
     if (!text) return fail(1, text.error().message);
     auto parsed = routing::parseLftDump(*text, t, a.lftsIn);
@@ -306,6 +325,7 @@ int main(int argc, char** argv) {
     tables = std::move(*parsed);
     lap("lfts-in");
   }
+  if (lids.maxLid().value == 0) return fail(1, a.topology + ": no endport has a LID, nothing to check");
 
   routing::CheckOptions co;
   co.allLids = a.allLids;
@@ -343,8 +363,7 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(out, "topology: %s: %zu switches, %zu CAs, %zu links\n", a.topology.c_str(), t.switches().size(),
                  t.cas().size(), t.links().size());
-    std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(),
-                 a.lftsIn.empty() ? "" : " (as recorded in the topology file)");
+    std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(), lidsNote.c_str());
     for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
     for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());
     std::fputs(routing::formatReportText(report).c_str(), out);
