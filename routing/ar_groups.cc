@@ -8,8 +8,8 @@ ArGroupBuilder::ArGroupBuilder(size_t lidCount, uint32_t cap)
     : cap_(cap < ArTable::kNoGroup ? cap : ArTable::kNoGroup), lidCount_(lidCount) {}
 
 uint32_t ArGroupBuilder::intern(const PortMask& ports) {
-  if (ports.count() < 2) return kNoSet;
   if (lastId_ != kNoSet && ports == lastMask_) return lastId_;
+  if (ports.count() < 2) return kNoSet;
   auto [it, inserted] = index_.try_emplace(ports, static_cast<uint32_t>(sets_.size()));
   if (inserted) sets_.push_back(ports);
   lastMask_ = ports;

@@ -28,6 +28,7 @@
 #include <numeric>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
@@ -309,12 +310,11 @@ class FatTreeRouter {
     }
     // 4b. Remaining non-ancestors bottom-up (a switch's traffic is known once the switches below have chosen),
     // and the traffic of every non-ancestor pushed up the links it takes; then down the ancestors, top first.
-    std::fill(acc_.begin(), acc_.end(), 0);
-    adds_.clear();
+    adds_.clear();  // acc_ is all zero between LIDs: every entry is consumed (and cleared) where it is read
     for (uint32_t l = 0; l <= t_.height; ++l)
       for (uint32_t s : t_.byLevel[l]) {
         if (isAnc(s) || dist_[s] == kInf) continue;
-        const uint64_t w = g_.hosts(s) + acc_[s];
+        const uint64_t w = g_.hosts(s) + std::exchange(acc_[s], 0);
         if (!isMain(s)) {
           const uint32_t b = candBegin_[s], e = candBegin_[s + 1];
           uint32_t best = kInf;
@@ -333,10 +333,12 @@ class FatTreeRouter {
       }
     for (size_t i = anc_.size(); i-- > 1;) {
       uint32_t a = anc_[i];
-      if (acc_[a] == 0) continue;
-      adds_.push_back({chosen_[a], acc_[a]});
-      acc_[arc(chosen_[a]).to] += acc_[a];
+      const uint64_t w = std::exchange(acc_[a], 0);
+      if (w == 0) continue;
+      adds_.push_back({chosen_[a], w});
+      acc_[arc(chosen_[a]).to] += w;
     }
+    acc_[dest_] = 0;
     if (!count) return;
     // 5. Commit, unless converging pushes a link past the target (the cut lower bound): then re-route this
     // LID's traffic splitting it over the links that still have room.
@@ -433,12 +435,11 @@ class FatTreeRouter {
         }
         est_[s] = bestMax;
       }
-    std::fill(acc_.begin(), acc_.end(), 0);
     for (uint32_t l = 0; l <= t_.height; ++l)
       for (uint32_t s : t_.byLevel[l]) {
         if (isAnc(s) || dist_[s] == kInf) continue;
         if (acc_[s] > 0) addAlong(s, acc_[s], /*remove=*/true);
-        const uint64_t w = g_.hosts(s) + acc_[s];
+        const uint64_t w = g_.hosts(s) + std::exchange(acc_[s], 0);
         if (w == 0) continue;
         // Fitting the target first; among those the convergent candidate, then the most headroom; among the
         // rest the least bad.
@@ -446,7 +447,7 @@ class FatTreeRouter {
           uint32_t q = arc(a).to;
           uint64_t m = std::max(load_[a], maxAlong(q));
           bool fits = m + w <= target_;
-          return std::tuple(!fits, fits && !isMain(q), m, load_[a], arc(a).port);
+          return std::tuple(!fits, m, !isMain(q), load_[a], arc(a).port);
         };
         uint32_t best = cands_[candBegin_[s]];
         auto bestRank = rank(best);

@@ -224,6 +224,132 @@ uint64_t lowerBound(const Topology& topo, const LidAssignment& lids) {
   return best;
 }
 
+// Tighter bound for degraded trees, where not every source can reach a leaf through every link: for each leaf
+// L, the traffic between L's CA ports and every other leaf, each other leaf using only the links of L it has a
+// legal path through (up to a common ancestor and down), must fit on L's links; the least capacity per link
+// for which a (fractional) flow carries it all is a lower bound. Only for small fabrics (quadratic).
+class MaxFlow {
+ public:
+  explicit MaxFlow(size_t n) : adj_(n), level_(n), it_(n) {}
+  void add(size_t a, size_t b, uint64_t cap) {
+    adj_[a].push_back({b, adj_[b].size(), cap});
+    adj_[b].push_back({a, adj_[a].size() - 1, 0});
+  }
+  uint64_t run(size_t s, size_t t) {
+    uint64_t total = 0;
+    while (bfs(s, t)) {
+      std::fill(it_.begin(), it_.end(), 0);
+      while (uint64_t f = dfs(s, t, UINT64_MAX)) total += f;
+    }
+    return total;
+  }
+
+ private:
+  struct Edge {
+    size_t to, rev;
+    uint64_t cap;
+  };
+  bool bfs(size_t s, size_t t) {
+    std::fill(level_.begin(), level_.end(), -1);
+    std::vector<size_t> q{s};
+    level_[s] = 0;
+    for (size_t i = 0; i < q.size(); ++i)
+      for (const Edge& e : adj_[q[i]])
+        if (e.cap && level_[e.to] < 0) {
+          level_[e.to] = level_[q[i]] + 1;
+          q.push_back(e.to);
+        }
+    return level_[t] >= 0;
+  }
+  uint64_t dfs(size_t v, size_t t, uint64_t f) {
+    if (v == t) return f;
+    for (size_t& i = it_[v]; i < adj_[v].size(); ++i) {
+      Edge& e = adj_[v][i];
+      if (!e.cap || level_[e.to] != level_[v] + 1) continue;
+      if (uint64_t d = dfs(e.to, t, std::min(f, e.cap))) {
+        e.cap -= d;
+        adj_[e.to][e.rev].cap += d;
+        return d;
+      }
+    }
+    return 0;
+  }
+  std::vector<std::vector<Edge>> adj_;
+  std::vector<int> level_;
+  std::vector<size_t> it_;
+};
+
+uint64_t leafFlowBound(const Topology& topo, const LidAssignment& lids) {
+  auto level = treeLevels(topo);
+  std::vector<uint64_t> destsAt(topo.size(), 0);
+  for (auto [lid, d] : caLids(topo, lids)) ++destsAt[d];
+  std::vector<NodeIndex> leaves;
+  for (NodeIndex s : topo.switches())
+    if (sourcesAt(topo, s) > 0) leaves.push_back(s);
+  // Up-closure of every switch (itself included), as sorted lists.
+  std::vector<std::vector<NodeIndex>> up(topo.size());
+  for (NodeIndex s : topo.switches()) {
+    std::vector<NodeIndex> q{s};
+    std::vector<char> seen(topo.size(), 0);
+    seen[s] = 1;
+    for (size_t i = 0; i < q.size(); ++i)
+      for (const auto& p : topo.node(q[i]).ports)
+        if (p.connected() && topo.node(p.peerNode).isSwitch() && level[p.peerNode] == level[q[i]] + 1 &&
+            !seen[p.peerNode]) {
+          seen[p.peerNode] = 1;
+          q.push_back(p.peerNode);
+        }
+    std::sort(q.begin(), q.end());
+    up[s] = std::move(q);
+  }
+  auto meet = [&](NodeIndex a, NodeIndex b) {
+    const auto &x = up[a], &y = up[b];
+    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+      if (x[i] == y[j]) return true;
+      x[i] < y[j] ? ++i : ++j;
+    }
+    return false;
+  };
+  uint64_t best = 0;
+  for (NodeIndex L : leaves) {
+    std::vector<NodeIndex> links;  // parent switch of each of L's up-links
+    for (const auto& p : topo.node(L).ports)
+      if (p.connected() && topo.node(p.peerNode).isSwitch()) links.push_back(p.peerNode);
+    if (links.empty()) continue;
+    // Both directions: into L (others' sources to L's LIDs) and out of L (L's sources to others' LIDs).
+    for (int dir = 0; dir < 2; ++dir) {
+      std::vector<std::pair<size_t, uint64_t>> demand;  // other leaf, routes
+      uint64_t total = 0;
+      for (size_t c = 0; c < leaves.size(); ++c) {
+        if (leaves[c] == L) continue;
+        uint64_t r = dir == 0 ? sourcesAt(topo, leaves[c]) * destsAt[L] : sourcesAt(topo, L) * destsAt[leaves[c]];
+        if (r == 0) continue;
+        demand.push_back({c, r});
+        total += r;
+      }
+      auto feasible = [&](uint64_t cap) {
+        const size_t src = 0, sink = 1, base = 2, linkBase = base + leaves.size();
+        MaxFlow f(linkBase + links.size());
+        for (auto [c, r] : demand) {
+          f.add(src, base + c, r);
+          for (size_t x = 0; x < links.size(); ++x)
+            if (meet(leaves[c], links[x])) f.add(base + c, linkBase + x, r);
+        }
+        for (size_t x = 0; x < links.size(); ++x) f.add(linkBase + x, sink, cap);
+        return f.run(src, sink) == total;
+      };
+      uint64_t lo = (total + links.size() - 1) / links.size(), hi = total;
+      if (!feasible(hi)) continue;  // some leaf has no legal path at all: not a bound question
+      while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        feasible(mid) ? hi = mid : lo = mid + 1;
+      }
+      best = std::max(best, lo);
+    }
+  }
+  return best;
+}
+
 // Shift all-to-all: for shift s every host i sends to host (i + s) mod N (hosts in leaf GUID, port order);
 // counts directed switch-switch links used by more than one flow of the same shift, over all shifts.
 size_t shiftConflicts(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables) {
@@ -541,6 +667,25 @@ TEST(FatTreeEngine, Radix36ThreeLevelIsOptimal) {
   EXPECT_EQ(r.maxHops, 6u);
 }
 
+// The same tree with 5% of its switch links removed: complete, and within 10% of the cut bound.
+TEST(FatTreeEngine, Radix36ThreeLevelDegraded) {
+  FabricSpec spec = fatTree(3, 36);
+  spec.removeLinks = 1750;  // of 34,992 - 11,664 = 23,328 switch-to-switch links
+  auto topo = generate(spec);
+  auto lids = assignOrDie(*topo);
+  auto tables = routeOrDie(*topo, lids);
+  CheckOptions opt;
+  opt.checkCdg = opt.checkAr = opt.checkArCdg = false;
+  CheckReport r = checkRoutes(*topo, test::caLidsOnly(*topo, lids), tables, opt);
+  uint64_t bound = test::lowerBound(*topo, lids);
+  std::printf("3-level radix 36, 1750 links removed: max switch-link load %llu, lower bound %llu (+%.1f%%)\n",
+              static_cast<unsigned long long>(r.maxLoad), static_cast<unsigned long long>(bound),
+              100.0 * (static_cast<double>(r.maxLoad) / static_cast<double>(bound) - 1));
+  EXPECT_EQ(r.loops, 0u);
+  EXPECT_EQ(r.unreachable, 0u);
+  EXPECT_LE(static_cast<double>(r.maxLoad), 1.10 * static_cast<double>(bound));
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Degraded trees.
 
@@ -548,6 +693,7 @@ struct DegradedCase {
   const char* name;
   FabricSpec spec;
   double linkFraction;  // of switch-to-switch links removed
+  double tolerance = 0.10;  // allowed excess over the lower bound
 };
 
 size_t switchLinks(const Topology& topo) {
@@ -558,7 +704,7 @@ size_t switchLinks(const Topology& topo) {
 
 class FatTreeDegraded : public ::testing::TestWithParam<DegradedCase> {};
 
-TEST_P(FatTreeDegraded, WithinTenPercentOfTheBound) {
+TEST_P(FatTreeDegraded, NearTheLowerBound) {
   const DegradedCase& c = GetParam();
   auto full = generate(c.spec);
   FabricSpec spec = c.spec;
@@ -569,12 +715,12 @@ TEST_P(FatTreeDegraded, WithinTenPercentOfTheBound) {
     auto lids = assignOrDie(*topo);
     auto tables = routeOrDie(*topo, lids);
     auto a = checkAll(*topo, lids, tables, /*cdg=*/topo->cas().size() <= 1024);
-    uint64_t bound = test::lowerBound(*topo, lids);
+    uint64_t bound = std::max(test::lowerBound(*topo, lids), test::leafFlowBound(*topo, lids));
     std::printf("%s, %u links removed, seed %llu: max switch-link load %llu, lower bound %llu (+%.1f%%) at %s\n",
                 c.name, spec.removeLinks, static_cast<unsigned long long>(seed),
                 static_cast<unsigned long long>(a.maxLoad), static_cast<unsigned long long>(bound),
                 100.0 * (static_cast<double>(a.maxLoad) / static_cast<double>(bound) - 1), a.maxLink.c_str());
-    EXPECT_LE(static_cast<double>(a.maxLoad), 1.10 * static_cast<double>(bound)) << "seed " << seed;
+    EXPECT_LE(static_cast<double>(a.maxLoad), (1 + c.tolerance) * static_cast<double>(bound)) << "seed " << seed;
   }
 }
 
@@ -583,7 +729,19 @@ INSTANTIATE_TEST_SUITE_P(FivePercent, FatTreeDegraded,
                                            DegradedCase{"8-ary 3-tree", karyNTree(8, 3), 0.05},
                                            DegradedCase{"12-ary 3-tree", karyNTree(12, 3), 0.05},
                                            DegradedCase{"2-level radix 36", fatTree(2, 36), 0.05},
-                                           DegradedCase{"3-level radix 12", fatTree(3, 12), 0.05}));
+                                           DegradedCase{"3-level radix 12", fatTree(3, 12), 0.05},
+                                           // Whole switches missing as well: the bounds ignore that the
+                                           // links above a leaf are shared by other leaves' traffic, so
+                                           // they are looser there (one seed lands at +12%).
+                                           DegradedCase{"8-ary 3-tree without 4 switches",
+                                                        with(karyNTree(8, 3), [](FabricSpec& s) { s.removeSwitches = 4; }),
+                                                        0.05, 0.15},
+                                           DegradedCase{"3-level radix 12 without 3 switches",
+                                                        with(fatTree(3, 12), [](FabricSpec& s) { s.removeSwitches = 3; }),
+                                                        0.05, 0.15},
+                                           DegradedCase{"2-level radix 36 without 2 spines",
+                                                        with(fatTree(2, 36), [](FabricSpec& s) { s.removeSwitches = 2; }),
+                                                        0.0}));
 
 //          s0      s1
 //         /  \    /  \          leaf l1 lost its link to s1; l0-s0 and l0-s1 intact
