@@ -14,10 +14,12 @@ MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options
   options_.window = std::max(1u, options_.window);
 }
 
-void MadEngine::submit(MadPacket request, MadCompletion done) {
+void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions options) {
   Request r;
   r.packet = std::move(request);
   r.done = std::move(done);
+  r.timeout = options.timeout.value_or(options_.timeout);
+  r.retries = options.retries.value_or(options_.retries);
   const uint8_t* b = r.packet.bytes.data();
   r.mgmtClass = b[1];
   r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
@@ -45,7 +47,7 @@ void MadEngine::transmit(Request r) {
   if (nextTid_ == 0) nextTid_ = 1;
   setTid(r.packet, tid);
   ++r.attempts;
-  auto sent = port_.send(r.packet, options_.timeout);
+  auto sent = port_.send(r.packet, r.timeout);
   if (!sent) {
     ++counters_.sendErrors;
     MadResult res;
@@ -55,7 +57,7 @@ void MadEngine::transmit(Request r) {
     return;
   }
   ++counters_.sent;
-  timers_.push(Timer{clock_.now() + options_.timeout, tid});
+  timers_.push(Timer{clock_.now() + r.timeout, tid});
   inFlight_.emplace(tid, std::move(r));
   maxInFlight_ = std::max(maxInFlight_, inFlight_.size());
 }
@@ -71,7 +73,7 @@ void MadEngine::attemptFailed(uint32_t tid) {
   Request r = std::move(it->second);
   inFlight_.erase(it);
   ++counters_.timeouts;
-  if (r.attempts <= options_.retries) {
+  if (r.attempts <= r.retries) {
     ++counters_.retries;
     // Retries go ahead of queued requests: they are older and may gate further discovery.
     queue_.push_front(std::move(r));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +21,13 @@ struct MadEngineOptions {
   unsigned window = 32;
   Duration timeout = std::chrono::milliseconds(100);
   unsigned retries = 3;
+};
+
+// Per-request overrides of the engine's timeout and retries, e.g. one short attempt for a capability probe
+// that an SMA may silently drop. Unset fields take the engine's options.
+struct RequestOptions {
+  std::optional<Duration> timeout;
+  std::optional<unsigned> retries;
 };
 
 struct MadCounters {
@@ -55,7 +63,7 @@ class MadEngine {
   MadEngine& operator=(const MadEngine&) = delete;
 
   // Queues a request; its TID is assigned here. done runs exactly once, from poll().
-  void submit(MadPacket request, MadCompletion done);
+  void submit(MadPacket request, MadCompletion done, RequestOptions options = {});
   // Sends a MAD that expects no response (a response we give, a TrapRepress); counted as sent.
   fabric::Result<void> sendUnmatched(const MadPacket& mad);
   void setUnsolicitedHandler(UnsolicitedHandler handler) { unsolicited_ = std::move(handler); }
@@ -77,6 +85,8 @@ class MadEngine {
     MadPacket packet;
     MadCompletion done;
     unsigned attempts = 0;
+    Duration timeout{};
+    unsigned retries = 0;
     uint8_t mgmtClass = 0;
     uint16_t attrId = 0;
   };

@@ -1,0 +1,185 @@
+// FakeFabric: an in-memory emulation of the subnet management agents (SMAs) of a whole fabric, built from a
+// fabric::Topology, so Discoverer, Programmer, ArProgrammer and trap handling can be tested without ibsim.
+// Install it as a FakeMadPort's responder (attach()); every SMP the SM sends is answered, lost or dropped the
+// way ibsim 0.10 does it (docs: /work/shared/reference/ibsim.md):
+//  - directed route walks InitialPath from the SM's port; a hop through a CA, an unlinked port or a port whose
+//    link is not LinkUp loses the SMP (no answer: the SM sees a timeout);
+//  - LID-routed SMPs follow the LFTs the SM programmed (LinearFDBTop, 0xFF entries, ports past NumPorts and
+//    non-ACTIVE ports on the way lose them; at most 16 hops); the answer must find its way back by LID too;
+//  - NodeInfo, NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable are implemented with ibsim's rules
+//    (PortInfo Set: LID/LMC/MasterSMLID kept and written even when the state change is refused; a state is
+//    refused with status 0x1C when it is the current one, INIT->ACTIVE, ACTIVE before both ends are ARMED,
+//    above Down on switch port 0 or on a port without link; a PortInfo Set reaching a CA through another port
+//    than the target one is refused with 0x1C). Other attributes come back at once with transport status 110
+//    (umad2sim's answer for MADs no SMA handles);
+//  - the vendor adaptive-routing attributes (AdaptiveRoutingInfo, ARGroupTable, ARLinearForwardingTable) are
+//    dropped with status 110 unless a switch is given AR (setArMode); then they are stored per switch, a plain
+//    LFT Set turns AR off (no_fallback = 0), and single blocks can be made to fail with 0x1C.
+// Link changes (linkDown/linkUp) set SwitchInfo.PortStateChange and queue Trap 128 from port 0 of each switch
+// end that has a LID and an SM LID; the trap is LID-routed to that SM LID (lost if it cannot get there) and
+// delivered as an unsolicited SubnTrap MAD into the attached port.
+//
+// Not emulated: M_Key, P_Key tables, SL2VL/VLArb, multicast, LMC-based LID ranges of switch port 0 beyond
+// base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "fabric/topology.h"
+#include "mad/ar.h"
+#include "mad/fake_mad_port.h"
+#include "mad/mad_packet.h"
+
+namespace ibsm::mad {
+
+struct FakeFabricOptions {
+  // Start as ibsim does at boot: linked ports INIT/LinkUp, unlinked ports Down/Polling, no LIDs, no SM LID,
+  // LinearFDBTop 0, every LFT entry 0xFF. false: port states and LIDs come from the topology's PortAttrs.
+  bool boot = true;
+  uint16_t linearFdbCap = 0xC000;  // for switches whose SwitchAttrs do not say
+  // Where the SM's port is; default: the topology's smNode()/smPort(), else the first linked port of the first
+  // CA, else port 0 of the first switch.
+  std::optional<std::pair<fabric::NodeIndex, fabric::PortNum>> smPort;
+};
+
+// How a switch treats the vendor AR attributes.
+enum class FakeArMode : uint8_t {
+  kDrop,         // no AR support: answered at once with transport status 110 (ibsim's behaviour; default)
+  kSilent,       // never answered (a firmware that ignores unknown vendor attributes): the SM times out
+  kImplemented,  // AR attributes work
+};
+
+// AdaptiveRoutingInfo of an AR switch at boot (only the capability part matters).
+struct FakeArCaps {
+  uint16_t groupCap = 2048;
+  bool arnSupported = false, frnSupported = false;
+  bool noFallback = false;  // 1: a plain LFT Set is refused while AR is on instead of turning AR off
+};
+
+class FakeFabric {
+ public:
+  using NodeIndex = fabric::NodeIndex;
+  using PortNum = fabric::PortNum;
+
+  explicit FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options = {});
+  FakeFabric(const FakeFabric&) = delete;
+  FakeFabric& operator=(const FakeFabric&) = delete;
+
+  // The SMA side of one SMP sent by the SM: no packet when it is lost, the request with status 110 when it is
+  // dropped, else the response.
+  std::vector<MadPacket> handle(const MadPacket& request);
+  // Makes handle() port's responder, gives port the SM port's LocalPortInfo (kept up to date), and delivers
+  // traps into it from now on (queued traps first).
+  void attach(FakeMadPort& port);
+  LocalPortInfo localPort() const;
+  const fabric::Topology& topology() const { return *topo_; }
+  NodeIndex smNode() const { return smNode_; }
+  PortNum smPort() const { return PortNum{smPort_}; }
+
+  // --- Controls for tests.
+  // Takes a topology link down / brings it back (both ends); fails when the port has no link in the topology
+  // or the link is already in that state.
+  fabric::Result<void> linkDown(NodeIndex node, PortNum port);
+  fabric::Result<void> linkUp(NodeIndex node, PortNum port);
+  // Loses this fraction (0..1) of the SMPs the SM sends, chosen by a generator seeded with seed.
+  void setDropRate(double rate, uint64_t seed = 1);
+  // The node answers NodeInfo with an undecodable block (node type 0, NumPorts 0).
+  void setGarbageNodeInfo(NodeIndex node, bool garbage = true);
+  void setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps = {});
+  // Sets of this block of ARGroupTable or ARLinearForwardingTable (attrId) on sw fail with status 0x1C.
+  void rejectArBlock(NodeIndex sw, uint16_t attrId, uint32_t block, bool reject = true);
+  // Traps produced while no port was attached (each a SubnTrap(Notice) MAD), oldest first.
+  std::vector<MadPacket> takeTraps();
+
+  // --- What happened.
+  // SMPs the SM sent, by attribute (lost ones included) and Sets among them.
+  uint64_t received(uint16_t attrId) const;
+  uint64_t receivedSets(uint16_t attrId) const;
+  uint64_t receivedTotal() const { return receivedTotal_; }
+  uint64_t lost() const { return lost_; }              // no answer at all (drop rate, broken path, silent)
+  uint64_t droppedByRate() const { return droppedByRate_; }
+  uint64_t trapsSent() const { return trapsSent_; }
+  uint64_t trapsLost() const { return trapsLost_; }
+  // Every SMP that reached an SMA, in order, with the status it was answered with.
+  struct SmpRecord {
+    NodeIndex node;
+    uint16_t attrId;
+    uint8_t method;
+    uint32_t attrMod;
+    uint16_t status;
+  };
+  const std::vector<SmpRecord>& log() const { return log_; }
+  void clearLog() { log_.clear(); }
+
+  // --- State the SMAs hold.
+  fabric::PortAttrs portAttrs(NodeIndex node, PortNum port) const;
+  fabric::SwitchAttrs switchAttrs(NodeIndex sw) const;
+  uint8_t lftPort(NodeIndex sw, uint16_t lid) const;  // 0xFF past what was written
+  std::vector<uint8_t> lft(NodeIndex sw) const;       // LIDs 0..LinearFDBTop
+  ArInfo arInfo(NodeIndex sw) const;
+  ArPortMask arGroup(NodeIndex sw, uint16_t group) const;
+  ArLftEntry arLft(NodeIndex sw, uint16_t lid) const;
+
+ private:
+  using Raw = std::array<uint8_t, kSmpDataSize>;
+  struct NodeState {
+    std::vector<Raw> portInfo;  // [port]
+    Raw switchInfo{};
+    std::vector<uint8_t> lft;   // grows as blocks are written
+    bool garbageNodeInfo = false;
+    FakeArMode arMode = FakeArMode::kDrop;
+    ArInfo ar;
+    std::vector<ArPortMask> arGroups;     // grows as blocks are written
+    std::vector<ArLftEntry> arLft;        // grows as blocks are written
+    std::set<std::pair<uint16_t, uint32_t>> rejected;
+  };
+  struct Endpoint {
+    NodeIndex node;
+    uint8_t port;  // where the SMP entered (0: a switch's own SMA reached from itself)
+  };
+  struct Answer {
+    enum Kind { kLost, kDrop, kReply } kind = kLost;
+    uint16_t status = 0;
+    Raw data{};
+  };
+
+  std::optional<Endpoint> walkDirected(const uint8_t* path, unsigned hops) const;
+  std::optional<Endpoint> routeByLid(Endpoint from, uint16_t dlid) const;
+  bool linkUpAt(NodeIndex node, unsigned port) const;
+  bool activeAt(NodeIndex node, unsigned port) const;
+  bool ownsLid(NodeIndex node, unsigned port, uint16_t lid) const;
+  uint16_t portLid(NodeIndex node, unsigned port) const;
+  Answer dispatch(Endpoint at, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
+  Answer portInfo(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* data);
+  Answer switchInfo(NodeIndex sw, uint8_t method, const uint8_t* data);
+  Answer linearFdb(NodeIndex sw, uint8_t method, uint32_t block, const uint8_t* data);
+  Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
+  bool setPortState(NodeIndex node, unsigned port, uint8_t state);
+  void setLinkState(NodeIndex node, unsigned port, uint8_t state, uint8_t physState);
+  void portStateChanged(NodeIndex node);
+  void sendTrap128(NodeIndex sw);
+  void deliver(MadPacket trap);
+  void refreshLocalPort();
+  size_t switchLftCap(NodeIndex sw) const;
+
+  fabric::TopologyPtr topo_;
+  FakeFabricOptions options_;
+  NodeIndex smNode_ = fabric::kNoNode;
+  uint8_t smPort_ = 0;
+  std::vector<NodeState> nodes_;
+  FakeMadPort* port_ = nullptr;
+  std::vector<MadPacket> pendingTraps_;
+  double dropRate_ = 0;
+  std::mt19937_64 rng_{1};
+  std::map<uint16_t, uint64_t> received_, receivedSets_;
+  uint64_t receivedTotal_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0, trapsLost_ = 0;
+  std::vector<SmpRecord> log_;
+};
+
+}  // namespace ibsm::mad
