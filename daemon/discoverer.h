@@ -23,6 +23,8 @@ struct DiscoveryStats {
 
 struct DiscoveryResult {
   fabric::TopologyPtr topology;
+  // Linked ports that are up but kept out of the topology (flap damping), as (node GUID, port).
+  std::vector<std::pair<fabric::Guid, uint8_t>> heldDown;
   // PortInfo blocks as read, [node][port]: SubnSet(PortInfo) starts from these.
   std::vector<std::vector<RawAttr>> portInfo;
   // SwitchInfo blocks as read, [node] (zeros for non-switches).
@@ -36,8 +38,17 @@ class Discoverer {
   // Runs a full sweep from the local port. Fails when the local node does not answer, on inconsistent
   // answers that leave no usable topology, or when a node lies beyond the 63-hop directed-route limit.
   fabric::Result<DiscoveryResult> discover();
+  // Targeted re-discovery: everything of `previous` is kept except the links of `changed` switches, whose
+  // ports are read again (and explored: a new neighbour is swept from there). Nodes no longer reachable are
+  // dropped and directed routes recomputed. Fails if a changed switch does not answer — the caller then
+  // falls back to a full sweep. `heldDown` ports are treated as down (flap damping).
+  fabric::Result<DiscoveryResult> rediscover(const DiscoveryResult& previous,
+                                             const std::vector<fabric::NodeIndex>& changed,
+                                             const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});
 
  private:
+  void fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start) const;
+
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
 };

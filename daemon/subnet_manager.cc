@@ -1,9 +1,17 @@
 #include "daemon/subnet_manager.h"
 
+#include <infiniband/mad.h>
+
+#include <algorithm>
+
 #include "daemon/state_store.h"
+#include "mad/notice.h"
 #include "mad/smp.h"
 
 namespace ibsm::daemon {
+
+using fabric::Guid;
+using fabric::NodeIndex;
 
 const char* toString(SmState s) {
   switch (s) {
@@ -17,16 +25,35 @@ const char* toString(SmState s) {
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock) {}
+      programmer_(engine, clock) {
+  nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
+}
 
-fabric::Result<SweepReport> SubnetManager::sweep() {
+fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   const mad::TimePoint start = clock_.now();
   SweepReport report;
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  const fabric::Topology& topo = *found->topology;
+  auto applied = apply(std::move(*found), std::move(report));
+  if (!applied) return applied;
+  applied->total = clock_.now() - start;
+  TopologyEvent ev;
+  ev.cause = cause;
+  ev.action = "heavy sweep";
+  ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.smps = applied->discovery.smps + applied->program.smps();
+  ev.convergence = applied->total;
+  ev.ok = applied->subnetUp;
+  logEvent(std::move(ev));
+  return applied;
+}
+
+// LIDs, routes and programming for a fresh discovery result; publishes the new snapshot.
+fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report) {
+  const fabric::Topology& topo = *found.topology;
   if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+  for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
 
   LoadedGuid2Lid persistent;
   if (!options_.guid2lidPath.empty()) persistent = loadGuid2Lid(options_.guid2lidPath);
@@ -48,22 +75,215 @@ fabric::Result<SweepReport> SubnetManager::sweep() {
   report.engine = routed->tables.engine;
   report.fallbacks = routed->fallbacks;
 
-  report.program = programmer_.program(*found, assigned->lids, routed->tables, cache_, options_.program);
+  report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, options_.program);
   report.subnetUp = report.program.errors.empty();
   if (state_ != SmState::kMaster) ++actCount_;
   state_ = SmState::kMaster;
   ++sweeps_;
   auto snap = std::make_shared<SubnetSnapshot>();
-  snap->topology = found->topology;
+  snap->topology = found.topology;
   snap->lids = std::move(assigned->lids);
   snap->tables = std::move(routed->tables);
   snapshot_ = std::move(snap);
-  report.total = clock_.now() - start;
+  last_ = std::move(found);
   return report;
+}
+
+std::vector<std::pair<Guid, uint8_t>> SubnetManager::activeHoldDowns(mad::TimePoint now) const {
+  std::vector<std::pair<Guid, uint8_t>> held;
+  for (const auto& [key, f] : flaps_)
+    if (now < f.lastDown + f.holdDown) held.push_back(key);
+  return held;
+}
+
+// Counts links of the re-read switches that went down or came up, and feeds the flap damping.
+void SubnetManager::noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
+                                    const std::vector<Guid>& switches, TopologyEvent& ev) {
+  const mad::TimePoint now = clock_.now();
+  for (Guid g : switches) {
+    auto b = before.findNode(g);
+    auto a = after.findNode(g);
+    if (!b) continue;
+    const fabric::Node& nb = before.node(*b);
+    for (unsigned p = 1; p <= nb.numPorts; ++p) {
+      bool wasUp = nb.ports[p].connected();
+      bool isUp = a && after.node(*a).ports[p].connected();
+      if (wasUp == isUp) continue;
+      if (isUp) {
+        ++ev.linksUp;
+        continue;
+      }
+      ++ev.linksDown;
+      // Each down within the back-off window doubles the hold-down, up to the maximum.
+      Flap& f = flaps_[{g, static_cast<uint8_t>(p)}];
+      bool recent = f.holdDown.count() && now - f.lastDown < options_.maxHoldDown;
+      f.holdDown = recent ? std::min(f.holdDown * 2, options_.maxHoldDown) : options_.holdDown;
+      f.lastDown = now;
+    }
+  }
+}
+
+fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switches, const std::string& cause,
+                                                  mad::TimePoint eventTime) {
+  if (!last_) return sweep(cause);
+  const mad::TimePoint start = clock_.now();
+  const fabric::Topology& before = *last_->topology;
+  std::vector<NodeIndex> changed;
+  for (Guid g : switches)
+    if (auto n = before.findNode(g)) changed.push_back(*n);
+  TopologyEvent ev;
+  ev.cause = cause;
+  auto found = discoverer_.rediscover(*last_, changed, activeHoldDowns(start));
+  SweepReport report;
+  if (!found) {
+    // A changed switch did not answer: its region is not known well enough to patch. Sweep everything.
+    ev.action = "heavy sweep (targeted re-discovery failed: " + found.error().message + ")";
+    auto full = discoverer_.discover();
+    if (!full) return fabric::makeError("discovery failed: " + full.error().message);
+    found = std::move(full);
+  } else {
+    ev.action = "targeted re-discovery of " + std::to_string(changed.size()) + " switch(es)";
+  }
+  report.discovery = found->stats;
+  noteLinkChanges(before, *found->topology, switches, ev);
+  // Held-down ports that came up: look at them again when their hold-down ends.
+  for (const auto& [guid, port] : found->heldDown) {
+    auto f = flaps_.find({guid, port});
+    if (f != flaps_.end()) {
+      mad::TimePoint due = f->second.lastDown + f->second.holdDown;
+      pending_.insert(guid);
+      if (pendingCause_.empty()) pendingCause_ = "hold-down of a flapping port ended";
+      if (!pendingSince_ || due < *pendingSince_) pendingSince_ = due;
+    }
+  }
+  auto old = snapshot_;
+  auto applied = apply(std::move(*found), std::move(report));
+  if (!applied) return applied;
+  applied->total = clock_.now() - start;
+  // Routes that changed, per switch GUID.
+  if (old) {
+    const fabric::Topology& now = *snapshot_->topology;
+    for (NodeIndex s : now.switches()) {
+      auto o = old->topology->findNode(now.node(s).guid);
+      const auto& nt = snapshot_->tables.lft[s];
+      if (!o) {
+        ev.lftEntriesChanged += nt.size();
+        continue;
+      }
+      const auto& ot = old->tables.lft[*o];
+      size_t n = std::max(nt.size(), ot.size());
+      for (size_t lid = 0; lid < n; ++lid) {
+        uint8_t a = lid < nt.size() ? nt[lid] : routing::kNoPort, b = lid < ot.size() ? ot[lid] : routing::kNoPort;
+        ev.lftEntriesChanged += a != b;
+      }
+    }
+  }
+  ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.smps = applied->discovery.smps + applied->program.smps();
+  ev.convergence = clock_.now() - eventTime;
+  ev.ok = applied->subnetUp;
+  logEvent(std::move(ev));
+  return applied;
+}
+
+void SubnetManager::logEvent(TopologyEvent ev) {
+  ev.when = std::chrono::system_clock::now();
+  if (onEvent_) onEvent_(ev);
+}
+
+void SubnetManager::queueUpdate(const std::vector<Guid>& switches, const std::string& cause) {
+  if (switches.empty()) return;
+  for (Guid g : switches) pending_.insert(g);
+  if (pendingCause_.empty()) pendingCause_ = cause;
+  mad::TimePoint now = clock_.now();
+  if (!pendingSince_ || now < *pendingSince_) pendingSince_ = now;
+}
+
+void SubnetManager::lightSweep() {
+  auto snap = snapshot_;
+  if (!snap) return;
+  std::vector<Guid> changed;
+  const fabric::Topology& topo = *snap->topology;
+  for (NodeIndex s : topo.switches()) {
+    const fabric::Node& n = topo.node(s);
+    Guid guid = n.guid;
+    fabric::DrPath route = n.route;
+    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrSwitchInfo, 0, route),
+                   [this, guid, route, &changed](const mad::MadResult& r) {
+                     if (!r.ok() || r.header.status != 0) {
+                       changed.push_back(guid);  // gone, or its route is broken: look closer
+                       return;
+                     }
+                     if (!mad::decodeSwitchInfo(mad::smpData(r.response)).portStateChange) return;
+                     changed.push_back(guid);
+                     // PortStateChange is write-1-to-clear: write back what we read, which has it set.
+                     mad::MadPacket clear = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, route);
+                     std::copy_n(mad::smpData(r.response), mad::kSmpDataSize, mad::smpData(clear));
+                     engine_.submit(std::move(clear), nullptr);
+                   });
+  }
+  engine_.runUntilIdle();
+  queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
+}
+
+void SubnetManager::tick() {
+  engine_.poll(mad::Duration::zero());
+  const mad::TimePoint now = clock_.now();
+  if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
+    nextLightSweep_ = now + options_.lightSweepInterval;
+    lightSweep();
+  }
+  if (!pendingSince_ || clock_.now() < *pendingSince_ + options_.trapBatchDelay) return;
+  std::vector<Guid> switches(pending_.begin(), pending_.end());
+  std::string cause = pendingCause_;
+  mad::TimePoint since = *pendingSince_;
+  pending_.clear();
+  pendingCause_.clear();
+  pendingSince_.reset();
+  (void)update(switches, cause, std::min(since, clock_.now()));
 }
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
   bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
+  if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
+    ++traps_.received;
+    (void)engine_.sendUnmatched(mad::makeTrapRepress(mad));
+    auto notice = mad::decodeNotice(mad);
+    if (!notice) {
+      ++traps_.malformed;
+      return;
+    }
+    const mad::TimePoint now = clock_.now();
+    auto key = std::tuple{notice->trapNumber, notice->lidAddr, notice->portNum};
+    auto seen = recentTraps_.find(key);
+    bool duplicate = seen != recentTraps_.end() && now - seen->second < options_.trapBatchDelay;
+    recentTraps_[key] = now;
+    if (recentTraps_.size() > 4096) recentTraps_.clear();
+    if (duplicate) {
+      ++traps_.duplicates;
+      return;
+    }
+    auto snap = snapshot_;
+    if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
+    // The switch the trap is about, or the switches next to the CA it is about.
+    std::vector<Guid> switches;
+    routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});
+    if (owner.node != fabric::kNoNode) {
+      const fabric::Node& n = snap->topology->node(owner.node);
+      if (n.isSwitch()) switches.push_back(n.guid);
+      else
+        for (const auto& p : n.ports)
+          if (p.connected()) switches.push_back(snap->topology->node(p.peerNode).guid);
+    }
+    if (switches.empty()) {
+      // A LID we do not know: only a full look will tell.
+      if (snap->topology->switches().empty()) return;
+      for (NodeIndex s : snap->topology->switches()) switches.push_back(snap->topology->node(s).guid);
+    }
+    queueUpdate(switches, "trap " + std::to_string(notice->trapNumber) + " about LID " +
+                              std::to_string(notice->lidAddr));
+    return;
+  }
   if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
   mad::MadPacket reply = mad::makeResponse(mad);
   mad::SmInfo info;

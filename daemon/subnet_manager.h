@@ -3,7 +3,12 @@
 // answers SMInfo queries sent to this SM. Holds the current snapshot for readers (control socket, SA).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,10 @@ struct SmOptions {
   uint8_t priority = 0;
   uint64_t smKey = 0;
   ProgramOptions program;
+  mad::Duration lightSweepInterval = std::chrono::seconds(10);  // 0 = no light sweeps
+  mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
+  mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
+  mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
 };
 
 enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
@@ -39,6 +48,19 @@ struct SweepReport {
   bool subnetUp = false;  // every step succeeded: all LIDs set, all switches programmed, links activated
 };
 
+// One entry of the event log: a topology change and what the SM did about it.
+struct TopologyEvent {
+  std::chrono::system_clock::time_point when;
+  std::string cause;          // "trap 128 from LID 12", "light sweep", "heavy sweep: start", ...
+  std::string action;         // "targeted re-discovery of 2 switches", "heavy sweep", ...
+  size_t linksDown = 0, linksUp = 0;
+  size_t lftEntriesChanged = 0;  // (switch, LID) routes that changed
+  size_t lftBlocksSent = 0;
+  size_t smps = 0;
+  mad::Duration convergence{};   // event received -> last changed block acknowledged
+  bool ok = true;
+};
+
 // Everything a reader needs about the current state of the subnet, immutable once published.
 struct SubnetSnapshot {
   fabric::TopologyPtr topology;
@@ -49,17 +71,44 @@ struct SubnetSnapshot {
 class SubnetManager {
  public:
   SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options);
-  // One full cycle. An Error when discovery fails, no engine can route, or LIDs run out.
-  fabric::Result<SweepReport> sweep();
-  // Answers SMInfo Get (and ignores what it does not handle yet); installed as the engine's unsolicited handler.
+  // One full cycle (heavy sweep). An Error when discovery fails, no engine can route, or LIDs run out.
+  fabric::Result<SweepReport> sweep(const std::string& cause = "start");
+  // Targeted cycle: re-reads the given switches, re-routes and programs what changed; falls back to a heavy
+  // sweep when the targeted re-discovery cannot be trusted.
+  fabric::Result<SweepReport> update(const std::vector<fabric::Guid>& switches, const std::string& cause,
+                                     mad::TimePoint eventTime);
+  // Reads SwitchInfo of every switch; the ones with PortStateChange set are queued for a targeted update.
+  void lightSweep();
+  // Called by the event loop whenever it wakes: handles received MADs, runs due updates and light sweeps.
+  void tick();
+  // Answers SMInfo Get and traps (TrapRepress, then a batched targeted update); installed as the engine's
+  // unsolicited handler.
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
+  // Queues switches for a targeted update (control socket "resweep", tests).
+  void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause);
 
   SmState state() const { return state_; }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   uint64_t sweeps() const { return sweeps_; }
+  // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
+  void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
+  struct TrapCounters {
+    uint64_t received = 0, malformed = 0, duplicates = 0;
+  };
+  const TrapCounters& trapCounters() const { return traps_; }
   const SmOptions& options() const { return options_; }
+  // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
+  void setOptions(SmOptions options) { options_ = std::move(options); }
+  // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
+  void forgetSwitchTables() { cache_.clear(); }
 
  private:
+  fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report);
+  void logEvent(TopologyEvent event);
+  std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
+  void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
+                       const std::vector<fabric::Guid>& switches, TopologyEvent& event);
+
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
   SmOptions options_;
@@ -71,6 +120,22 @@ class SubnetManager {
   fabric::Guid portGuid_;
   uint32_t actCount_ = 0;
   uint64_t sweeps_ = 0;
+  std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
+  // Pending targeted update: switches by GUID, what caused it, and when the first event of the batch came.
+  std::set<fabric::Guid> pending_;
+  std::string pendingCause_;
+  std::optional<mad::TimePoint> pendingSince_;
+  mad::TimePoint nextLightSweep_{};
+  // Flap damping per (node GUID, port): when the port last went down and how long it is held down.
+  struct Flap {
+    mad::TimePoint lastDown{};
+    mad::Duration holdDown{};
+  };
+  std::map<std::pair<fabric::Guid, uint8_t>, Flap> flaps_;
+  // Recent traps, for de-duplication: (trap, LID, port) -> last arrival.
+  std::map<std::tuple<uint16_t, uint16_t, uint8_t>, mad::TimePoint> recentTraps_;
+  std::function<void(const TopologyEvent&)> onEvent_;
+  TrapCounters traps_;
 };
 
 }  // namespace ibsm::daemon
