@@ -1,5 +1,6 @@
 #include "routing/lft_dump.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <vector>

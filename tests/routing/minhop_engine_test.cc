@@ -233,6 +233,20 @@ TEST(MinHop, DownLinksAreAvoided) {
   expectPerfect(*topo);
 }
 
+TEST(MinHop, FabricWithoutSwitches) {
+  //   a (port 1) ---- (port 1) b
+  FabricSketch f;
+  NodeIndex a = f.addCa("a"), b = f.addCa("b");
+  f.link(a, 1, b, 1);
+  auto topo = f.build();
+  LidAssignment lids = testing::assignOrDie(*topo);
+  RoutingTables t = route(*topo, lids);
+  ASSERT_EQ(t.lft.size(), 2u);
+  EXPECT_TRUE(t.lft[a].empty());
+  EXPECT_TRUE(t.lft[b].empty());
+  EXPECT_EQ(checkRoutes(*topo, lids, t).unreachable, 0u);
+}
+
 TEST(MinHop, ResultDoesNotDependOnThreads) {
   auto topo = testing::makeRandomMesh(40, 60, 11);
   LidAssignment lids = testing::assignOrDie(*topo, 1);
