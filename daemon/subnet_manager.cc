@@ -7,6 +7,8 @@
 #include "daemon/state_store.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
+#include "routing/route_checker.h"
+#include "routing/stabilize.h"
 
 namespace ibsm::daemon {
 
@@ -35,7 +37,7 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  auto applied = apply(std::move(*found), std::move(report));
+  auto applied = apply(std::move(*found), std::move(report), false);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
   TopologyEvent ev;
@@ -50,7 +52,7 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
 }
 
 // LIDs, routes and programming for a fresh discovery result; publishes the new snapshot.
-fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report) {
+fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report, bool stabilize) {
   const fabric::Topology& topo = *found.topology;
   if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
   for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
@@ -75,6 +77,16 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.engine = routed->tables.engine;
   report.fallbacks = routed->fallbacks;
 
+  // After a failure, only the routes that broke move: every old route that is still a legal equal-cost choice
+  // stays. The route checker guards the result; if it finds a problem the engine's own tables are used.
+  if (stabilize && snapshot_) {
+    routing::RoutingTables stable = routed->tables;
+    routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids, stable);
+    routing::CheckOptions co;
+    co.checkCdg = co.checkAr = co.checkArCdg = false;  // the engine's guarantees; reachability and loops here
+    if (routing::checkRoutes(topo, assigned->lids, stable, co).ok()) routed->tables = std::move(stable);
+    else report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
+  }
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, options_.program);
   report.subnetUp = report.program.errors.empty();
   if (state_ != SmState::kMaster) ++actCount_;
@@ -157,7 +169,8 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     }
   }
   auto old = snapshot_;
-  auto applied = apply(std::move(*found), std::move(report));
+  // Links only went away: keep what still works. Links came back: rebalance from scratch.
+  auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
   // Routes that changed, per switch GUID.

@@ -103,7 +103,7 @@ class SubnetManager {
   void forgetSwitchTables() { cache_.clear(); }
 
  private:
-  fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report);
+  fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
   void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,

@@ -196,7 +196,8 @@ RunResult Ibsim::wait(pid_t pid, std::chrono::milliseconds timeout) { return col
 
 std::string Ibsim::output(pid_t pid) const {
   auto it = children_.find(pid);
-  return it == children_.end() ? std::string() : readFile(dir_ + "/" + it->second + ".out");
+  if (it == children_.end()) return {};
+  return readFile(dir_ + "/" + it->second + ".out") + readFile(dir_ + "/" + it->second + ".err");
 }
 
 bool Ibsim::running(pid_t pid) {

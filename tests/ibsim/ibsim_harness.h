@@ -52,7 +52,7 @@ class Ibsim {
   RunResult stop(pid_t pid, std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
   // Waits for a spawned program to exit by itself.
   RunResult wait(pid_t pid, std::chrono::milliseconds timeout);
-  // What a spawned program has written to stdout so far.
+  // What a spawned program has written so far (stdout, then stderr).
   std::string output(pid_t pid) const;
   // Whether a spawned program is still running.
   bool running(pid_t pid);
