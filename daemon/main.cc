@@ -157,6 +157,9 @@ daemon::SmOptions smOptions(const config::Config& c) {
   o.priority = c.sm.priority;
   o.smKey = c.sm.key;
   o.guid2lidPath = c.paths.guid2lid;
+  o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
+  o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
+  o.maxHoldDown = std::chrono::milliseconds(c.flap.maxBackoffMs);
   return o;
 }
 
@@ -175,13 +178,13 @@ int runSm(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, dae
   bool up = cycle();
   if (args.once) return up ? 0 : 1;
 
-  if (args.cfg.sweep.intervalS > 0) {
-    auto period = std::chrono::milliseconds(args.cfg.sweep.intervalS * 1000ull);
-    auto timer = loop.addTimer(period, period, [&] { cycle(); });
-    if (!timer) die(1, timer.error().message);
-  }
-  // Unsolicited MADs (SMInfo queries, traps) are handled whenever the engine is polled.
-  loop.run(100ms, [&] { engine.poll(0ms); });
+  sm.setEventHandler([](const daemon::TopologyEvent& e) {
+    std::fprintf(stderr, "ibsmd: TOPO001 %s: %s; links down %zu, up %zu; %zu routes changed, %zu LFT blocks, %zu SMPs; "
+                 "converged in %.1f ms%s\n", e.cause.c_str(), e.action.c_str(), e.linksDown, e.linksUp,
+                 e.lftEntriesChanged, e.lftBlocksSent, e.smps, ms(e.convergence), e.ok ? "" : " (with errors)");
+  });
+  // sm.tick() handles received MADs (SMInfo, traps), runs batched targeted updates and light sweeps.
+  loop.run(10ms, [&] { sm.tick(); });
   std::fprintf(stderr, "ibsmd: stopping\n");
   return 0;
 }
