@@ -139,8 +139,11 @@ class FatTreeRouter {
     chosen_.assign(n_, kInf);
     offer_.assign(n_, kInf);
     acc_.assign(n_, 0);
+    dm_.assign(n_, 0);
     est_.assign(n_, 0);
+    next_.assign(n_, kInf);
     pred_.assign(n_, kInf);
+    predTo_.assign(n_, kInf);
     turn_.assign(n_, 0);
     frontier_.resize(tree.height + 1);
     dests_ = collectDestLids(topo, lids, g);
@@ -196,10 +199,11 @@ class FatTreeRouter {
   bool isAnc(uint32_t s) const { return ancStamp_[s] == destSerial_; }
   bool isMain(uint32_t s) const { return mainStamp_[s] == lidSerial_; }
   const RoutingGraph::Arc& arc(uint32_t a) const { return g_.arc(a); }
-  // Less-loaded link first, then the lower port number.
+  // Less-loaded link first, then the lower port number (a and b leave the same switch, whose arcs are numbered
+  // in port order).
   bool better(uint32_t a, uint32_t b) const {
     if (b == kInf) return true;
-    return load_[a] != load_[b] ? load_[a] < load_[b] : arc(a).port < arc(b).port;
+    return load_[a] != load_[b] ? load_[a] < load_[b] : a < b;
   }
 
   // Ancestors, distances and candidate links towards switch d: shared by every LID that leaves from d.
@@ -255,6 +259,7 @@ class FatTreeRouter {
 
   void choose(uint32_t s, uint32_t a, uint16_t lid) {
     chosen_[s] = a;
+    next_[s] = arc(a).to;
     lft_[s][lid] = arc(a).port;
   }
 
@@ -271,8 +276,8 @@ class FatTreeRouter {
     for (uint32_t s = d;;) {
       uint32_t best = kInf;
       for (uint32_t k = t_.upBegin[s]; k < t_.upBegin[s + 1]; ++k) {
-        uint32_t down = arc(t_.up[k]).reverse;
-        if (better(down, best)) best = down;
+        uint32_t down = arc(t_.up[k]).reverse;  // ties: the first of s's up-ports, in port order
+        if (best == kInf || load_[down] < load_[best]) best = down;
       }
       if (best == kInf) break;
       s = arc(arc(best).reverse).to;
@@ -328,7 +333,7 @@ class FatTreeRouter {
         }
         if (w > 0) {
           adds_.push_back({chosen_[s], w});
-          acc_[arc(chosen_[s]).to] += w;
+          acc_[next_[s]] += w;
         }
       }
     for (size_t i = anc_.size(); i-- > 1;) {
@@ -336,7 +341,7 @@ class FatTreeRouter {
       const uint64_t w = std::exchange(acc_[a], 0);
       if (w == 0) continue;
       adds_.push_back({chosen_[a], w});
-      acc_[arc(chosen_[a]).to] += w;
+      acc_[next_[a]] += w;
     }
     acc_[dest_] = 0;
     if (!count) return;
@@ -390,47 +395,72 @@ class FatTreeRouter {
     return bound;
   }
 
-  // Worst load on the (already chosen) way down from ancestor a to the destination switch.
-  uint64_t downMax(uint32_t a) const {
-    uint64_t m = 0;
-    for (; a != dest_; a = arc(chosen_[a]).to) m = std::max(m, load_[chosen_[a]]);
-    return m;
+  // During split(): dm_[a] is the worst load on the (already chosen) way down from ancestor a to the destination
+  // switch, kept exact as loads change; downParents_ lists, per switch, the ancestors routing down into it.
+  void initDownMax() {
+    dpBegin_.assign(n_ + 1, 0);
+    for (size_t i = 1; i < anc_.size(); ++i) ++dpBegin_[next_[anc_[i]] + 1];
+    for (uint32_t x = 0; x < n_; ++x) dpBegin_[x + 1] += dpBegin_[x];
+    downParents_.resize(anc_.size());
+    dpFill_.assign(dpBegin_.begin(), dpBegin_.end() - 1);
+    for (size_t i = 1; i < anc_.size(); ++i) downParents_[dpFill_[next_[anc_[i]]]++] = anc_[i];
+    dm_[dest_] = 0;
+    for (size_t i = 1; i < anc_.size(); ++i) {  // anc_ is by increasing level: children first
+      uint32_t x = anc_[i];
+      dm_[x] = std::max(load_[chosen_[x]], dm_[next_[x]]);
+    }
+  }
+  // Recomputes dm_ of ancestor x and, when it changed (or force), of the ancestors routing down into it.
+  void refreshDownMax(uint32_t x, bool force) {
+    uint64_t v = std::max(load_[chosen_[x]], dm_[next_[x]]);
+    if (v == dm_[x] && !force) return;
+    dm_[x] = v;
+    for (uint32_t i = dpBegin_[x]; i < dpBegin_[x + 1]; ++i) refreshDownMax(downParents_[i], false);
   }
 
-  // Adds w along the predicted way of non-ancestor x (x -> pred_[x] -> ... -> an ancestor -> down).
+  // Adds (or removes) w along the predicted way of non-ancestor x (x -> pred_[x] -> ... -> an ancestor -> down).
   void addAlong(uint32_t x, uint64_t w, bool remove = false) {
     auto book = [&](uint32_t a) { load_[a] = remove ? load_[a] - w : load_[a] + w; };
     while (!isAnc(x)) {
       book(pred_[x]);
-      x = arc(pred_[x]).to;
+      x = predTo_[x];
     }
-    for (; x != dest_; x = arc(chosen_[x]).to) book(chosen_[x]);
+    path_.clear();
+    for (; x != dest_; x = next_[x]) {
+      book(chosen_[x]);
+      path_.push_back(x);
+    }
+    for (size_t i = path_.size(); i-- > 0;) refreshDownMax(path_[i], /*force=*/true);
   }
   uint64_t maxAlong(uint32_t x) const {
     uint64_t m = 0;
     while (!isAnc(x)) {
       m = std::max(m, load_[pred_[x]]);
-      x = arc(pred_[x]).to;
+      x = predTo_[x];
     }
-    return std::max(m, downMax(x));
+    return std::max(m, dm_[x]);
   }
 
   // Target-aware re-routing of one CA LID whose convergent routes overload a link. Top-down, every non-ancestor
-  // gets a predicted way up (least worst load); then bottom-up each non-ancestor with traffic takes the candidate
-  // whose way to the destination stays within the target (preferring the convergent one, then the most
-  // headroom). Traffic committed to a switch that has not decided yet is booked along its predicted way, so
+  // gets a predicted way up; then bottom-up each non-ancestor with traffic keeps its first-pass (convergent)
+  // choice if its way to the destination stays within the target, and otherwise takes the candidate with the
+  // most headroom. Traffic committed to a switch that has not decided yet is booked along its predicted way, so
   // switches deciding later see it on the links they share; it is moved when that switch decides.
   void split(uint16_t lid) {
-    for (uint32_t l = t_.height + 1; l-- > 0;)
+    initDownMax();
+    // Predicted way up of every non-ancestor above the leaves (nobody goes up to a leaf): top-down, the
+    // candidate with the least worst load; est_ is that worst load, raised as traffic is booked on the switch.
+    for (uint32_t l = t_.height + 1; l-- > 1;)
       for (uint32_t s : t_.byLevel[l]) {
         if (isAnc(s) || dist_[s] == kInf) continue;
         uint64_t bestMax = UINT64_MAX;
         for (uint32_t c = candBegin_[s]; c < candBegin_[s + 1]; ++c) {
           uint32_t a = cands_[c], q = arc(a).to;
-          uint64_t m = std::max(load_[a], isAnc(q) ? downMax(q) : est_[q]);
+          uint64_t m = std::max(load_[a], isAnc(q) ? dm_[q] : est_[q]);
           if (m < bestMax || (m == bestMax && better(a, pred_[s]))) {
             bestMax = m;
             pred_[s] = a;
+            predTo_[s] = q;
           }
         }
         est_[s] = bestMax;
@@ -438,7 +468,7 @@ class FatTreeRouter {
     for (uint32_t l = 0; l <= t_.height; ++l)
       for (uint32_t s : t_.byLevel[l]) {
         if (isAnc(s) || dist_[s] == kInf) continue;
-        if (acc_[s] > 0) addAlong(s, acc_[s], /*remove=*/true);
+        if (acc_[s] > 0) addAlong(s, acc_[s], /*remove=*/true);  // leaves never have any
         const uint64_t w = g_.hosts(s) + std::exchange(acc_[s], 0);
         if (w == 0) continue;
         // Fitting the target first; among those the convergent candidate, then the most headroom; among the
@@ -447,15 +477,18 @@ class FatTreeRouter {
           uint32_t q = arc(a).to;
           uint64_t m = std::max(load_[a], maxAlong(q));
           bool fits = m + w <= target_;
-          return std::tuple(!fits, m, !isMain(q), load_[a], arc(a).port);
+          return std::tuple(!fits, m, !isMain(q), load_[a], a);
         };
-        uint32_t best = cands_[candBegin_[s]];
-        auto bestRank = rank(best);
-        for (uint32_t c = candBegin_[s] + 1; c < candBegin_[s + 1]; ++c) {
-          auto r = rank(cands_[c]);
-          if (r < bestRank) {
-            best = cands_[c];
-            bestRank = r;
+        // The convergent choice of the first pass stands when it fits; only otherwise are all candidates ranked.
+        uint32_t best = chosen_[s];
+        if (std::get<0>(rank(best))) {
+          auto bestRank = rank(best);
+          for (uint32_t c = candBegin_[s]; c < candBegin_[s + 1]; ++c) {
+            auto r = rank(cands_[c]);
+            if (r < bestRank) {
+              best = cands_[c];
+              bestRank = r;
+            }
           }
         }
         choose(s, best, lid);
@@ -485,8 +518,9 @@ class FatTreeRouter {
   std::vector<uint32_t> destSets_;  // [switch][destination switch] -> interned AR set
   // Per LID.
   uint32_t lidSerial_ = 0;
-  std::vector<uint32_t> mainStamp_, chosen_, offer_, turn_, pred_;
-  std::vector<uint64_t> acc_, est_;
+  std::vector<uint32_t> mainStamp_, chosen_, next_, offer_, turn_, pred_, predTo_;  // next_: where chosen_ leads
+  std::vector<uint64_t> acc_, est_, dm_;
+  std::vector<uint32_t> dpBegin_, dpFill_, downParents_, path_;
   std::vector<std::vector<uint32_t>> frontier_;
   std::vector<std::pair<uint32_t, uint64_t>> adds_;  // load this LID adds, per arc
   uint64_t target_ = UINT64_MAX;                     // max link load the balancing aims at
