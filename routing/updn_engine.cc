@@ -36,6 +36,7 @@ namespace ibsm::routing {
 namespace {
 
 constexpr uint32_t kInf = RoutingGraph::kNone;
+constexpr uint64_t kLoadCap = (uint64_t{1} << 43) - 1;
 
 // The central switch of a component with no better root candidate: least eccentricity, smallest GUID on ties.
 // Small components try every switch; large ones the midpoints of a double-sweep BFS diameter (the centre of a
@@ -131,7 +132,11 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
   RoutingTables tables;
   tables.engine = "updn";
   tables.lft.resize(topo.size());
-  for (uint32_t s = 0; s < n; ++s) tables.lft[g.node(s)].assign(lftSize, kNoPort);
+  std::vector<uint8_t*> lft(n);
+  for (uint32_t s = 0; s < n; ++s) {
+    tables.lft[g.node(s)].assign(lftSize, kNoPort);
+    lft[s] = tables.lft[g.node(s)].data();
+  }
   std::vector<ArGroupBuilder> ar;
   if (options.computeAr) ar.assign(n, ArGroupBuilder(lftSize, options.arGroupCap));
 
@@ -222,15 +227,25 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
         lastOwner = t.owner;
         lastOwnerPort = t.ownerPort;
       }
-      tables.lft[g.node(d)][t.lid.value] = t.port;
+      lft[d][t.lid.value] = t.port;
       for (uint32_t s : byDist) acc[s] = 0;
       for (uint32_t s : byDist) {
-        // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs.
-        auto rank = [&](uint32_t a) { return std::tuple(usedBy[a] == endportSerial, load[a], lidCount[a], a); };
+        // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs; then
+        // the lowest port (arcs are in port order). Packed into one key: loads stay far below 2^43.
+        auto rank = [&](uint32_t a) {
+          return (usedBy[a] == endportSerial ? uint64_t{1} << 63 : 0) | std::min<uint64_t>(load[a], kLoadCap) << 20 |
+                 std::min<uint32_t>(lidCount[a], (1u << 20) - 1);
+        };
         uint32_t best = cands[candBegin[s]];
-        for (uint32_t c = candBegin[s] + 1; c < candBegin[s + 1]; ++c)
-          if (rank(cands[c]) < rank(best)) best = cands[c];
-        tables.lft[g.node(s)][t.lid.value] = g.arc(best).port;
+        uint64_t bestRank = rank(best);
+        for (uint32_t c = candBegin[s] + 1; c < candBegin[s + 1]; ++c) {
+          const uint64_t r = rank(cands[c]);
+          if (r < bestRank) {
+            best = cands[c];
+            bestRank = r;
+          }
+        }
+        lft[s][t.lid.value] = g.arc(best).port;
         usedBy[best] = endportSerial;
         if (t.isSwitch) continue;
         const uint64_t w = g.hosts(s) + acc[s];
