@@ -1,5 +1,6 @@
 #include "config/config_loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "config/options.h"
 
@@ -232,6 +235,39 @@ Result<Config> build(const std::vector<Given>& given, bool readRootsFile) {
   return c;
 }
 
+// Records where each document starts; the events themselves are not needed.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Refuses a stream of several documents. Not YAML::LoadAll: yaml-cpp 0.7 loops forever there, allocating, on
+// a token it cannot start a node with (a stray ',', jbeder/yaml-cpp#1040): it reports an empty document
+// without consuming the token, again and again. So at most three documents are parsed here, and a document
+// starting where the previous one did is that stuck token. YAML::Load alone would silently take it as empty.
+std::optional<Error> checkDocuments(const std::string& input, std::string_view fileName) {
+  std::istringstream in(input);
+  YAML::Parser parser(in);
+  DocumentStarts docs;
+  for (int i = 0; i < 3 && parser.HandleNextDocument(docs); ++i) {
+    size_t n = docs.starts.size();
+    if (n >= 2 && docs.starts[n - 1].pos == docs.starts[n - 2].pos) {
+      return errorAt(locationOf(fileName, docs.starts[n - 1]), "", "invalid YAML: unexpected character");
+    }
+  }
+  if (docs.starts.size() > 1) return errorAt(locationOf(fileName, docs.starts[1]), "", "more than one YAML document");
+  return std::nullopt;
+}
+
 Result<Config> parseImpl(std::string_view text, std::string_view fileName, std::span<const Override> overrides,
                          bool readRootsFile) {
   const Location whole{std::string(fileName)};
@@ -240,11 +276,9 @@ Result<Config> parseImpl(std::string_view text, std::string_view fileName, std::
     if (text.size() > kMaxFileBytes) {
       return errorAt(whole, "", "larger than " + std::to_string(kMaxFileBytes) + " bytes");
     }
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      return errorAt(locationOf(fileName, docs[1].Mark()), "", "more than one YAML document");
-    }
-    auto given = collect(docs.empty() ? YAML::Node() : docs[0], fileName);
+    const std::string input(text);
+    if (auto bad = checkDocuments(input, fileName)) return *bad;
+    auto given = collect(YAML::Load(input), fileName);
     if (!given) return given.error();
     auto all = applyOverrides(std::move(given).value(), overrides);
     if (!all) return all.error();

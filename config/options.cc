@@ -18,12 +18,14 @@ constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
 using MaybeProblem = std::optional<Problem>;
 
-// A value as it should appear in a message: "ten", or "the string "7"" for a quoted scalar.
+bool printable(char c) { return c >= 0x20 && c < 0x7f; }
+
+// A value quoted for a message, printable ASCII only, so that no input can put control bytes into a log.
 std::string quoteForMessage(std::string_view text) {
   std::string out = "\"";
   for (char c : text.substr(0, kMaxQuoted)) {
     auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f || c == '"' || c == '\\') {
+    if (!printable(c) || c == '"' || c == '\\') {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", u);
       out += buf;
@@ -44,9 +46,10 @@ std::string describe(const RawValue& v) {
   return (v.quoted ? "the string " : "") + quoteForMessage(v.text);
 }
 
-// Plain scalars as written (they cannot hold quotes or control characters), others quoted.
+// Short printable plain scalars as written ("9 is out of range"), others quoted.
 std::string shown(const RawValue& v) {
-  return v.quoted || v.text.size() > kMaxQuoted ? quoteForMessage(v.text) : v.text;
+  bool plain = !v.quoted && v.text.size() <= kMaxQuoted && std::all_of(v.text.begin(), v.text.end(), printable);
+  return plain ? v.text : quoteForMessage(v.text);
 }
 
 Problem problem(const RawValue& v, std::string message) { return Problem{v.where, std::move(message)}; }
