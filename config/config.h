@@ -1,6 +1,6 @@
-// Configuration of the SM daemon ibsmd, as validated values with their defaults. A Config is built once by the
-// loader (config_loader.h) and then published as std::shared_ptr<const Config>: nothing changes it afterwards;
-// a reload builds a new one. This header is free of yaml-cpp on purpose.
+// Configuration of the SM daemon ibsmd, as validated values with their defaults. A Config is built once by
+// the loader (config_loader.h) and then published as std::shared_ptr<const Config>: nothing changes it
+// afterwards; a reload builds a new one. This header is free of yaml-cpp on purpose.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +23,11 @@ std::string_view toString(LogLevel level);  // "error", "warn", "info", "debug"
 struct RoutingConfig {
   // Engine names ("minhop", "updn", "ftree") tried in order; never empty, no duplicates.
   std::vector<std::string> engines{"ftree", "updn", "minhop"};
-  // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills this
-  // from the file (parseConfig does no I/O and leaves it empty).
+  // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills
+  // this from the file (parseConfig does no I/O and leaves it empty).
   std::vector<Guid> roots;
   std::optional<std::string> rootsFile;  // exclusive with a non-default `roots`
-  uint8_t lmc = 0;                        // 0..7: 2^lmc LIDs per port
+  uint8_t lmc = 0;                       // 0..7: 2^lmc LIDs per port
   bool operator==(const RoutingConfig&) const = default;
 };
 
@@ -37,10 +37,10 @@ struct SweepConfig {
 };
 
 struct SmConfig {
-  uint8_t priority = 0;           // 0..15, SMInfo priority
-  uint64_t key = 0;               // SM_Key
-  uint32_t pollIntervalMs = 1000; // standby: how often to poll the master
-  uint32_t pollRetries = 3;       // standby: unanswered polls before taking over
+  uint8_t priority = 0;            // 0..15, SMInfo priority
+  uint64_t key = 0;                // SM_Key
+  uint32_t pollIntervalMs = 1000;  // standby: how often to poll the master
+  uint32_t pollRetries = 3;        // standby: unanswered polls before taking over
   bool operator==(const SmConfig&) const = default;
 };
 
@@ -71,8 +71,8 @@ struct ControlConfig {
 };
 
 struct ArConfig {
-  bool enable = true;         // compute and program adaptive-routing groups
-  uint32_t groupCap = 2048;   // 1..4096 AR groups per switch
+  bool enable = true;        // compute and program adaptive-routing groups
+  uint32_t groupCap = 2048;  // 1..4096 AR groups per switch
   bool operator==(const ArConfig&) const = default;
 };
 

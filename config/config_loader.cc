@@ -42,10 +42,14 @@ Location locationOf(std::string_view file, const YAML::Mark& mark) {
 
 std::string kindName(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Scalar: return "a value";
-    default: return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return "a value";
+    default:
+      return "nothing";
   }
 }
 
@@ -65,7 +69,9 @@ RawValue toRaw(const YAML::Node& n, std::string_view file, const Location& keyAt
         for (auto it = n.begin(); it != n.end(); ++it) v.items.push_back(toRaw(*it, file, keyAt, false));
       }
       break;
-    case YAML::NodeType::Map: v.kind = RawValue::Kind::kMap; break;
+    case YAML::NodeType::Map:
+      v.kind = RawValue::Kind::kMap;
+      break;
     default:
       // An empty value's mark is that of the next token, often on the next line: point at the key instead.
       v.kind = RawValue::Kind::kNull;
@@ -81,7 +87,8 @@ Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file
   std::vector<Given> given;
   if (root.IsNull()) return given;
   if (!root.IsMap()) {
-    return errorAt(locationOf(file, root.Mark()), "", "the top level must be a map of keys, got " + kindName(root));
+    return errorAt(locationOf(file, root.Mark()), "",
+                   "the top level must be a map of keys, got " + kindName(root));
   }
   std::map<std::string, Location> seen;
   auto addKey = [&](const YAML::Node& keyNode, const std::string& prefix) -> Result<std::string> {
@@ -93,7 +100,8 @@ Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file
     }
     if (!findOption(key) && !(prefix.empty() && isSection(key))) {
       std::string suggestion = suggestKey(key);
-      return errorAt(at, key, "unknown key" + (suggestion.empty() ? "" : " (did you mean " + suggestion + "?)"));
+      return errorAt(at, key,
+                     "unknown key" + (suggestion.empty() ? "" : " (did you mean " + suggestion + "?)"));
     }
     return key;
   };
@@ -106,9 +114,10 @@ Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file
       continue;
     }
     const YAML::Node section = it->second;  // a copy: it-> yields a temporary
-    if (section.IsNull()) continue;  // a section with every key commented out
+    if (section.IsNull()) continue;         // a section with every key commented out
     if (!section.IsMap()) {
-      return errorAt(locationOf(file, section.Mark()), *key, "expected a section of keys, got " + kindName(section));
+      return errorAt(locationOf(file, section.Mark()), *key,
+                     "expected a section of keys, got " + kindName(section));
     }
     for (auto inner = section.begin(); inner != section.end(); ++inner) {
       auto full = addKey(inner->first, *key);
@@ -128,13 +137,15 @@ Result<std::vector<Given>> applyOverrides(std::vector<Given> given, std::span<co
     const Option* option = findOption(o.key);
     if (!option) {
       std::string suggestion = suggestKey(o.key);
-      return errorAt(cli, o.key, "unknown key" + (suggestion.empty() ? "" : " (did you mean " + suggestion + "?)"));
+      return errorAt(cli, o.key,
+                     "unknown key" + (suggestion.empty() ? "" : " (did you mean " + suggestion + "?)"));
     }
     bool isRoots = o.key == "routing.roots" || o.key == "routing.roots_file";
     std::erase_if(given, [&](const Given& g) {
       bool fromFile = g.keyAt.origin != kCommandLine;
       return g.option == option ||
-             (isRoots && fromFile && (g.option->key == "routing.roots" || g.option->key == "routing.roots_file"));
+             (isRoots && fromFile &&
+              (g.option->key == "routing.roots" || g.option->key == "routing.roots_file"));
     });
     RawValue value;
     value.kind = RawValue::Kind::kScalar;
@@ -203,8 +214,8 @@ Result<Config> build(const std::vector<Given>& given, bool readRootsFile) {
     const Given* second = later(roots->keyAt, rootsFile->keyAt) ? roots : rootsFile;
     const Given* first = second == roots ? rootsFile : roots;
     return errorAt(second->value.where, second->option->key,
-                   "cannot be combined with " + std::string(first->option->key) + " (given at " + first->keyAt.str() +
-                       "); give only one of them");
+                   "cannot be combined with " + std::string(first->option->key) + " (given at " +
+                       first->keyAt.str() + "); give only one of them");
   }
   if (c.routing.rootsFile && rootsFile->keyAt.origin != kCommandLine) {
     // Relative to the config file, so that a config and its roots file can move together.
@@ -227,7 +238,8 @@ Result<Config> build(const std::vector<Given>& given, bool readRootsFile) {
     if (!g) g = findGiven(given, "flap.hold_down_ms");
     return errorAt(g->value.where, g->option->key,
                    "flap.max_backoff_ms (" + std::to_string(c.flap.maxBackoffMs) +
-                       ") must not be less than flap.hold_down_ms (" + std::to_string(c.flap.holdDownMs) + ")");
+                       ") must not be less than flap.hold_down_ms (" + std::to_string(c.flap.holdDownMs) +
+                       ")");
   }
 
   if (!findGiven(given, "paths.guid2lid")) c.paths.guid2lid = joinPath(c.paths.stateDir, "guid2lid");
@@ -244,9 +256,11 @@ class DocumentStarts : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
   void OnMapEnd() override {}
 };
 
@@ -264,12 +278,13 @@ std::optional<Error> checkDocuments(const std::string& input, std::string_view f
       return errorAt(locationOf(fileName, docs.starts[n - 1]), "", "invalid YAML: unexpected character");
     }
   }
-  if (docs.starts.size() > 1) return errorAt(locationOf(fileName, docs.starts[1]), "", "more than one YAML document");
+  if (docs.starts.size() > 1)
+    return errorAt(locationOf(fileName, docs.starts[1]), "", "more than one YAML document");
   return std::nullopt;
 }
 
-Result<Config> parseImpl(std::string_view text, std::string_view fileName, std::span<const Override> overrides,
-                         bool readRootsFile) {
+Result<Config> parseImpl(std::string_view text, std::string_view fileName,
+                         std::span<const Override> overrides, bool readRootsFile) {
   const Location whole{std::string(fileName)};
   // yaml-cpp reports bad input by throwing; nothing may escape this boundary.
   try {
@@ -308,11 +323,13 @@ Result<Override> parseOverride(std::string_view keyEqualsValue) {
   return Override{std::string(keyEqualsValue.substr(0, eq)), std::string(keyEqualsValue.substr(eq + 1))};
 }
 
-Result<Config> parseConfig(std::string_view text, std::string_view fileName, std::span<const Override> overrides) {
+Result<Config> parseConfig(std::string_view text, std::string_view fileName,
+                           std::span<const Override> overrides) {
   return parseImpl(text, fileName, overrides, false);
 }
 
-Result<Config> loadConfigFile(const std::string& path, IfMissing ifMissing, std::span<const Override> overrides) {
+Result<Config> loadConfigFile(const std::string& path, IfMissing ifMissing,
+                              std::span<const Override> overrides) {
   try {
     FileText file = readSmallFile(path);
     if (file.missing && ifMissing == IfMissing::kUseDefaults) return parseImpl("", path, overrides, true);
@@ -370,7 +387,8 @@ std::string toYaml(const Config& config) {
 std::vector<OptionInfo> optionInfos() {
   std::vector<OptionInfo> infos;
   const Config defaults;
-  for (const Option& o : optionTable()) infos.push_back({std::string(o.key), o.reloadable, o.format(defaults)});
+  for (const Option& o : optionTable())
+    infos.push_back({std::string(o.key), o.reloadable, o.format(defaults)});
   return infos;
 }
 

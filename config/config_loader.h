@@ -34,8 +34,9 @@ Result<Config> parseConfig(std::string_view text, std::string_view fileName,
                            std::span<const Override> overrides = {});
 
 enum class IfMissing { kError, kUseDefaults };
-// Reads and parses `path`, then reads routing.roots_file (one GUID per line, '#' comments) into routing.roots.
-// A missing file is an error unless `ifMissing` is kUseDefaults (use that for the default path only).
+// Reads and parses `path`, then reads routing.roots_file (one GUID per line, '#' comments) into
+// routing.roots. A missing file is an error unless `ifMissing` is kUseDefaults (use that for the default path
+// only).
 Result<Config> loadConfigFile(const std::string& path, IfMissing ifMissing = IfMissing::kError,
                               std::span<const Override> overrides = {});
 // The roots file format; messages are "file:line:column: ...".

@@ -11,21 +11,23 @@ namespace ibsm::config {
 namespace {
 
 constexpr std::array<std::string_view, 3> kEngineNames = {"minhop", "updn", "ftree"};
-constexpr std::array<std::string_view, 9> kSections = {"routing", "sweep", "sm",      "mad", "paths",
+constexpr std::array<std::string_view, 9> kSections = {"routing", "sweep",   "sm", "mad", "paths",
                                                        "log",     "control", "ar", "flap"};
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
 constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
 using MaybeProblem = std::optional<Problem>;
 
-bool printable(char c) { return c >= 0x20 && c < 0x7f; }
+bool printable(char c) {
+  return c >= 0x20 && c < 0x7f;
+}
 
-// A value quoted for a message, printable ASCII only, so that no input can put control bytes into a log.
-std::string quoteForMessage(std::string_view text) {
+// `text` in YAML double quotes ("\x01" escapes); bytes >= 0x80 are escaped too when `asciiOnly`.
+std::string doubleQuoted(std::string_view text, bool asciiOnly) {
   std::string out = "\"";
-  for (char c : text.substr(0, kMaxQuoted)) {
+  for (char c : text) {
     auto u = static_cast<unsigned char>(c);
-    if (!printable(c) || c == '"' || c == '\\') {
+    if ((asciiOnly ? !printable(c) : (u < 0x20 || u == 0x7f)) || c == '"' || c == '\\') {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", u);
       out += buf;
@@ -33,30 +35,45 @@ std::string quoteForMessage(std::string_view text) {
       out += c;
     }
   }
-  return out + (text.size() > kMaxQuoted ? "...\"" : "\"");
+  return out + "\"";
+}
+
+// A value quoted for a message, printable ASCII only, so that no input can put control bytes into a log.
+std::string quoteForMessage(std::string_view text) {
+  if (text.size() <= kMaxQuoted) return doubleQuoted(text, true);
+  std::string cut = doubleQuoted(text.substr(0, kMaxQuoted), true);
+  return cut.insert(cut.size() - 1, "...");
 }
 
 std::string describe(const RawValue& v) {
   switch (v.kind) {
-    case RawValue::Kind::kNull: return "nothing";
-    case RawValue::Kind::kList: return "a list";
-    case RawValue::Kind::kMap: return "a map";
-    case RawValue::Kind::kScalar: break;
+    case RawValue::Kind::kNull:
+      return "nothing";
+    case RawValue::Kind::kList:
+      return "a list";
+    case RawValue::Kind::kMap:
+      return "a map";
+    case RawValue::Kind::kScalar:
+      break;
   }
   return (v.quoted ? "the string " : "") + quoteForMessage(v.text);
 }
 
 // Short printable plain scalars as written ("9 is out of range"), others quoted.
 std::string shown(const RawValue& v) {
-  bool plain = !v.quoted && v.text.size() <= kMaxQuoted && std::all_of(v.text.begin(), v.text.end(), printable);
+  bool plain =
+      !v.quoted && v.text.size() <= kMaxQuoted && std::all_of(v.text.begin(), v.text.end(), printable);
   return plain ? v.text : quoteForMessage(v.text);
 }
 
-Problem problem(const RawValue& v, std::string message) { return Problem{v.where, std::move(message)}; }
+Problem problem(const RawValue& v, std::string message) {
+  return Problem{v.where, std::move(message)};
+}
 
 // Decimal or 0x-hex, as YAML writes integers; a sign is accepted so that "-1" is reported as out of range.
 MaybeProblem parseUint(const RawValue& v, uint64_t lo, uint64_t hi, uint64_t& out) {
-  if (v.kind != RawValue::Kind::kScalar || v.quoted) return problem(v, "expected an integer, got " + describe(v));
+  if (v.kind != RawValue::Kind::kScalar || v.quoted)
+    return problem(v, "expected an integer, got " + describe(v));
   std::string_view s = v.text;
   bool negative = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
@@ -135,7 +152,8 @@ MaybeProblem parseEngines(const RawValue& v, std::vector<std::string>& out) {
   if (items.empty()) return problem(v, "empty engine list: name at least one of " + known);
   std::vector<std::string> names;
   for (const RawValue& item : items) {
-    if (item.kind != RawValue::Kind::kScalar) return problem(item, "expected an engine name, got " + describe(item));
+    if (item.kind != RawValue::Kind::kScalar)
+      return problem(item, "expected an engine name, got " + describe(item));
     if (std::find(kEngineNames.begin(), kEngineNames.end(), item.text) == kEngineNames.end()) {
       return problem(item, "unknown engine " + quoteForMessage(item.text) + " (known: " + known + ")");
     }
@@ -203,19 +221,7 @@ std::string yamlString(std::string_view s) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            std::string_view("/_.+-").find(c) != std::string_view::npos;
   });
-  if (plain) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f || c == '"' || c == '\\') {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return plain ? std::string(s) : doubleQuoted(s, false);
 }
 
 template <typename T>
@@ -225,7 +231,9 @@ std::string yamlList(const std::vector<T>& items, std::string (*one)(const T&)) 
   return out + "]";
 }
 
-std::string hex64(uint64_t v) { return fabric::toString(Guid{v}); }
+std::string hex64(uint64_t v) {
+  return fabric::toString(Guid{v});
+}
 
 // Builders for the table. `field` is a generic lambda returning a reference to the member, so the same one
 // serves parse (non-const Config) and format (const Config).
@@ -253,15 +261,16 @@ Option pathOption(std::string_view key, bool reloadable, F field) {
 
 std::vector<Option> makeTable() {
   std::vector<Option> t;
-  t.push_back({"port_guid", false, nullptr,
-               [](const RawValue& v, Config& c) -> MaybeProblem {
-                 if (v.kind == RawValue::Kind::kNull) return c.portGuid.reset(), std::nullopt;
-                 Guid g;
-                 if (auto p = parseGuidValue(v, g)) return p;
-                 c.portGuid = g;
-                 return std::nullopt;
-               },
-               [](const Config& c) { return c.portGuid ? fabric::toString(*c.portGuid) : std::string("~"); }});
+  t.push_back(
+      {"port_guid", false, nullptr,
+       [](const RawValue& v, Config& c) -> MaybeProblem {
+         if (v.kind == RawValue::Kind::kNull) return c.portGuid.reset(), std::nullopt;
+         Guid g;
+         if (auto p = parseGuidValue(v, g)) return p;
+         c.portGuid = g;
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.portGuid ? fabric::toString(*c.portGuid) : std::string("~"); }});
   t.push_back({"routing.engines", true, &ConfigDiff::reroute,
                [](const RawValue& v, Config& c) { return parseEngines(v, c.routing.engines); },
                [](const Config& c) {
@@ -283,31 +292,40 @@ std::vector<Option> makeTable() {
                [](const Config& c) {
                  return c.routing.rootsFile ? yamlString(*c.routing.rootsFile) : std::string("~");
                }});
-  t.push_back(uintOption("routing.lmc", true, &ConfigDiff::reassignLids, 0, 7,
-                         [](auto& c) -> auto& { return c.routing.lmc; }));
-  t.push_back(uintOption("sweep.interval_s", true, &ConfigDiff::sweepTimer, 0, 86400,
-                         [](auto& c) -> auto& { return c.sweep.intervalS; }));
-  t.push_back(uintOption("sm.priority", true, &ConfigDiff::sm, 0, 15, [](auto& c) -> auto& { return c.sm.priority; }));
+  t.push_back(uintOption(
+      "routing.lmc", true, &ConfigDiff::reassignLids, 0, 7, [](auto& c) -> auto& { return c.routing.lmc; }));
+  t.push_back(uintOption(
+      "sweep.interval_s", true, &ConfigDiff::sweepTimer, 0, 86400,
+      [](auto& c) -> auto& { return c.sweep.intervalS; }));
+  t.push_back(uintOption(
+      "sm.priority", true, &ConfigDiff::sm, 0, 15, [](auto& c) -> auto& { return c.sm.priority; }));
   t.push_back({"sm.key", false, nullptr,
                [](const RawValue& v, Config& c) {
                  return parseUint(v, 0, std::numeric_limits<uint64_t>::max(), c.sm.key);
                },
                [](const Config& c) { return hex64(c.sm.key); }});
-  t.push_back(uintOption("sm.poll_interval_ms", true, &ConfigDiff::sm, 10, 600000,
-                         [](auto& c) -> auto& { return c.sm.pollIntervalMs; }));
-  t.push_back(uintOption("sm.poll_retries", true, &ConfigDiff::sm, 1, 100,
-                         [](auto& c) -> auto& { return c.sm.pollRetries; }));
-  t.push_back(uintOption("mad.window", true, &ConfigDiff::mad, 1, 1024, [](auto& c) -> auto& { return c.mad.window; }));
-  t.push_back(uintOption("mad.timeout_ms", true, &ConfigDiff::mad, 1, 60000,
-                         [](auto& c) -> auto& { return c.mad.timeoutMs; }));
-  t.push_back(uintOption("mad.retries", true, &ConfigDiff::mad, 0, 20, [](auto& c) -> auto& { return c.mad.retries; }));
-  t.push_back(pathOption("paths.state_dir", false, [](auto& c) -> auto& { return c.paths.stateDir; }));
-  t.push_back(pathOption("paths.guid2lid", false, [](auto& c) -> auto& { return c.paths.guid2lid; }));
-  t.push_back(pathOption("paths.dump_dir", true, [](auto& c) -> auto& { return c.paths.dumpDir; }));
+  t.push_back(uintOption(
+      "sm.poll_interval_ms", true, &ConfigDiff::sm, 10, 600000,
+      [](auto& c) -> auto& { return c.sm.pollIntervalMs; }));
+  t.push_back(uintOption(
+      "sm.poll_retries", true, &ConfigDiff::sm, 1, 100, [](auto& c) -> auto& { return c.sm.pollRetries; }));
+  t.push_back(uintOption(
+      "mad.window", true, &ConfigDiff::mad, 1, 1024, [](auto& c) -> auto& { return c.mad.window; }));
+  t.push_back(uintOption(
+      "mad.timeout_ms", true, &ConfigDiff::mad, 1, 60000, [](auto& c) -> auto& { return c.mad.timeoutMs; }));
+  t.push_back(uintOption(
+      "mad.retries", true, &ConfigDiff::mad, 0, 20, [](auto& c) -> auto& { return c.mad.retries; }));
+  t.push_back(pathOption(
+      "paths.state_dir", false, [](auto& c) -> auto& { return c.paths.stateDir; }));
+  t.push_back(pathOption(
+      "paths.guid2lid", false, [](auto& c) -> auto& { return c.paths.guid2lid; }));
+  t.push_back(pathOption(
+      "paths.dump_dir", true, [](auto& c) -> auto& { return c.paths.dumpDir; }));
   t.push_back({"log.level", true, &ConfigDiff::logLevel,
                [](const RawValue& v, Config& c) -> MaybeProblem {
                  for (LogLevel l : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
-                   if (v.kind == RawValue::Kind::kScalar && v.text == toString(l)) return c.log.level = l, std::nullopt;
+                   if (v.kind == RawValue::Kind::kScalar && v.text == toString(l))
+                     return c.log.level = l, std::nullopt;
                  }
                  return problem(v, "expected error, warn, info or debug, got " + describe(v));
                },
@@ -317,31 +335,34 @@ std::vector<Option> makeTable() {
                  std::string path;
                  if (auto p = parseAbsolutePath(v, path)) return p;
                  if (path.size() > kSunPathMax) {
-                   return problem(v, "socket path is " + std::to_string(path.size()) + " bytes, longer than " +
-                                         std::to_string(kSunPathMax));
+                   return problem(v, "socket path is " + std::to_string(path.size()) +
+                                         " bytes, longer than " + std::to_string(kSunPathMax));
                  }
                  c.control.socket = std::move(path);
                  return std::nullopt;
                },
                [](const Config& c) { return yamlString(c.control.socket); }});
-  t.push_back({"control.group", false, nullptr,
-               [](const RawValue& v, Config& c) -> MaybeProblem {
-                 if (v.kind == RawValue::Kind::kNull) return c.control.group.reset(), std::nullopt;
-                 std::string name;
-                 if (auto p = parseGroupName(v, name)) return p;
-                 c.control.group = std::move(name);
-                 return std::nullopt;
-               },
-               [](const Config& c) { return c.control.group ? yamlString(*c.control.group) : std::string("~"); }});
+  t.push_back(
+      {"control.group", false, nullptr,
+       [](const RawValue& v, Config& c) -> MaybeProblem {
+         if (v.kind == RawValue::Kind::kNull) return c.control.group.reset(), std::nullopt;
+         std::string name;
+         if (auto p = parseGroupName(v, name)) return p;
+         c.control.group = std::move(name);
+         return std::nullopt;
+       },
+       [](const Config& c) { return c.control.group ? yamlString(*c.control.group) : std::string("~"); }});
   t.push_back({"ar.enable", true, &ConfigDiff::reroute,
                [](const RawValue& v, Config& c) { return parseBool(v, c.ar.enable); },
                [](const Config& c) { return std::string(c.ar.enable ? "true" : "false"); }});
-  t.push_back(uintOption("ar.group_cap", true, &ConfigDiff::reroute, 1, 4096,
-                         [](auto& c) -> auto& { return c.ar.groupCap; }));
-  t.push_back(uintOption("flap.hold_down_ms", true, &ConfigDiff::flap, 0, 600000,
-                         [](auto& c) -> auto& { return c.flap.holdDownMs; }));
-  t.push_back(uintOption("flap.max_backoff_ms", true, &ConfigDiff::flap, 0, 86400000,
-                         [](auto& c) -> auto& { return c.flap.maxBackoffMs; }));
+  t.push_back(uintOption(
+      "ar.group_cap", true, &ConfigDiff::reroute, 1, 4096, [](auto& c) -> auto& { return c.ar.groupCap; }));
+  t.push_back(uintOption(
+      "flap.hold_down_ms", true, &ConfigDiff::flap, 0, 600000,
+      [](auto& c) -> auto& { return c.flap.holdDownMs; }));
+  t.push_back(uintOption(
+      "flap.max_backoff_ms", true, &ConfigDiff::flap, 0, 86400000,
+      [](auto& c) -> auto& { return c.flap.maxBackoffMs; }));
   return t;
 }
 
@@ -354,7 +375,8 @@ size_t editDistance(std::string_view a, std::string_view b) {
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -369,10 +391,14 @@ std::string_view leaf(std::string_view key) {
 
 std::string_view toString(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
   }
   return "?";
 }
@@ -400,8 +426,8 @@ bool isSection(std::string_view name) {
 
 std::string printableKey(std::string_view key) {
   bool sane = !key.empty() && key.size() <= kMaxQuoted && std::all_of(key.begin(), key.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
   });
   return sane ? std::string(key) : quoteForMessage(key);
 }
@@ -411,7 +437,8 @@ std::string suggestKey(std::string_view unknown) {
   // The right name in the wrong section: "sweep.lmc" -> "routing.lmc".
   if (unknown.find('.') != std::string_view::npos) {
     for (const Option& o : optionTable()) {
-      if (o.key.find('.') != std::string_view::npos && leaf(o.key) == leaf(unknown)) return std::string(o.key);
+      if (o.key.find('.') != std::string_view::npos && leaf(o.key) == leaf(unknown))
+        return std::string(o.key);
     }
   }
   std::vector<std::string_view> candidates(kSections.begin(), kSections.end());

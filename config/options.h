@@ -26,8 +26,8 @@ struct Location {
 struct RawValue {
   enum class Kind { kNull, kScalar, kList, kMap };
   Kind kind = Kind::kNull;
-  std::string text;     // kScalar
-  bool quoted = false;  // a quoted or !!str YAML scalar: a string, never a number or bool
+  std::string text;             // kScalar
+  bool quoted = false;          // a quoted or !!str YAML scalar: a string, never a number or bool
   std::vector<RawValue> items;  // kList
   Location where;
 };

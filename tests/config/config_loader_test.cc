@@ -112,8 +112,9 @@ TEST(ConfigLoader, ParsesEveryKey) {
 }
 
 TEST(ConfigLoader, ListsAndScalarsInTheirOtherForms) {
-  auto r = parseConfig("routing:\n  engines: [minhop]\n  roots: 0x10, 0x20\n  roots_file: ~\nar:\n  enable: off\n",
-                       "ibsm.yaml");
+  auto r =
+      parseConfig("routing:\n  engines: [minhop]\n  roots: 0x10, 0x20\n  roots_file: ~\nar:\n  enable: off\n",
+                  "ibsm.yaml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->routing.engines, std::vector<std::string>{"minhop"});
   EXPECT_EQ(r->routing.roots, (std::vector<Guid>{Guid{0x10}, Guid{0x20}}));
@@ -148,30 +149,39 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"mad:\n  window: \"32\"\n", "ibsm.yaml:2:11: mad.window: expected an integer, got the string \"32\""},
       {"routing:\n  lmc:\n", "ibsm.yaml:2:3: routing.lmc: expected an integer, got nothing"},
       {"routing:\n  lmc: [1]\n", "ibsm.yaml:2:8: routing.lmc: expected an integer, got a list"},
-      {"# header\nrouting:\n  engines: [ftree]\n  lmc: 9\n", "ibsm.yaml:4:8: routing.lmc: 9 is out of range 0..7"},
+      {"# header\nrouting:\n  engines: [ftree]\n  lmc: 9\n",
+       "ibsm.yaml:4:8: routing.lmc: 9 is out of range 0..7"},
       {"sm:\n  priority: 16\n", "ibsm.yaml:2:13: sm.priority: 16 is out of range 0..15"},
       {"mad:\n  window: 0\n", "ibsm.yaml:2:11: mad.window: 0 is out of range 1..1024"},
       {"mad:\n  window: 1025\n", "ibsm.yaml:2:11: mad.window: 1025 is out of range 1..1024"},
       {"mad:\n  retries: -1\n", "ibsm.yaml:2:12: mad.retries: -1 is out of range 0..20"},
       {"sweep:\n  interval_s: 99999999999999999999999\n",
        "ibsm.yaml:2:15: sweep.interval_s: 99999999999999999999999 is out of range 0..86400"},
-      {"port_guid: 0xZZ\n", "ibsm.yaml:1:12: port_guid: 0xZZ is not a GUID (expected 0x and up to 16 hex digits)"},
+      {"port_guid: 0xZZ\n",
+       "ibsm.yaml:1:12: port_guid: 0xZZ is not a GUID (expected 0x and up to 16 hex digits)"},
       {"port_guid: 0x0\n", "ibsm.yaml:1:12: port_guid: 0x0 is not a valid GUID (zero)"},
       {"routing:\n  roots: [0x1, bogus]\n",
        "ibsm.yaml:2:16: routing.roots: bogus is not a GUID (expected 0x and up to 16 hex digits)"},
-      {"routing:\n  roots: [0x1, 0x01]\n", "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
+      {"routing:\n  roots: [0x1, 0x01]\n",
+       "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
       {"routing:\n  engines: [ftree, ftre]\n",
        "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree)"},
-      {"routing:\n  engines: updn,,minhop\n", "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
-      {"routing:\n  engines: [updn, updn]\n", "ibsm.yaml:2:19: routing.engines: engine \"updn\" listed twice"},
+      {"routing:\n  engines: updn,,minhop\n",
+       "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
+      {"routing:\n  engines: [updn, updn]\n",
+       "ibsm.yaml:2:19: routing.engines: engine \"updn\" listed twice"},
       {"routing:\n  engines: []\n",
        "ibsm.yaml:2:12: routing.engines: empty engine list: name at least one of minhop, updn, ftree"},
-      {"sm:\n  priority: 1\n  priority: 2\n", "ibsm.yaml:3:3: sm.priority: duplicate key (first given at line 2)"},
-      {"log:\n  level: info\nlog:\n  level: warn\n", "ibsm.yaml:3:1: log: duplicate key (first given at line 1)"},
-      {"routing:\n  engines: [ftree\nsweep: 1\n", "ibsm.yaml:3:6: invalid YAML: end of sequence flow not found"},
+      {"sm:\n  priority: 1\n  priority: 2\n",
+       "ibsm.yaml:3:3: sm.priority: duplicate key (first given at line 2)"},
+      {"log:\n  level: info\nlog:\n  level: warn\n",
+       "ibsm.yaml:3:1: log: duplicate key (first given at line 1)"},
+      {"routing:\n  engines: [ftree\nsweep: 1\n",
+       "ibsm.yaml:3:6: invalid YAML: end of sequence flow not found"},
       {"routing:\n\tlmc: 1\n", "ibsm.yaml:2:5: invalid YAML: illegal map value"},
       {"routing:\n  roots: [0x1]\n  roots_file: /etc/ibsm/roots\n",
-       "ibsm.yaml:3:15: routing.roots_file: cannot be combined with routing.roots (given at ibsm.yaml:2:3); give "
+       "ibsm.yaml:3:15: routing.roots_file: cannot be combined with routing.roots (given at ibsm.yaml:2:3); "
+       "give "
        "only one of them"},
       {"- port_guid: 0x1\n", "ibsm.yaml:1:1: the top level must be a map of keys, got a list"},
       {"just a string\n", "ibsm.yaml:1:1: the top level must be a map of keys, got a value"},
@@ -180,17 +190,21 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"ar:\n  enable: maybe\n", "ibsm.yaml:2:11: ar.enable: expected true or false, got \"maybe\""},
       {"log:\n  level: verbose\n",
        "ibsm.yaml:2:10: log.level: expected error, warn, info or debug, got \"verbose\""},
-      {"paths:\n  state_dir: var/lib\n", "ibsm.yaml:2:14: paths.state_dir: expected an absolute path, got \"var/lib\""},
+      {"paths:\n  state_dir: var/lib\n",
+       "ibsm.yaml:2:14: paths.state_dir: expected an absolute path, got \"var/lib\""},
       {"control:\n  group: 9wheel\n", "ibsm.yaml:2:10: control.group: 9wheel is not a valid group name"},
       {"control:\n  socket: /" + std::string(120, 's') + "\n",
        "ibsm.yaml:2:11: control.socket: socket path is 121 bytes, longer than 107"},
       {"flap:\n  hold_down_ms: 5000\n  max_backoff_ms: 1000\n",
-       "ibsm.yaml:3:19: flap.max_backoff_ms: flap.max_backoff_ms (1000) must not be less than flap.hold_down_ms "
+       "ibsm.yaml:3:19: flap.max_backoff_ms: flap.max_backoff_ms (1000) must not be less than "
+       "flap.hold_down_ms "
        "(5000)"},
       {"flap:\n  hold_down_ms: 70000\n",
-       "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than flap.hold_down_ms "
+       "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than "
+       "flap.hold_down_ms "
        "(70000)"},
-      {"sweep:\n  interval_s: 5\n---\nsweep:\n  interval_s: 6\n", "ibsm.yaml:3:1: more than one YAML document"},
+      {"sweep:\n  interval_s: 5\n---\nsweep:\n  interval_s: 6\n",
+       "ibsm.yaml:3:1: more than one YAML document"},
   };
   for (const BadCase& c : cases) EXPECT_EQ(errorOf(c.text), c.error) << c.text;
 }
@@ -220,8 +234,10 @@ TEST(ConfigLoader, MutatedExampleNeverThrows) {
     for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
       size_t at = rng() % text.size();
       char c = rng() % 2 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() % 256);
-      if (rng() % 3 == 0) text.erase(at, 1 + rng() % 8);
-      else text.insert(at, 1, c);
+      if (rng() % 3 == 0)
+        text.erase(at, 1 + rng() % 8);
+      else
+        text.insert(at, 1, c);
     }
     auto r = parseConfig(text, "ibsm.yaml");
     if (!r.ok()) {
@@ -246,7 +262,11 @@ TEST(ConfigLoader, ExampleParsesToDefaultsAndMentionsEveryKey) {
 TEST(ConfigLoader, ToYamlRoundTrips) {
   auto full = parseConfig(kFull, "ibsm.yaml");
   ASSERT_TRUE(full.ok());
-  for (const Config& c : {Config{}, *full}) {
+  Config odd;  // strings that need YAML quoting
+  odd.control.socket = "/tmp/a b\"c: #d\\";
+  odd.paths.dumpDir = "/tmp/\xc3\xbc\x01";
+  odd.routing.rootsFile = "roots list.txt";
+  for (const Config& c : {Config{}, *full, odd}) {
     auto back = parseConfig(toYaml(c), "dump.yaml");
     ASSERT_TRUE(back.ok()) << back.error().message << "\n" << toYaml(c);
     EXPECT_EQ(*back, c) << toYaml(c);
@@ -275,7 +295,9 @@ TEST(ConfigOverrides, AppliedOnTopAndValidatedTheSameWay) {
   EXPECT_EQ(lmc->value, "2");
   EXPECT_EQ(parseOverride("routing.lmc").error().message, "command line: routing.lmc: expected key=value");
 
-  const Override ok[] = {{"routing.lmc", "2"}, {"routing.engines", "updn,minhop"}, {"log.level", "debug"},
+  const Override ok[] = {{"routing.lmc", "2"},
+                         {"routing.engines", "updn,minhop"},
+                         {"log.level", "debug"},
                          {"log.level", "warn"}};
   auto r = parseConfig("routing:\n  lmc: 1\n", "ibsm.yaml", ok);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -298,9 +320,10 @@ TEST(ConfigOverrides, RootsOverrideReplacesRootsFileOfTheFile) {
   EXPECT_EQ(r->routing.roots, std::vector<Guid>{Guid{5}});
   EXPECT_FALSE(r->routing.rootsFile);
   const Override both[] = {{"routing.roots", "0x5"}, {"routing.roots_file", "/r"}};
-  EXPECT_EQ(errorOf("", both),
-            "command line: routing.roots_file: cannot be combined with routing.roots (given at command line); give "
-            "only one of them");
+  EXPECT_EQ(
+      errorOf("", both),
+      "command line: routing.roots_file: cannot be combined with routing.roots (given at command line); give "
+      "only one of them");
 }
 
 // Files in a fresh directory, removed afterwards.
@@ -353,7 +376,8 @@ TEST_F(ConfigFiles, RootsFileErrorsNameTheirFileAndLine) {
   EXPECT_EQ(loadConfigFile(missing).error().message,
             missing + ":2:15: routing.roots_file: " + (dir_ / "none.txt").string() +
                 ": cannot open: No such file or directory");
-  EXPECT_EQ(parseRootsFile("0x1\n0x01\n", "r").error().message, "r:2:1: GUID 0x0000000000000001 listed twice");
+  EXPECT_EQ(parseRootsFile("0x1\n0x01\n", "r").error().message,
+            "r:2:1: GUID 0x0000000000000001 listed twice");
 }
 
 TEST(ConfigReload, RefusesNonReloadableChangeAndKeepsTheOldConfig) {
@@ -382,7 +406,8 @@ TEST(ConfigReload, InvalidNewConfigKeepsTheOldConfig) {
 
 TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
   auto running = std::make_shared<const Config>();
-  auto r = applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
+  auto r =
+      applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.engines: [ftree, updn, minhop] -> [updn]",
                                                   "log.level: info -> debug"}));
