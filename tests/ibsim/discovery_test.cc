@@ -48,6 +48,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mesh", "--mesh 30 --degree 4 --hosts-per-switch 2 --seed 7", ""},
                       Case{"torus", "--torus 4,4,3 --hosts-per-switch 1", ""},
                       Case{"twoPortHcas", "--fat-tree 2 --radix 16 --hca-ports 2", "H-0000000000100000"},
+                      Case{"radix64Switches", "--fat-tree 2 --radix 64 --leaves 4 --spines 2 --hosts-per-leaf 8", ""},
                       Case{"degradedTree", "--kary-ntree 4,3 --remove-links 6 --remove-switches 2 --seed 3", ""}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

@@ -155,6 +155,39 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"defaultChain", "--kary-ntree 4,3 --remove-links 4 --seed 5", "ftree,updn,minhop"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
+TEST(SubnetUp, LmcGivesAlignedRangesAndEveryLidIsRouted) {
+  auto sim = startFabric("--kary-ntree 4,3");
+  RunOptions o;
+  o.timeout = 300s;
+  RunResult r = sim->run({binPath("ibsmd"), "--once", "--routing", "minhop", "--lmc", "2", "--state-dir",
+                          sim->dir() + "/state"}, o);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  FabricView v = discover(*sim);
+  ASSERT_TRUE(v.topo);
+  std::set<uint16_t> used;
+  for (auto ca : v.topo->cas()) {
+    const auto& port = v.topo->node(ca).ports[1];
+    EXPECT_EQ(port.attrs.lmc, 2) << v.topo->node(ca).description;
+    EXPECT_EQ(port.attrs.lid.value % 4, 0) << "range not aligned: " << port.attrs.lid.value;
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(used.insert(port.attrs.lid.value + i).second);
+  }
+  RunOptions d;
+  d.simHost = kDiagHost;
+  RunResult lfts = sim->run({"dump_lfts"}, d);
+  std::string text;
+  std::istringstream in(lfts.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.starts_with("***")) text += line + "\n";
+  auto tables = routing::parseLftDump(text, *v.topo, "dump_lfts");
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+  routing::CheckOptions co;
+  co.allLids = true;
+  co.checkAr = co.checkArCdg = false;
+  routing::CheckReport rep = routing::checkRoutes(*v.topo, v.lids, *tables, co);
+  EXPECT_EQ(rep.unreachable, 0u) << routing::formatReportText(rep);
+  EXPECT_GE(rep.destinations, 64u * 4);
+}
+
 TEST(SubnetUp, LidsSurviveRestartAndHostReturnsToItsLid) {
   auto sim = startFabric("--kary-ntree 4,3");
   ASSERT_EQ(once(*sim).exitCode, 0);
