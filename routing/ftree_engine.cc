@@ -2,28 +2,33 @@
 // parallel links, oversubscribed or partially populated leaves, and degraded trees.
 //
 // Tree detection: leaves are the switches with CAs; levels are BFS hop counts from the leaves (or, when
-// options.roots are given, the roots are the top level and levels count down from them). Every switch-to-switch
-// link must join adjacent levels; otherwise the engine declines so the chain falls back.
+// options.roots are given, the roots are the top level and levels count down from them). Every
+// switch-to-switch link must join adjacent levels; otherwise the engine declines so the chain falls back.
 //
 // Routing, per destination LID in a fixed order (leaf switches by GUID, then port, then LMC offset; then the
 // switches' own LIDs), with D the switch the LID leaves from:
 //  1. Ancestors of D (switches that reach D going only down) route down; every other switch must first go up.
-//     A switch's distance is the length of its shortest legal (up*, then down*) path; only ports that keep that
-//     distance are candidates, so every route is minimal and up*/down* (acyclic CDG on one VL), and so is any
-//     mix of the candidates, which become the AR groups.
+//     A switch's distance is the length of its shortest legal (up*, then down*) path; only ports that keep
+//     that distance are candidates, so every route is minimal and up*/down* (acyclic CDG on one VL), and so
+//     is any mix of the candidates, which become the AR groups.
 //  2. Main path: from D upwards, each switch takes the up-link whose downward direction has carried the least
-//     load so far; the switch above routes the LID down that link. With equal loads this is D-mod-K: the hosts
-//     of a leaf get distinct up-links, and at each level above the destinations are spread the same way.
+//     load so far; the switch above routes the LID down that link. With equal loads this is D-mod-K: the
+//     hosts of a leaf get distinct up-links, and at each level above the destinations are spread the same
+//     way.
 //  3. Convergence: going down from the main path, every non-ancestor switch whose candidates include a switch
-//     on (or converging to) the main path takes the least-loaded such candidate link. All traffic to a LID thus
-//     meets on the main path, so downward links carry one destination's traffic each — the classic optimum
-//     (max link load = hosts per leaf x (hosts outside the leaf) / up-links per leaf on full trees).
+//     on (or converging to) the main path takes the least-loaded such candidate link. All traffic to a LID
+//     thus meets on the main path, so downward links carry one destination's traffic each — the classic
+//     optimum (max link load = hosts per leaf x (hosts outside the leaf) / up-links per leaf on full trees).
 //  4. What is left (degraded trees, or switches no host traffic passes): other ancestors take the least-loaded
 //     down candidate; other non-ancestors carrying traffic take the least-loaded up candidate; switches no
 //     host's route crosses take their candidates in turn.
-// Link load is counted as routes: after each CA LID, each switch-to-switch link used gets the number of source
-// CA ports whose route to the LID crosses it. Switch LIDs are routed the same way but not counted.
+//  5. Target: the cut lower bound on the max link load (see cutBound). If the routes above would push a link
+//     past it, the LID is re-routed by split(): its traffic is spread over the candidates that still have room,
+//     so on degraded trees one destination may enter its leaf over several links.
+// Link load is counted as routes: after each CA LID, each switch-to-switch link used gets the number of
+// source CA ports whose route to the LID crosses it. Switch LIDs are routed the same way but not counted.
 // Switches with no legal path to a LID (e.g. a top switch that lost its only link into a pod) get kNoPort.
+// Single-threaded (options.threads is not used): the greedy balance is sequential over destinations.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -32,7 +37,7 @@
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
-#include "routing/ranking.h"
+#include "routing/routing_graph.h"
 
 namespace ibsm::routing {
 namespace {
@@ -80,7 +85,8 @@ fabric::Result<Tree> detectTree(const Topology& topo, const RoutingGraph& g, con
     for (uint32_t s : leaves)
       if (tree.level[s] != 0 && tree.level[s] != kInf)
         return fabric::makeError("ftree: not a fat-tree: switch " + fabric::toString(g.guid(s)) +
-                                 " has CAs but is " + std::to_string(tree.level[s]) + " levels above the leaves");
+                                 " has CAs but is " + std::to_string(tree.level[s]) +
+                                 " levels above the leaves");
   }
   for (uint32_t s = 0; s < n; ++s) {
     if (tree.level[s] == kInf)
@@ -119,8 +125,8 @@ fabric::Result<Tree> detectTree(const Topology& topo, const RoutingGraph& g, con
 
 class FatTreeRouter {
  public:
-  FatTreeRouter(const Topology& topo, const LidAssignment& lids, const Options& options, const RoutingGraph& g,
-                const Tree& tree)
+  FatTreeRouter(const Topology& topo, const LidAssignment& lids, const Options& options,
+                const RoutingGraph& g, const Tree& tree)
       : topo_(topo), options_(options), g_(g), t_(tree), n_(static_cast<uint32_t>(g.size())) {
     lftSize_ = static_cast<size_t>(lids.maxLid().value) + 1;
     tables_.engine = "ftree";
@@ -199,8 +205,8 @@ class FatTreeRouter {
   bool isAnc(uint32_t s) const { return ancStamp_[s] == destSerial_; }
   bool isMain(uint32_t s) const { return mainStamp_[s] == lidSerial_; }
   const RoutingGraph::Arc& arc(uint32_t a) const { return g_.arc(a); }
-  // Less-loaded link first, then the lower port number (a and b leave the same switch, whose arcs are numbered
-  // in port order).
+  // Less-loaded link first, then the lower port number (a and b leave the same switch, whose arcs are
+  // numbered in port order).
   bool better(uint32_t a, uint32_t b) const {
     if (b == kInf) return true;
     return load_[a] != load_[b] ? load_[a] < load_[b] : a < b;
@@ -313,8 +319,9 @@ class FatTreeRouter {
         if (better(cands_[c], best)) best = cands_[c];
       choose(a, best, lid);
     }
-    // 4b. Remaining non-ancestors bottom-up (a switch's traffic is known once the switches below have chosen),
-    // and the traffic of every non-ancestor pushed up the links it takes; then down the ancestors, top first.
+    // 4b. Remaining non-ancestors bottom-up (a switch's traffic is known once the switches below have
+    // chosen), and the traffic of every non-ancestor pushed up the links it takes; then down the ancestors,
+    // top first.
     adds_.clear();  // acc_ is all zero between LIDs: every entry is consumed (and cleared) where it is read
     for (uint32_t l = 0; l <= t_.height; ++l)
       for (uint32_t s : t_.byLevel[l]) {
@@ -356,9 +363,9 @@ class FatTreeRouter {
     }
   }
 
-  // Lower bound on the max link load of any destination-based routing: for each level l and each connected group
-  // K of switches at levels <= l, the routes between K's CA ports and the CA LIDs outside K cross the links
-  // leaving K (in both directions).
+  // Lower bound on the max link load of any destination-based routing: for each level l and each connected
+  // group K of switches at levels <= l, the routes between K's CA ports and the CA LIDs outside K cross the
+  // links leaving K (in both directions).
   uint64_t cutBound() const {
     std::vector<uint64_t> destsAt(n_, 0);
     uint64_t sources = 0, dests = 0;
@@ -395,8 +402,9 @@ class FatTreeRouter {
     return bound;
   }
 
-  // During split(): dm_[a] is the worst load on the (already chosen) way down from ancestor a to the destination
-  // switch, kept exact as loads change; downParents_ lists, per switch, the ancestors routing down into it.
+  // During split(): dm_[a] is the worst load on the (already chosen) way down from ancestor a to the
+  // destination switch, kept exact as loads change; downParents_ lists, per switch, the ancestors routing
+  // down into it.
   void initDownMax() {
     dpBegin_.assign(n_ + 1, 0);
     for (size_t i = 1; i < anc_.size(); ++i) ++dpBegin_[next_[anc_[i]] + 1];
@@ -418,7 +426,8 @@ class FatTreeRouter {
     for (uint32_t i = dpBegin_[x]; i < dpBegin_[x + 1]; ++i) refreshDownMax(downParents_[i], false);
   }
 
-  // Adds (or removes) w along the predicted way of non-ancestor x (x -> pred_[x] -> ... -> an ancestor -> down).
+  // Adds (or removes) w along the predicted way of non-ancestor x (x -> pred_[x] -> ... -> an ancestor ->
+  // down).
   void addAlong(uint32_t x, uint64_t w, bool remove = false) {
     auto book = [&](uint32_t a) { load_[a] = remove ? load_[a] - w : load_[a] + w; };
     while (!isAnc(x)) {
@@ -441,15 +450,17 @@ class FatTreeRouter {
     return std::max(m, dm_[x]);
   }
 
-  // Target-aware re-routing of one CA LID whose convergent routes overload a link. Top-down, every non-ancestor
-  // gets a predicted way up; then bottom-up each non-ancestor with traffic keeps its first-pass (convergent)
-  // choice if its way to the destination stays within the target, and otherwise takes the candidate with the
-  // most headroom. Traffic committed to a switch that has not decided yet is booked along its predicted way, so
-  // switches deciding later see it on the links they share; it is moved when that switch decides.
+  // Target-aware re-routing of one CA LID whose convergent routes overload a link. Top-down, every
+  // non-ancestor gets a predicted way up; then bottom-up each non-ancestor with traffic keeps its first-pass
+  // (convergent) choice if its way to the destination stays within the target, and otherwise takes the
+  // candidate with the most headroom. Traffic committed to a switch that has not decided yet is booked along
+  // its predicted way, so switches deciding later see it on the links they share; it is moved when that
+  // switch decides.
   void split(uint16_t lid) {
     initDownMax();
     // Predicted way up of every non-ancestor above the leaves (nobody goes up to a leaf): top-down, the
-    // candidate with the least worst load; est_ is that worst load, raised as traffic is booked on the switch.
+    // candidate with the least worst load; est_ is that worst load, raised as traffic is booked on the
+    // switch.
     for (uint32_t l = t_.height + 1; l-- > 1;)
       for (uint32_t s : t_.byLevel[l]) {
         if (isAnc(s) || dist_[s] == kInf) continue;
@@ -479,7 +490,8 @@ class FatTreeRouter {
           bool fits = m + w <= target_;
           return std::tuple(!fits, m, !isMain(q), load_[a], a);
         };
-        // The convergent choice of the first pass stands when it fits; only otherwise are all candidates ranked.
+        // The convergent choice of the first pass stands when it fits; only otherwise are all candidates
+        // ranked.
         uint32_t best = chosen_[s];
         if (std::get<0>(rank(best))) {
           auto bestRank = rank(best);
@@ -518,7 +530,8 @@ class FatTreeRouter {
   std::vector<uint32_t> destSets_;  // [switch][destination switch] -> interned AR set
   // Per LID.
   uint32_t lidSerial_ = 0;
-  std::vector<uint32_t> mainStamp_, chosen_, next_, offer_, turn_, pred_, predTo_;  // next_: where chosen_ leads
+  std::vector<uint32_t> mainStamp_, chosen_, next_, offer_, turn_, pred_,
+      predTo_;  // next_: where chosen_ leads
   std::vector<uint64_t> acc_, est_, dm_;
   std::vector<uint32_t> dpBegin_, dpFill_, downParents_, path_;
   std::vector<std::vector<uint32_t>> frontier_;
@@ -541,6 +554,8 @@ class FatTreeEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> makeFatTreeEngine() { return std::make_unique<FatTreeEngine>(); }
+std::unique_ptr<Engine> makeFatTreeEngine() {
+  return std::make_unique<FatTreeEngine>();
+}
 
 }  // namespace ibsm::routing

@@ -1,4 +1,4 @@
-#include "routing/ranking.h"
+#include "routing/routing_graph.h"
 
 #include <algorithm>
 #include <cassert>
@@ -40,14 +40,15 @@ RoutingGraph::RoutingGraph(const Topology& topo) : index_(topo.size(), kNone) {
     }
   }
   begin_[nodes_.size()] = static_cast<uint32_t>(arcs_.size());
-  // Pair each arc with its reverse: the peer's arc whose local port is our peerPort. Arcs are port-ordered, so a
-  // binary search inside the peer's range finds it.
+  // Pair each arc with its reverse: the peer's arc whose local port is our peerPort. Arcs are port-ordered,
+  // so a binary search inside the peer's range finds it.
   for (uint32_t s = 0; s < nodes_.size(); ++s) {
     for (uint32_t a = begin_[s]; a < begin_[s + 1]; ++a) {
       Arc& arc = arcs_[a];
       auto first = arcs_.begin() + begin_[arc.to];
       auto last = arcs_.begin() + begin_[arc.to + 1];
-      auto it = std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
+      auto it =
+          std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
       assert(it != last && it->port == arc.peerPort && it->to == s);
       arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
     }
@@ -93,7 +94,7 @@ std::vector<uint32_t> RoutingGraph::distances(std::span<const uint32_t> sources)
 }
 
 std::vector<DestLid> collectDestLids(const Topology& topo, const LidAssignment& lids,
-                                             const RoutingGraph& graph) {
+                                     const RoutingGraph& graph) {
   std::vector<DestLid> out;
   const uint32_t maxLid = lids.maxLid().value;
   for (uint32_t l = 1; l <= maxLid; ++l) {

@@ -1,6 +1,6 @@
 // Switch-level view of a topology shared by the up/down and fat-tree engines: dense switch indices, the
-// switch-to-switch arcs of each switch in compressed (CSR) form, the traffic sources hanging off each switch, and
-// the list of destination LIDs with the switch and egress port where each one leaves the switch fabric.
+// switch-to-switch arcs of each switch in compressed (CSR) form, the traffic sources hanging off each switch,
+// and the list of destination LIDs with the switch and egress port where each one leaves the switch fabric.
 // A cable counts only when both ends are connected and neither end is known (PortInfo read) to be Down.
 #pragma once
 
@@ -19,10 +19,10 @@ class RoutingGraph {
 
   // One direction of a switch-to-switch link; arcs of a switch are ordered by local port number.
   struct Arc {
-    uint32_t to;        // peer switch index
-    uint8_t port;       // local egress port
-    uint8_t peerPort;   // ingress port on the peer
-    uint32_t reverse;   // index of the opposite arc (peer -> this switch over the same cable)
+    uint32_t to;       // peer switch index
+    uint8_t port;      // local egress port
+    uint8_t peerPort;  // ingress port on the peer
+    uint32_t reverse;  // index of the opposite arc (peer -> this switch over the same cable)
   };
 
   explicit RoutingGraph(const Topology& topo);
@@ -61,8 +61,8 @@ class RoutingGraph {
 struct DestLid {
   Lid lid;
   uint32_t sw = RoutingGraph::kNone;  // switch the endport is (switch port 0) or hangs off (CA/router port)
-  uint8_t port = 0;                  // egress port on that switch; 0 for the switch's own LID
-  bool isSwitch = false;             // a switch's own (port 0) LID
+  uint8_t port = 0;                   // egress port on that switch; 0 for the switch's own LID
+  bool isSwitch = false;              // a switch's own (port 0) LID
   NodeIndex owner = fabric::kNoNode;  // the endport that owns the LID
   PortNum ownerPort;
   uint16_t offset = 0;  // LID - base LID of the owner's LMC range
@@ -71,6 +71,6 @@ struct DestLid {
 // Every LID 1..lids.maxLid() owned by an endport that a switch can deliver to, in LID order. LIDs of CA ports
 // with no switch on the other end of the cable are left out (no switch can route to them).
 std::vector<DestLid> collectDestLids(const Topology& topo, const LidAssignment& lids,
-                                             const RoutingGraph& graph);
+                                     const RoutingGraph& graph);
 
 }  // namespace ibsm::routing

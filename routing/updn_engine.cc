@@ -1,36 +1,36 @@
-// Up/down routing (after OpenSM's updn): switches are ranked by BFS hop count from the root switches; with ties
-// broken by node GUID this orders all switches, and a hop towards a smaller (rank, GUID) key is "up". Every route
-// is a run of up hops followed by a run of down hops and never turns from down to up, so the channel dependency
-// graph is acyclic and one VL is deadlock-free.
+// Up/down routing (after OpenSM's updn): switches are ranked by BFS hop count from the root switches; with
+// ties broken by node GUID this orders all switches, and a hop towards a smaller (rank, GUID) key is "up".
+// Every route is a run of up hops followed by a run of down hops and never turns from down to up, so the
+// channel dependency graph is acyclic and one VL is deadlock-free.
 //
-// Destination-based tables cannot see how a packet arrived, so the routes must be consistent: a switch that has a
-// down-only path to the destination switch always uses its shortest down-only path (a packet that arrived going
-// down must keep going down), and any other switch goes up to a neighbour on its shortest remaining legal path.
-// In trees this is the shortest legal path; in arbitrary graphs it can be longer than the shortest up*/down*
-// path of that source, which is the price of consistency (OpenSM has the same limitation with its per-switch
-// direction marks). With a single root every pair of a connected fabric is reachable.
+// Destination-based tables cannot see how a packet arrived, so the routes must be consistent: a switch that
+// has a down-only path to the destination switch always uses its shortest down-only path (a packet that
+// arrived going down must keep going down), and any other switch goes up to a neighbour on its shortest
+// remaining legal path. In trees this is the shortest legal path; in arbitrary graphs it can be longer than
+// the shortest up*/down* path of that source, which is the price of consistency (OpenSM has the same
+// limitation with its per-switch direction marks). With a single root every pair of a connected fabric is
+// reachable.
 //
-// Balancing is min-hop's: per switch, each LID goes out of the least-loaded equal-cost legal port. The load of a
-// port counts routes, i.e. the source CA ports whose route to the LID crosses it (switches are visited farthest
-// first, so each knows the traffic it forwards), not just LIDs: counting LIDs would make the switches of one
-// level advance in lockstep and use only a diagonal of the core (all LIDs of leaf port j through core j of spine
-// j). Switch LIDs follow but do not count. The LIDs of one endport's LMC range prefer ports none of its earlier
-// LIDs use at that switch, so they take distinct paths.
+// Balancing is min-hop's: per switch, each LID goes out of the least-loaded equal-cost legal port. The load
+// of a port counts routes, i.e. the source CA ports whose route to the LID crosses it (switches are visited
+// farthest first, so each knows the traffic it forwards), not just LIDs: counting LIDs would make the
+// switches of one level advance in lockstep and use only a diagonal of the core (all LIDs of leaf port j
+// through core j of spine j). Switch LIDs follow but do not count. The LIDs of one endport's LMC range prefer
+// ports none of its earlier LIDs use at that switch, so they take distinct paths.
 //
-// Roots: options.roots (node GUIDs of switches); otherwise, per connected component, the switches farthest from
-// the switches that have CAs (the top of a fat tree); if every switch has CAs (meshes, tori) a single central
-// switch (least eccentricity, see centralSwitch). A component with none of the given
-// roots is auto-detected the same way. If auto-detected roots leave a switch with CAs without a legal path to a
-// CA LID (possible only when they are not the top of a tree), the fabric is routed from central roots instead.
-// With several roots, one root cannot reach another (down then up): roots given by the operator that carry CAs
+// Roots: options.roots (node GUIDs of switches); otherwise, per connected component, the switches farthest
+// from the switches that have CAs (the top of a fat tree); if every switch has CAs (meshes, tori) a single
+// central switch (least eccentricity, see centralSwitch). A component with none of the given roots is
+// auto-detected the same way. If auto-detected roots leave a switch with CAs without a legal path to a CA LID
+// (possible only when they are not the top of a tree), the fabric is routed from central roots instead. With
+// several roots, one root cannot reach another (down then up): roots given by the operator that carry CAs
 // leave those CA pairs unreachable, as in OpenSM without connect_roots.
 #include <algorithm>
 #include <numeric>
-#include <tuple>
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
-#include "routing/ranking.h"
+#include "routing/routing_graph.h"
 
 namespace ibsm::routing {
 namespace {
@@ -61,7 +61,8 @@ uint32_t centralSwitch(const RoutingGraph& g, const std::vector<uint32_t>& membe
     const uint32_t diameter = eccentricity(a, da, b);
     eccentricity(b, db, ignored);
     for (uint32_t s : members)
-      if (da[s] + db[s] == diameter && (da[s] == diameter / 2 || da[s] == (diameter + 1) / 2)) candidates.push_back(s);
+      if (da[s] + db[s] == diameter && (da[s] == diameter / 2 || da[s] == (diameter + 1) / 2))
+        candidates.push_back(s);
     std::sort(candidates.begin(), candidates.end(), byGuid);
     if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
   }
@@ -77,8 +78,8 @@ uint32_t centralSwitch(const RoutingGraph& g, const std::vector<uint32_t>& membe
 }
 
 // centralOnly: one central switch per component (the fallback when the tree-top roots leave CA pairs apart).
-fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const RoutingGraph& g, const Options& options,
-                                                  bool centralOnly = false) {
+fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const RoutingGraph& g,
+                                                  const Options& options, bool centralOnly = false) {
   std::vector<char> isRoot(g.size(), 0);
   for (Guid guid : options.roots) {
     auto node = topo.findNode(guid);
@@ -113,8 +114,8 @@ fabric::Result<std::vector<uint32_t>> chooseRoots(const Topology& topo, const Ro
 }
 
 // Routes with the given roots. caGap: some switch with CAs has no legal path to a CA LID in its component.
-RoutingTables route(const Topology& topo, const LidAssignment& lids, const Options& options, const RoutingGraph& g,
-                    const std::vector<uint32_t>& roots, bool& caGap) {
+RoutingTables route(const Topology& topo, const LidAssignment& lids, const Options& options,
+                    const RoutingGraph& g, const std::vector<uint32_t>& roots, bool& caGap) {
   const uint32_t n = static_cast<uint32_t>(g.size());
   const std::vector<uint32_t> comp = g.components();
   caGap = false;
@@ -159,7 +160,8 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
     groupOf[i] = static_cast<uint32_t>(groups);
   }
   groups = dests.empty() ? 0 : groups + 1;
-  std::vector<uint32_t> destSets(options.computeAr ? static_cast<size_t>(n) * groups : 0, ArGroupBuilder::kNoSet);
+  std::vector<uint32_t> destSets(options.computeAr ? static_cast<size_t>(n) * groups : 0,
+                                 ArGroupBuilder::kNoSet);
 
   uint32_t endportSerial = 0;
   NodeIndex lastOwner = fabric::kNoNode;
@@ -169,7 +171,8 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
     size_t last = first;
     while (last < dests.size() && dests[last].sw == d) ++last;
 
-    // Shortest down-only distance to d: BFS from d backwards over down hops (s -> x is down when key(x) > key(s)).
+    // Shortest down-only distance to d: BFS from d backwards over down hops (s -> x is down when key(x) >
+    // key(s)).
     std::fill(distDown.begin(), distDown.end(), kInf);
     distDown[d] = 0;
     queue.assign(1, d);
@@ -198,12 +201,14 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
       const bool down = distDown[s] != kInf;
       for (uint32_t a = g.firstArc(s); a < g.firstArc(s + 1); ++a) {
         const uint32_t x = g.arc(a).to;
-        if (down ? (key[x] > key[s] && distDown[x] == distDown[s] - 1) : (key[x] < key[s] && dist[x] == dist[s] - 1))
+        if (down ? (key[x] > key[s] && distDown[x] == distDown[s] - 1)
+                 : (key[x] < key[s] && dist[x] == dist[s] - 1))
           cands.push_back(a);
       }
     }
     candBegin[n] = static_cast<uint32_t>(cands.size());
-    if (!caGap && std::any_of(dests.begin() + first, dests.begin() + last, [](const DestLid& t) { return !t.isSwitch; }))
+    if (!caGap && std::any_of(dests.begin() + first, dests.begin() + last,
+                              [](const DestLid& t) { return !t.isSwitch; }))
       for (uint32_t s = 0; s < n; ++s)
         if (g.hosts(s) > 0 && comp[s] == comp[d] && dist[s] == kInf) caGap = true;
     if (options.computeAr) {
@@ -213,8 +218,8 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
         destSets[static_cast<size_t>(s) * groups + groupOf[first]] = ar[s].intern(mask);
       }
     }
-    // Farthest switches first, so a switch's traffic (its own CAs plus what the switches behind it send through
-    // it) is known when it picks its port.
+    // Farthest switches first, so a switch's traffic (its own CAs plus what the switches behind it send
+    // through it) is known when it picks its port.
     byDist.clear();
     for (uint32_t h = maxDist; h > 0; --h)
       for (uint32_t s = 0; s < n; ++s)
@@ -230,10 +235,11 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
       lft[d][t.lid.value] = t.port;
       for (uint32_t s : byDist) acc[s] = 0;
       for (uint32_t s : byDist) {
-        // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs; then
-        // the lowest port (arcs are in port order). Packed into one key: loads stay far below 2^43.
+        // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs;
+        // then the lowest port (arcs are in port order). Packed into one key: loads stay far below 2^43.
         auto rank = [&](uint32_t a) {
-          return (usedBy[a] == endportSerial ? uint64_t{1} << 63 : 0) | std::min<uint64_t>(load[a], kLoadCap) << 20 |
+          return (usedBy[a] == endportSerial ? uint64_t{1} << 63 : 0) |
+                 std::min<uint64_t>(load[a], kLoadCap) << 20 |
                  std::min<uint32_t>(lidCount[a], (1u << 20) - 1);
         };
         uint32_t best = cands[candBegin[s]];
@@ -292,6 +298,8 @@ class UpDownEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> makeUpDownEngine() { return std::make_unique<UpDownEngine>(); }
+std::unique_ptr<Engine> makeUpDownEngine() {
+  return std::make_unique<UpDownEngine>();
+}
 
 }  // namespace ibsm::routing

@@ -1,11 +1,13 @@
 // AR group builder: de-duplication, the static port as member, no group for single-port sets, the per-switch
-// cap (deterministic, independent of reporting order), and the engines' use of it (cap honoured, groups legal).
+// cap (deterministic, independent of reporting order), and the engines' use of it (cap honoured, groups
+// legal).
+#include "routing/ar_groups.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "routing/ar_groups.h"
 #include "routing/engine.h"
 #include "tests/routing/fabric_sketch.h"
 #include "tools/fabric_gen/generator.h"
@@ -19,7 +21,9 @@ PortMask ports(std::initializer_list<unsigned> list) {
   return m;
 }
 
-Lid lid(unsigned v) { return Lid{static_cast<uint16_t>(v)}; }
+Lid lid(unsigned v) {
+  return Lid{static_cast<uint16_t>(v)};
+}
 
 TEST(ArGroupBuilder, IdenticalSetsShareAGroup) {
   ArGroupBuilder b(10, 2048);
@@ -42,8 +46,8 @@ TEST(ArGroupBuilder, IdenticalSetsShareAGroup) {
 
 TEST(ArGroupBuilder, SinglePortsAndUnreachableNeedNoGroup) {
   ArGroupBuilder b(8, 2048);
-  b.set(lid(1), ports({}), 7);    // just the static port
-  b.set(lid(2), ports({7}), 7);   // the same
+  b.set(lid(1), ports({}), 7);            // just the static port
+  b.set(lid(2), ports({7}), 7);           // the same
   b.set(lid(3), ports({1, 2}), kNoPort);  // unreachable: no group whatever the set
   b.set(lid(4), ports({1, 2}), 1);
   b.set(lid(4), ports({}), 1);  // reported again: replaced

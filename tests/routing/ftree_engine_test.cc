@@ -1,6 +1,6 @@
-// Fat-tree engine: tree detection, balance targets on full trees (the optimum), degraded trees against a lower
-// bound, shift all-to-all without contention, LMC, AR groups, and seeded property tests over random degraded
-// trees (complete where a legal path exists, loop-free, AR members equal-cost, CDG acyclic).
+// Fat-tree engine: tree detection, balance targets on full trees (the optimum), degraded trees against a
+// lower bound, shift all-to-all without contention, LMC, AR groups, and seeded property tests over random
+// degraded trees (complete where a legal path exists, loop-free, AR members equal-cost, CDG acyclic).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,17 +19,17 @@ namespace {
 
 using fabric::Topology;
 using fabric::TopologyPtr;
-using testing::FabricSketch;
 using testing::assignOrDie;
+using testing::FabricSketch;
 using tools::FabricSpec;
 using tools::Shape;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Checks. Loops, reachability, link load and the CDGs come from routing/route_checker.h; what is specific to
-// up/down fat-tree routing stays here: which (switch, LID) pairs have a legal up*/down* path at all, AR members
-// equal-cost with the static route (the checker's AR test is against unrestricted min-hop distances, which an
-// up/down route in a degraded tree may legitimately exceed), the cut lower bound on link load, and shift
-// all-to-all conflicts.
+// up/down fat-tree routing stays here: which (switch, LID) pairs have a legal up*/down* path at all, AR
+// members equal-cost with the static route (the checker's AR test is against unrestricted min-hop distances,
+// which an up/down route in a degraded tree may legitimately exceed), the cut lower bound on link load, and
+// shift all-to-all conflicts.
 namespace test {
 
 constexpr uint32_t kInfHops = UINT32_MAX;
@@ -135,13 +135,14 @@ std::vector<std::pair<Lid, NodeIndex>> caLids(const Topology& topo, const LidAss
     LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
     if (o.node == fabric::kNoNode || topo.node(o.node).isSwitch()) continue;
     const auto& p = topo.node(o.node).ports[o.port.value];
-    if (p.connected() && topo.node(p.peerNode).isSwitch()) out.push_back({Lid{static_cast<uint16_t>(l)}, p.peerNode});
+    if (p.connected() && topo.node(p.peerNode).isSwitch())
+      out.push_back({Lid{static_cast<uint16_t>(l)}, p.peerNode});
   }
   return out;
 }
 
-// What a perfect fat-tree router must still leave unreachable: (switch, CA LID) with no up*-then-down* path in
-// the tree's levels, and the CA pairs behind them.
+// What a perfect fat-tree router must still leave unreachable: (switch, CA LID) with no up*-then-down* path
+// in the tree's levels, and the CA pairs behind them.
 struct Legal {
   size_t unreachableCaPairs = 0, unreachableSwitchCaLids = 0;
 };
@@ -168,7 +169,8 @@ Legal legalTreeReachability(const Topology& topo, const LidAssignment& lids) {
         if (level[s] != lv) continue;
         ok[s] = anc[s];
         for (const auto& p : topo.node(s).ports)
-          if (p.connected() && topo.node(p.peerNode).isSwitch() && level[p.peerNode] == lv + 1 && ok[p.peerNode])
+          if (p.connected() && topo.node(p.peerNode).isSwitch() && level[p.peerNode] == lv + 1 &&
+              ok[p.peerNode])
             ok[s] = 1;
         if (!ok[s]) {
           ++out.unreachableSwitchCaLids;
@@ -180,9 +182,9 @@ Legal legalTreeReachability(const Topology& topo, const LidAssignment& lids) {
 }
 
 // Lower bound on the max switch-link load of any destination-based routing: for every level l and every
-// connected group K of switches at levels <= l, the routes between K's CA ports and the CA LIDs outside K cross
-// the links leaving K (both directions). When K is one switch, all its sources send to a LID over the same
-// link, so that link carries whole multiples of K's sources.
+// connected group K of switches at levels <= l, the routes between K's CA ports and the CA LIDs outside K
+// cross the links leaving K (both directions). When K is one switch, all its sources send to a LID over the
+// same link, so that link carries whole multiples of K's sources.
 uint64_t lowerBound(const Topology& topo, const LidAssignment& lids) {
   auto level = treeLevels(topo);
   std::vector<uint64_t> destsAt(topo.size(), 0);
@@ -225,8 +227,8 @@ uint64_t lowerBound(const Topology& topo, const LidAssignment& lids) {
 }
 
 // Tighter bound for degraded trees, where not every source can reach a leaf through every link: for each leaf
-// L, the traffic between L's CA ports and every other leaf, each other leaf using only the links of L it has a
-// legal path through (up to a common ancestor and down), must fit on L's links; the least capacity per link
+// L, the traffic between L's CA ports and every other leaf, each other leaf using only the links of L it has
+// a legal path through (up to a common ancestor and down), must fit on L's links; the least capacity per link
 // for which a (fractional) flow carries it all is a lower bound. Only for small fabrics (quadratic).
 class MaxFlow {
  public:
@@ -322,7 +324,8 @@ uint64_t leafFlowBound(const Topology& topo, const LidAssignment& lids) {
       uint64_t total = 0;
       for (size_t c = 0; c < leaves.size(); ++c) {
         if (leaves[c] == L) continue;
-        uint64_t r = dir == 0 ? sourcesAt(topo, leaves[c]) * destsAt[L] : sourcesAt(topo, L) * destsAt[leaves[c]];
+        uint64_t r =
+            dir == 0 ? sourcesAt(topo, leaves[c]) * destsAt[L] : sourcesAt(topo, L) * destsAt[leaves[c]];
         if (r == 0) continue;
         demand.push_back({c, r});
         total += r;
@@ -422,7 +425,8 @@ struct Checked {
 };
 
 // Checks everything the engine promises on one fabric and returns the CA -> CA-LID load for the targets.
-Checked checkAll(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables, bool cdg = true) {
+Checked checkAll(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+                 bool cdg = true) {
   CheckOptions all;
   all.allLids = true;
   all.checkCdg = cdg;
@@ -449,8 +453,8 @@ Checked checkAll(const Topology& topo, const LidAssignment& lids, const RoutingT
   EXPECT_EQ(local.undeliveredSwitchCaLids, legal.unreachableSwitchCaLids);
   EXPECT_EQ(local.arNotEqualCost, 0u);
   EXPECT_EQ(local.arMissingStatic, 0u);
-  return Checked{ca.maxLoad, ca.maxHops, ca.maxLink.fromDesc + "[" + std::to_string(ca.maxLink.port) + "] -> " +
-                                            ca.maxLink.toDesc,
+  return Checked{ca.maxLoad, ca.maxHops,
+                 ca.maxLink.fromDesc + "[" + std::to_string(ca.maxLink.port) + "] -> " + ca.maxLink.toDesc,
                  ca.unreachable};
 }
 
@@ -480,7 +484,8 @@ TEST(FatTreeEngine, SmallTwoLevelIsOptimalAndMinimal) {
   auto tables = routeOrDie(*topo, lids);
   EXPECT_EQ(tables.engine, "ftree");
   auto a = checkAll(*topo, lids, tables);
-  // Leaf up-links: 2 hosts x 4 outside destinations / 2 up-links = 4 routes each; every route at most 4 links.
+  // Leaf up-links: 2 hosts x 4 outside destinations / 2 up-links = 4 routes each; every route at most 4
+  // links.
   EXPECT_EQ(a.maxLoad, 4u);
   EXPECT_EQ(a.maxHops, 4u);
   // The two hosts of a leaf are reached over distinct spines (D-mod-K at the leaf).
@@ -604,8 +609,8 @@ FabricSpec with(FabricSpec s, void (*f)(FabricSpec&)) {
 
 class FatTreeReal : public ::testing::TestWithParam<FatCase> {};
 
-// Real fat trees, full or with parallel links, oversubscribed or partially populated leaves: the max link load
-// equals the lower bound of the tightest cut, and shifts are contention-free where the tree is full.
+// Real fat trees, full or with parallel links, oversubscribed or partially populated leaves: the max link
+// load equals the lower bound of the tightest cut, and shifts are contention-free where the tree is full.
 TEST_P(FatTreeReal, BalancedToTheBound) {
   const FatCase& c = GetParam();
   auto topo = generate(c.spec);
@@ -621,21 +626,19 @@ TEST_P(FatTreeReal, BalancedToTheBound) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, FatTreeReal,
-    ::testing::Values(FatCase{"2-level radix 36", fatTree(2, 36)}, FatCase{"2-level radix 40", fatTree(2, 40)},
-                      FatCase{"2-level radix 64", fatTree(2, 64)},
-                      FatCase{"3-level radix 12", fatTree(3, 12)},
-                      FatCase{"2-level radix 36 parallel 2",
-                              with(fatTree(2, 36), [](FabricSpec& s) { s.parallel = 2; })},
-                      FatCase{"3-level radix 8 parallel 2",
-                              with(fatTree(3, 8), [](FabricSpec& s) { s.parallel = 2; })},
-                      FatCase{"2-level radix 36 oversubscribed 24:12",
-                              with(fatTree(2, 36), [](FabricSpec& s) { s.hostsPerLeaf = 24; })},
-                      FatCase{"3-level radix 12 oversubscribed 8:4",
-                              with(fatTree(3, 12), [](FabricSpec& s) { s.hostsPerLeaf = 8; })},
-                      FatCase{"2-level radix 36 partial 500 hosts",
-                              with(fatTree(2, 36), [](FabricSpec& s) { s.hosts = 500; })},
-                      FatCase{"3-level radix 12 partial 150 hosts",
-                              with(fatTree(3, 12), [](FabricSpec& s) { s.hosts = 150; })}),
+    ::testing::Values(
+        FatCase{"2-level radix 36", fatTree(2, 36)}, FatCase{"2-level radix 40", fatTree(2, 40)},
+        FatCase{"2-level radix 64", fatTree(2, 64)}, FatCase{"3-level radix 12", fatTree(3, 12)},
+        FatCase{"2-level radix 36 parallel 2", with(fatTree(2, 36), [](FabricSpec& s) { s.parallel = 2; })},
+        FatCase{"3-level radix 8 parallel 2", with(fatTree(3, 8), [](FabricSpec& s) { s.parallel = 2; })},
+        FatCase{"2-level radix 36 oversubscribed 24:12",
+                with(fatTree(2, 36), [](FabricSpec& s) { s.hostsPerLeaf = 24; })},
+        FatCase{"3-level radix 12 oversubscribed 8:4",
+                with(fatTree(3, 12), [](FabricSpec& s) { s.hostsPerLeaf = 8; })},
+        FatCase{"2-level radix 36 partial 500 hosts",
+                with(fatTree(2, 36), [](FabricSpec& s) { s.hosts = 500; })},
+        FatCase{"3-level radix 12 partial 150 hosts",
+                with(fatTree(3, 12), [](FabricSpec& s) { s.hosts = 150; })}),
     [](const auto& info) {
       std::string n = info.param.name;
       for (char& ch : n)
@@ -644,7 +647,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(FatTreeEngine, ShiftContentionFreeOnRealTrees) {
-  for (FabricSpec spec : {fatTree(2, 36), fatTree(3, 12), with(fatTree(2, 16), [](FabricSpec& s) { s.parallel = 2; })}) {
+  for (FabricSpec spec :
+       {fatTree(2, 36), fatTree(3, 12), with(fatTree(2, 16), [](FabricSpec& s) { s.parallel = 2; })}) {
     auto topo = generate(spec);
     auto lids = assignOrDie(*topo);
     auto tables = routeOrDie(*topo, lids);
@@ -692,7 +696,7 @@ TEST(FatTreeEngine, Radix36ThreeLevelDegraded) {
 struct DegradedCase {
   const char* name;
   FabricSpec spec;
-  double linkFraction;  // of switch-to-switch links removed
+  double linkFraction;      // of switch-to-switch links removed
   double tolerance = 0.10;  // allowed excess over the lower bound
 };
 
@@ -716,32 +720,34 @@ TEST_P(FatTreeDegraded, NearTheLowerBound) {
     auto tables = routeOrDie(*topo, lids);
     auto a = checkAll(*topo, lids, tables, /*cdg=*/topo->cas().size() <= 1024);
     uint64_t bound = std::max(test::lowerBound(*topo, lids), test::leafFlowBound(*topo, lids));
-    std::printf("%s, %u links removed, seed %llu: max switch-link load %llu, lower bound %llu (+%.1f%%) at %s\n",
-                c.name, spec.removeLinks, static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(a.maxLoad), static_cast<unsigned long long>(bound),
-                100.0 * (static_cast<double>(a.maxLoad) / static_cast<double>(bound) - 1), a.maxLink.c_str());
-    EXPECT_LE(static_cast<double>(a.maxLoad), (1 + c.tolerance) * static_cast<double>(bound)) << "seed " << seed;
+    std::printf(
+        "%s, %u links removed, seed %llu: max switch-link load %llu, lower bound %llu (+%.1f%%) at %s\n",
+        c.name, spec.removeLinks, static_cast<unsigned long long>(seed),
+        static_cast<unsigned long long>(a.maxLoad), static_cast<unsigned long long>(bound),
+        100.0 * (static_cast<double>(a.maxLoad) / static_cast<double>(bound) - 1), a.maxLink.c_str());
+    EXPECT_LE(static_cast<double>(a.maxLoad), (1 + c.tolerance) * static_cast<double>(bound))
+        << "seed " << seed;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(FivePercent, FatTreeDegraded,
-                         ::testing::Values(DegradedCase{"4-ary 3-tree", karyNTree(4, 3), 0.05},
-                                           DegradedCase{"8-ary 3-tree", karyNTree(8, 3), 0.05},
-                                           DegradedCase{"12-ary 3-tree", karyNTree(12, 3), 0.05},
-                                           DegradedCase{"2-level radix 36", fatTree(2, 36), 0.05},
-                                           DegradedCase{"3-level radix 12", fatTree(3, 12), 0.05},
-                                           // Whole switches missing as well: the bounds ignore that the
-                                           // links above a leaf are shared by other leaves' traffic, so
-                                           // they are looser there (one seed lands at +12%).
-                                           DegradedCase{"8-ary 3-tree without 4 switches",
-                                                        with(karyNTree(8, 3), [](FabricSpec& s) { s.removeSwitches = 4; }),
-                                                        0.05, 0.15},
-                                           DegradedCase{"3-level radix 12 without 3 switches",
-                                                        with(fatTree(3, 12), [](FabricSpec& s) { s.removeSwitches = 3; }),
-                                                        0.05, 0.15},
-                                           DegradedCase{"2-level radix 36 without 2 spines",
-                                                        with(fatTree(2, 36), [](FabricSpec& s) { s.removeSwitches = 2; }),
-                                                        0.0}));
+INSTANTIATE_TEST_SUITE_P(
+    FivePercent, FatTreeDegraded,
+    ::testing::Values(DegradedCase{"4-ary 3-tree", karyNTree(4, 3), 0.05},
+                      DegradedCase{"8-ary 3-tree", karyNTree(8, 3), 0.05},
+                      DegradedCase{"12-ary 3-tree", karyNTree(12, 3), 0.05},
+                      DegradedCase{"2-level radix 36", fatTree(2, 36), 0.05},
+                      DegradedCase{"3-level radix 12", fatTree(3, 12), 0.05},
+                      // Whole switches missing as well: the bounds ignore that the
+                      // links above a leaf are shared by other leaves' traffic, so
+                      // they are looser there (one seed lands at +12%).
+                      DegradedCase{"8-ary 3-tree without 4 switches",
+                                   with(karyNTree(8, 3), [](FabricSpec& s) { s.removeSwitches = 4; }), 0.05,
+                                   0.15},
+                      DegradedCase{"3-level radix 12 without 3 switches",
+                                   with(fatTree(3, 12), [](FabricSpec& s) { s.removeSwitches = 3; }), 0.05,
+                                   0.15},
+                      DegradedCase{"2-level radix 36 without 2 spines",
+                                   with(fatTree(2, 36), [](FabricSpec& s) { s.removeSwitches = 2; }), 0.0}));
 
 //          s0      s1
 //         /  \    /  \          leaf l1 lost its link to s1; l0-s0 and l0-s1 intact
@@ -783,9 +789,15 @@ TEST(FatTreeEngine, PropertiesOnRandomDegradedTrees) {
   for (int iter = 0; iter < 40; ++iter) {
     FabricSpec spec;
     switch (iter % 4) {
-      case 0: spec = karyNTree(2 + rng() % 4, 2 + rng() % 2); break;
-      case 1: spec = fatTree(2, 8 + 2 * (rng() % 8)); break;
-      case 2: spec = fatTree(3, 4 + 2 * (rng() % 3)); break;
+      case 0:
+        spec = karyNTree(2 + rng() % 4, 2 + rng() % 2);
+        break;
+      case 1:
+        spec = fatTree(2, 8 + 2 * (rng() % 8));
+        break;
+      case 2:
+        spec = fatTree(3, 4 + 2 * (rng() % 3));
+        break;
       default:
         spec = fatTree(2 + rng() % 2, 8);
         spec.parallel = 2;

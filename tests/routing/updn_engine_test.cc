@@ -1,6 +1,6 @@
-// Up/down engine: root choice (given, auto-detected on trees, central switch on meshes), minimal legal routes,
-// never a down-then-up turn (checked hop by hop against the ranking, static routes and AR members alike),
-// balance, LMC, AR groups, and seeded property tests over random meshes and tori.
+// Up/down engine: root choice (given, auto-detected on trees, central switch on meshes), minimal legal
+// routes, never a down-then-up turn (checked hop by hop against the ranking, static routes and AR members
+// alike), balance, LMC, AR groups, and seeded property tests over random meshes and tori.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,8 +18,8 @@ namespace {
 
 using fabric::Topology;
 using fabric::TopologyPtr;
-using testing::FabricSketch;
 using testing::assignOrDie;
+using testing::FabricSketch;
 using tools::FabricSpec;
 using tools::Shape;
 
@@ -94,8 +94,8 @@ struct Local {
   size_t undeliveredCaLidSwitches = 0;  // (switch, CA LID) whose static route does not deliver
   size_t arNotEqualCost = 0;            // AR members not one hop closer than the static route's switch
   size_t arMissingStatic = 0;
-  size_t downThenUp = 0;                // (switch, LID, port) hops that go up although the packet may have
-                                        // arrived going down (checked only when keys are given)
+  size_t downThenUp = 0;  // (switch, LID, port) hops that go up although the packet may have
+                          // arrived going down (checked only when keys are given)
 };
 
 // With keys: for each LID, every switch that some route (static or AR) enters over a down hop must only use
@@ -313,8 +313,8 @@ TEST(UpDownEngine, RootToRootIsTheOnlyGap) {
 //                           then b cannot reach a (b -> m is down, m -> a is up) and vice versa
 TEST(UpDownEngine, FallsBackToACentralRootWhenTreeRootsLeaveGaps) {
   FabricSketch f;
-  NodeIndex r1 = f.addSwitch("r1", 8), a = f.addSwitch("a", 8), m = f.addSwitch("m", 8), b = f.addSwitch("b", 8),
-            r2 = f.addSwitch("r2", 8);
+  NodeIndex r1 = f.addSwitch("r1", 8), a = f.addSwitch("a", 8), m = f.addSwitch("m", 8),
+            b = f.addSwitch("b", 8), r2 = f.addSwitch("r2", 8);
   f.link(r1, a);
   f.link(a, m);
   f.link(m, b);
@@ -397,7 +397,9 @@ TEST(UpDownEngine, PropertiesOnRandomFabrics) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     TopologyPtr topo;
     switch (iter % 4) {
-      case 0: topo = testing::makeRandomMesh(5 + rng() % 30, rng() % 40, rng()); break;
+      case 0:
+        topo = testing::makeRandomMesh(5 + rng() % 30, rng() % 40, rng());
+        break;
       case 1: {
         FabricSpec s;
         s.shape = Shape::kMesh;
