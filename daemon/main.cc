@@ -2,17 +2,25 @@
 //   --discover-only  sweep once and report (optionally write the topology)
 //   --once           bring the subnet up (sweep, LIDs, routes, program) and exit
 //   (default)        the long-running SM: bring the subnet up, then keep it up until SIGTERM/SIGINT
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
 #include <string>
 
 #include "config/config_loader.h"
+#include "daemon/control_server.h"
+#include "daemon/dumps.h"
 #include "daemon/event_loop.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/service.h"
 #include "daemon/subnet_manager.h"
 #include "fabric/topology_file.h"
 #include "mad/mad_engine.h"
@@ -59,6 +67,13 @@ constexpr const char* kUsage =
   std::exit(code);
 }
 
+// The config file with the command-line overrides on top; also what SIGHUP re-reads.
+fabric::Result<config::Config> loadConfig(const Args& a) {
+  return config::loadConfigFile(a.configPath,
+                                a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults,
+                                a.overrides);
+}
+
 Args parseArgs(int argc, char** argv) {
   static const std::map<std::string, std::string> kFlagKeys = {
       {"--port-guid", "port_guid"},          {"--routing", "routing.engines"},
@@ -97,9 +112,7 @@ Args parseArgs(int argc, char** argv) {
   }
   if (!a.topologyOut.empty() && !a.discoverOnly) die(2, "--topology-out needs --discover-only");
   if (a.once && a.discoverOnly) die(2, "--once and --discover-only exclude each other");
-  auto cfg = config::loadConfigFile(a.configPath,
-                                    a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults,
-                                    a.overrides);
+  auto cfg = loadConfig(a);
   if (!cfg) die(2, cfg.error().message);
   a.cfg = std::move(*cfg);
   return a;
@@ -147,45 +160,60 @@ void printReport(const daemon::SweepReport& r) {
   std::fflush(stdout);
 }
 
-daemon::SmOptions smOptions(const config::Config& c) {
-  daemon::SmOptions o;
-  o.engines = c.routing.engines;
-  o.routing.roots = c.routing.roots;
-  o.routing.computeAr = c.ar.enable;
-  o.routing.arGroupCap = c.ar.groupCap;
-  o.lmc = c.routing.lmc;
-  o.priority = c.sm.priority;
-  o.smKey = c.sm.key;
-  o.guid2lidPath = c.paths.guid2lid;
-  o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
-  o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
-  o.maxHoldDown = std::chrono::milliseconds(c.flap.maxBackoffMs);
-  return o;
+// --once: one cycle, the report on stdout, the dumps written before exit.
+int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log) {
+  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg));
+  engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  auto report = sm.sweep();
+  if (!report) {
+    std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
+    return 1;
+  }
+  printReport(*report);
+  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  dumps.submit(sm.snapshot(), report->subnetUp);
+  dumps.flush();
+  return report->subnetUp ? 0 : 1;
 }
 
-int runSm(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop) {
-  daemon::SubnetManager sm(engine, clock, smOptions(args.cfg));
+// The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from its
+// own thread; the dump writer writes from its own.
+int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
+              daemon::Logger& log, std::function<void()>& onReload) {
+  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
-  auto cycle = [&]() -> bool {
-    auto report = sm.sweep();
-    if (!report) {
-      std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
-      return false;
-    }
-    printReport(*report);
-    return report->subnetUp;
-  };
-  bool up = cycle();
-  if (args.once) return up ? 0 : 1;
-
-  sm.setEventHandler([](const daemon::TopologyEvent& e) {
-    std::fprintf(stderr, "ibsmd: TOPO001 %s: %s; links down %zu, up %zu; %zu routes changed, %zu LFT blocks, %zu SMPs; "
-                 "converged in %.1f ms%s\n", e.cause.c_str(), e.action.c_str(), e.linksDown, e.linksUp,
-                 e.lftEntriesChanged, e.lftBlocksSent, e.smps, ms(e.convergence), e.ok ? "" : " (with errors)");
+  daemon::Notifier notify;
+  daemon::EventLog events;
+  daemon::StatePublisher state;
+  state.updateStatus([&](daemon::StatusInfo& s) {
+    s.started = std::chrono::system_clock::now();
+    s.pid = static_cast<int>(getpid());
+    s.configPath = args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
   });
+  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::Service service(loop, engine, sm, log, notify, events, state, dumps,
+                          std::make_shared<const config::Config>(args.cfg), [&args] { return loadConfig(args); });
+  auto server = daemon::ControlServer::start(
+      {args.cfg.control.socket, args.cfg.control.group}, state, events, log,
+      [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
+        service.onChangeRequest(std::move(r), std::move(p), std::move(reply));
+      });
+  if (!server) die(1, server.error().message);
+  onReload = [&service] { service.reload(); };
+  log.info("SM000", "ibsmd " IBSM_VERSION " starting, config " + state.status().configPath);
+  auto started = service.start();
+  if (!started) die(1, started.error().message);
+  // Unsolicited MADs (SMInfo queries, traps) are handled whenever the engine is polled.
+  // Topology events (targeted updates after traps and light sweeps) reach the Service, which logs and
+  // publishes them.
   // sm.tick() handles received MADs (SMInfo, traps), runs batched targeted updates and light sweeps.
-  loop.run(10ms, [&] { sm.tick(); });
-  std::fprintf(stderr, "ibsmd: stopping\n");
+  loop.run(10ms, [&] {
+    sm.tick();
+    service.idle();
+  });
+  onReload = nullptr;
+  notify.stopping();
+  log.info("SM003", "stopping");
   return 0;
 }
 
@@ -198,11 +226,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ibsmd: configuration is valid\n");
     return 0;
   }
+  daemon::Logger log(daemon::Logger::detectSink(), args.cfg.log.level);
   daemon::EventLoop loop;
+  std::function<void()> onReload;
   if (!args.discoverOnly && !args.once) {
     // Before any thread starts, so that signals reach the loop's signalfd and not the umad thread.
     auto signals = loop.handleSignals([&](int signo) {
       if (signo == SIGTERM || signo == SIGINT) loop.stop();
+      if (signo == SIGHUP && onReload) onReload();
     });
     if (!signals) die(1, signals.error().message);
   }
@@ -211,5 +242,6 @@ int main(int argc, char** argv) {
   mad::SteadyClock clock;
   mad::MadEngine engine(**port, clock, madOptions(args.cfg));
   if (args.discoverOnly) return discoverOnly(args, engine, clock);
-  return runSm(args, engine, clock, loop);
+  if (args.once) return runOnce(args, engine, clock, log);
+  return runDaemon(args, engine, clock, loop, log, onReload);
 }

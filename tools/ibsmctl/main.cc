@@ -1,0 +1,258 @@
+// ibsmctl: the command line for a running ibsmd, over its control socket. Tables for people, --json for
+// scripts. Exit codes: 0 ok, 1 the request failed or found nothing, 2 usage, 3 ibsmd unreachable (or no
+// answer in time), 4 permission denied.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config_loader.h"
+#include "tools/ibsmctl/ctl_client.h"
+#include "tools/ibsmctl/ctl_format.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace ibsm;
+
+constexpr int kOk = 0, kFailed = 1, kUsage = 2, kUnreachable = 3, kDenied = 4;
+
+struct CommandSpec {
+  const char* name;
+  const char* usage;  // after "ibsmctl NAME"
+  const char* help;
+};
+
+const std::vector<CommandSpec> kCommands = {
+    {"status", "", "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric\n"
+                   "counts and MAD counters."},
+    {"nodes", "[--type SW|CA|RT]", "Every node: type, node GUID, LID, linked/all ports, description."},
+    {"switches", "", "Every switch: GUID, LID, ports, LFT top, routes, AR groups, description."},
+    {"lids", "", "Every endport LID (a range with LMC > 0): type, port, port GUID, description."},
+    {"links", "", "Every link: both ends, width, speed and state (after the last sweep)."},
+    {"routes", "SWITCH [LID|NODE]", "The forwarding table of SWITCH as ibsmd programmed it: destination LID, egress\n"
+                                    "port, AR alternatives. With LID (or a node) only those LIDs."},
+    {"path", "SRC DST", "The route from SRC to DST hop by hop through ibsmd's own tables, with the adaptive-\n"
+                        "routing alternatives at each switch. DST may be a LID (then exactly that LID)."},
+    {"ar", "SWITCH", "The adaptive-routing groups of SWITCH: ports and the LIDs that use each group."},
+    {"events", "[--limit N] [--since SEQ] [--kind KIND]",
+     "Recent events, oldest first: sweeps (cause, routes changed, LFT blocks, SMPs, duration),\n"
+     "config reloads, control requests."},
+    {"check", "", "Runs the route checker on the live tables: reachability, loops, hops, link load,\n"
+                  "deadlock freedom. Exit 1 when it finds a problem."},
+    {"topology", "[--dot]", "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load\n"
+                            "of every link (ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
+    {"resweep", "[--heavy]", "Sweep now and wait for the result. --heavy forgets what the switches are believed to\n"
+                             "hold and writes every LFT block again. Root or control.group only."},
+    {"reroute", "", "Recompute and reprogram the routes now. Root or control.group only."},
+    {"loglevel", "LEVEL", "Set ibsmd's log level: error, warn, info or debug. Root or control.group only."},
+};
+
+const char* kGlobalHelp =
+    "usage: ibsmctl [--socket PATH] [--json] [--timeout SECONDS] [--config FILE] COMMAND [ARGS]\n"
+    "       ibsmctl COMMAND --help\n"
+    "\n"
+    "Talks to a running ibsmd over its control socket.\n"
+    "\n"
+    "options (anywhere on the line):\n"
+    "  --socket PATH      the control socket (default: $IBSM_SOCKET, else control.socket of the config\n"
+    "                     file, else /run/ibsm/ibsm.sock)\n"
+    "  --config FILE      read control.socket from FILE (default /etc/ibsm/ibsm.yaml when readable)\n"
+    "  --json             print the daemon's answer as JSON (one object) instead of a table\n"
+    "  --timeout SECONDS  how long to wait for an answer (default 10; 120 for resweep and reroute)\n"
+    "  --help             this text, or a command's help after the command\n"
+    "\n"
+    "A node (SWITCH, SRC, DST, NODE) is a node description (or its first word, such as a host name), a node\n"
+    "or port GUID (0x...), or a LID.\n"
+    "\n"
+    "commands:\n";
+
+const CommandSpec* findSpec(const std::string& name) {
+  for (const auto& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string globalHelp() {
+  std::string out = kGlobalHelp;
+  for (const auto& c : kCommands) {
+    std::string head = std::string("  ") + c.name + (c.usage[0] ? std::string(" ") + c.usage : "");
+    std::string help = c.help;
+    help = help.substr(0, help.find('\n'));
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%-44s %s\n", head.c_str(), help.c_str());
+    out += buf;
+  }
+  out += "\nexit codes: 0 ok, 1 request failed or not found, 2 usage, 3 ibsmd unreachable, 4 permission denied\n";
+  return out;
+}
+
+std::string commandHelp(const CommandSpec& c) {
+  return std::string("usage: ibsmctl [--socket PATH] [--json] ") + c.name + (c.usage[0] ? " " : "") + c.usage +
+         "\n\n" + c.help + "\n";
+}
+
+[[noreturn]] void usage(const std::string& message) {
+  std::fprintf(stderr, "ibsmctl: %s (see ibsmctl --help)\n", message.c_str());
+  std::exit(kUsage);
+}
+
+// A node argument: digits become a LID number, everything else goes as text.
+json nodeArg(const std::string& s) {
+  if (!s.empty() && s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos)
+    return json(std::stoul(s));
+  return json(s);
+}
+
+uint64_t numberArg(const std::string& opt, const std::string& v) {
+  if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+    usage(opt + " needs a non-negative number, not '" + v + "'");
+  return std::stoull(v);
+}
+
+std::string defaultSocket(const std::string& configPath, bool configGiven) {
+  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env) return env;
+  auto cfg = config::loadConfigFile(configPath, config::IfMissing::kUseDefaults);
+  if (cfg) return cfg->control.socket;
+  if (configGiven) {
+    std::fprintf(stderr, "ibsmctl: %s\n", cfg.error().message.c_str());
+    std::exit(kUsage);
+  }
+  return config::Config{}.control.socket;  // an unreadable default config: the built-in default
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string socketPath, configPath{config::kDefaultConfigPath};
+  bool configGiven = false, asJson = false, help = false;
+  double timeoutS = -1;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--socket") socketPath = value();
+    else if (a == "--config") {
+      configPath = value();
+      configGiven = true;
+    } else if (a == "--json") asJson = true;
+    else if (a == "--timeout") {
+      std::string v = value();
+      char* end = nullptr;
+      timeoutS = std::strtod(v.c_str(), &end);
+      if (!end || *end || timeoutS <= 0 || timeoutS > 86400) usage("--timeout needs seconds (0 < S <= 86400)");
+    } else if (a == "--help" || a == "-h") help = true;
+    else if (a == "--version") {
+      std::puts("ibsmctl " IBSM_VERSION);
+      return kOk;
+    } else words.push_back(a);
+  }
+  if (words.empty()) {
+    if (help) {
+      std::fputs(globalHelp().c_str(), stdout);
+      return kOk;
+    }
+    usage("no command given");
+  }
+  std::string command = words[0];
+  if (command == "help") {
+    if (words.size() > 1)
+      if (const CommandSpec* c = findSpec(words[1])) {
+        std::fputs(commandHelp(*c).c_str(), stdout);
+        return kOk;
+      }
+    std::fputs(globalHelp().c_str(), stdout);
+    return kOk;
+  }
+  const CommandSpec* spec = findSpec(command);
+  if (!spec) usage("unknown command '" + command + "'");
+  if (help) {
+    std::fputs(commandHelp(*spec).c_str(), stdout);
+    return kOk;
+  }
+
+  // Command arguments: positional words and the command's own options.
+  std::vector<std::string> pos;
+  json args = json::object();
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= words.size()) usage(w + " needs a value");
+      return words[++i];
+    };
+    if (command == "resweep" && w == "--heavy") args["heavy"] = true;
+    else if (command == "topology" && w == "--dot") args["format"] = "dot";
+    else if (command == "nodes" && w == "--type") args["type"] = value();
+    else if (command == "events" && w == "--limit") args["limit"] = numberArg(w, value());
+    else if (command == "events" && w == "--since") args["since"] = numberArg(w, value());
+    else if (command == "events" && w == "--kind") args["kind"] = value();
+    else if (w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) != std::string::npos)
+      usage(command + ": unknown option '" + w + "'");
+    else pos.push_back(w);
+  }
+  auto wantPositional = [&](size_t min, size_t max) {
+    if (pos.size() < min) usage(command + ": missing argument; usage: ibsmctl " + command + " " + spec->usage);
+    if (pos.size() > max) usage(command + ": too many arguments; usage: ibsmctl " + command + " " + spec->usage);
+  };
+  if (command == "routes") {
+    wantPositional(1, 2);
+    args["switch"] = nodeArg(pos[0]);
+    if (pos.size() > 1) args["lid"] = nodeArg(pos[1]);
+  } else if (command == "path") {
+    wantPositional(2, 2);
+    args["src"] = nodeArg(pos[0]);
+    args["dst"] = nodeArg(pos[1]);
+  } else if (command == "ar") {
+    wantPositional(1, 1);
+    args["switch"] = nodeArg(pos[0]);
+  } else if (command == "loglevel") {
+    wantPositional(1, 1);
+    static const char* kLevels[] = {"error", "warn", "info", "debug"};
+    bool known = false;
+    for (const char* l : kLevels) known = known || pos[0] == l;
+    if (!known) usage("loglevel: LEVEL must be error, warn, info or debug, not '" + pos[0] + "'");
+    args["level"] = pos[0];
+  } else {
+    wantPositional(0, 0);
+  }
+
+  if (socketPath.empty()) socketPath = defaultSocket(configPath, configGiven);
+  bool slow = command == "resweep" || command == "reroute";
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS : slow ? 120 : 10) * 1000));
+  ctl::Exchange ex = ctl::request(socketPath, command, args, timeout);
+  switch (ex.failure) {
+    case ctl::Failure::kNone: break;
+    case ctl::Failure::kPermission:
+      std::fprintf(stderr, "ibsmctl: %s\n", ex.message.c_str());
+      return kDenied;
+    default:
+      std::fprintf(stderr, "ibsmctl: %s\n", ex.message.c_str());
+      return kUnreachable;
+  }
+  const json& resp = ex.response;
+  if (!resp.value("ok", false)) {
+    json err = resp.contains("error") && resp["error"].is_object() ? resp["error"] : json::object();
+    std::string code = err.value("code", "internal");
+    if (asJson) std::printf("%s\n", json{{"error", err}}.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    std::fprintf(stderr, "ibsmctl: %s\n", err.value("message", "request failed").c_str());
+    if (code == "permission_denied") return kDenied;
+    if (code == "bad_request" || code == "unknown_command") return kUsage;
+    if (code == "busy") return kUnreachable;
+    return kFailed;
+  }
+  const json& result = resp.contains("result") ? resp["result"] : json::object();
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  ctl::Formatted f = ctl::formatResult(command, result, now);
+  if (asJson) std::printf("%s\n", result.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  else std::fputs(f.text.c_str(), stdout);
+  return f.exitCode;
+}
