@@ -55,6 +55,38 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
   return chain;
 }
 
+size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
+                          RoutingTables& tables) {
+  // Switch LIDs only carry SMPs (VL15, not flow controlled: no credit loops), so any loop-free path will do.
+  // Where the engine left one unreachable (no legal up*/down* path in a degraded tree), take min-hop's choice.
+  // No loop can form: a switch the engine routes leads to the target along the engine's path, whose suffix
+  // the engine routes too, and the filled switches step strictly closer along shortest paths.
+  auto holes = [&](auto&& onHole) {
+    for (uint32_t lid = 1; lid <= lids.maxLid().value; ++lid) {
+      LidOwner o = lids.owner(Lid{static_cast<uint16_t>(lid)});
+      if (o.node == fabric::kNoNode || !topo.node(o.node).isSwitch()) continue;
+      for (NodeIndex s : topo.switches())
+        if (s != o.node && tables.port(s, Lid{static_cast<uint16_t>(lid)}) == kNoPort) onHole(s, lid);
+    }
+  };
+  bool any = false;
+  holes([&](NodeIndex, uint32_t) { any = true; });
+  if (!any || tables.engine == "minhop") return 0;
+  Options o = options;
+  o.computeAr = false;
+  auto minhop = makeMinHopEngine()->compute(topo, lids, o);
+  if (!minhop) return 0;
+  size_t filled = 0;
+  holes([&](NodeIndex s, uint32_t lid) {
+    uint8_t p = minhop->port(s, Lid{static_cast<uint16_t>(lid)});
+    if (p == kNoPort) return;
+    if (tables.lft[s].size() <= lid) tables.lft[s].resize(lid + 1, kNoPort);
+    tables.lft[s][lid] = p;
+    ++filled;
+  });
+  return filled;
+}
+
 fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
                                          const LidAssignment& lids, const Options& options) {
   if (chain.empty()) return fabric::makeError("empty routing chain");
@@ -71,6 +103,7 @@ fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, 
     if (tables) {
       out.tables = std::move(tables).value();
       if (out.tables.engine.empty()) out.tables.engine = name;
+      out.switchLidsFilled = fillSwitchLidHoles(topo, lids, options, out.tables);
       return out;
     }
     // Engines usually prefix their reason with their name; avoid "ftree: ftree: ...".

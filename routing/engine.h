@@ -42,7 +42,12 @@ std::vector<std::string> engineNames();
 struct ChainResult {
   RoutingTables tables;
   std::vector<std::string> fallbacks;  // "ftree: not a fat-tree (...)" for each engine that declined
+  size_t switchLidsFilled = 0;         // (switch, switch LID) entries taken from min-hop, see below
 };
+// Fills (switch, switch-LID) entries the engine left without a route with min-hop's choice; returns how
+// many. computeChain does this for every engine's result.
+size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
+                          RoutingTables& tables);
 // Tries each engine in order; an Error when none could route (or a name is unknown).
 fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
                                          const LidAssignment& lids, const Options& options);
