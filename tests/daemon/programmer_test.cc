@@ -1,0 +1,128 @@
+#include "daemon/programmer.h"
+
+#include <gtest/gtest.h>
+
+#include "mad/smp.h"
+#include "tests/daemon/fake_fabric_fixture.h"
+
+namespace ibsm::daemon {
+namespace {
+
+using fabric::NodeIndex;
+using fabric::PortNum;
+using fabric::PortState;
+using testing::FakeFabricFixture;
+using testing::generate;
+
+fabric::TopologyPtr fatTree() {
+  tools::FabricSpec spec;
+  spec.shape = tools::Shape::kFatTree;
+  spec.levels = 2;
+  spec.radix = 12;
+  spec.hcaPorts = 2;
+  return generate(spec);
+}
+
+// The LFT a switch of the fake fabric holds, over LIDs 0..maxLid.
+std::vector<uint8_t> held(const mad::FakeFabric& f, NodeIndex sw, size_t lids) {
+  std::vector<uint8_t> out(lids);
+  for (size_t lid = 0; lid < lids; ++lid) out[lid] = f.lftPort(sw, static_cast<uint16_t>(lid));
+  return out;
+}
+
+TEST(Programmer, BringsTheFabricUp) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  const fabric::Topology& t = *up.found.topology;
+  const size_t lidCount = up.lids.maxLid().value + 1u;
+  for (NodeIndex n = 0; n < t.size(); ++n) {
+    const fabric::Node& node = t.node(n);
+    NodeIndex f = fx.fakeIndex(t, n);
+    for (unsigned p = 1; p <= node.numPorts; ++p) {
+      if (!node.ports[p].connected()) continue;
+      EXPECT_EQ(fx.fabric->portAttrs(f, PortNum{static_cast<uint8_t>(p)}).state, PortState::kActive)
+          << node.description << " port " << p;
+    }
+    for (unsigned p = node.isSwitch() ? 0 : 1; p <= (node.isSwitch() ? 0u : node.numPorts); ++p) {
+      if (!node.isSwitch() && !node.ports[p].connected()) continue;
+      fabric::PortAttrs a = fx.fabric->portAttrs(f, PortNum{static_cast<uint8_t>(p)});
+      EXPECT_EQ(a.lid, up.lids.base(n, PortNum{static_cast<uint8_t>(p)})) << node.description << " port " << p;
+      EXPECT_EQ(a.smLid, up.lids.base(t.smNode(), t.smPort()));
+    }
+    if (node.isSwitch()) {
+      EXPECT_EQ(fx.fabric->switchAttrs(f).linearFdbTop, up.lids.maxLid().value);
+      std::vector<uint8_t> want = up.tables.lft[n];
+      want.resize(lidCount, routing::kNoPort);
+      EXPECT_EQ(held(*fx.fabric, f, lidCount), want) << node.description;
+    }
+  }
+  EXPECT_GT(up.report.lftBlocksSent, 0u);
+  EXPECT_EQ(fx.port.localPort().lid, up.lids.base(t.smNode(), t.smPort()).value);
+
+  // The LFTs work: every endport answers a LID-routed NodeInfo.
+  size_t answered = 0, asked = 0;
+  for (NodeIndex n : t.cas())
+    for (unsigned p = 1; p <= t.node(n).numPorts; ++p) {
+      uint16_t lid = up.lids.base(n, PortNum{static_cast<uint8_t>(p)}).value;
+      if (lid == 0) continue;
+      ++asked;
+      fx.engine->submit(mad::makeLidRoutedSmp(mad::kGet, mad::kAttrNodeInfo, 0, lid),
+                        [&](const mad::MadResult& r) { answered += r.ok(); });
+    }
+  fx.engine->runUntilIdle();
+  EXPECT_GT(asked, 0u);
+  EXPECT_EQ(answered, asked);
+}
+
+TEST(Programmer, SendsOnlyWhatChanged) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  const uint64_t lftSets = fx.fabric->receivedSets(mad::kAttrLft);
+
+  // Same tables, fresh discovery (as the next sweep does): nothing to send.
+  DiscoveryResult again = fx.discover();
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramReport second = programmer.program(again, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_TRUE(second.errors.empty());
+  EXPECT_EQ(second.lftBlocksSent, 0u);
+  EXPECT_EQ(second.smps(), 0u);
+  EXPECT_EQ(fx.fabric->receivedSets(mad::kAttrLft), lftSets);
+
+  // One entry of one switch changes (to another of its linked ports): one block goes out.
+  const fabric::Topology& t = *again.topology;
+  NodeIndex sw = t.switches().front();
+  routing::RoutingTables changed = up.tables;
+  uint16_t lid = up.lids.maxLid().value;
+  uint8_t old = changed.lft[sw][lid];
+  uint8_t other = 0;
+  for (unsigned p = 1; p <= t.node(sw).numPorts && !other; ++p)
+    if (p != old && t.node(sw).ports[p].connected()) other = static_cast<uint8_t>(p);
+  ASSERT_NE(other, 0);
+  changed.lft[sw][lid] = other;
+  ProgramReport third = programmer.program(fx.discover(), up.lids, changed, cache, ProgramOptions{});
+  EXPECT_TRUE(third.errors.empty());
+  EXPECT_EQ(third.lftBlocksSent, 1u);
+  EXPECT_EQ(fx.fabric->receivedSets(mad::kAttrLft), lftSets + 1);
+  EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), other);
+}
+
+TEST(Programmer, ReportsRefusedSets) {
+  // A stale discovery (ports still INIT) after the fabric is up: the ARMED Sets are refused by the SMAs
+  // (ACTIVE -> ARMED is not a transition) and reported, nothing crashes.
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramReport r = programmer.program(up.found, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors.front().find("PROG001"), std::string::npos);
+  EXPECT_EQ(r.portsArmed, 0u);
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
