@@ -54,7 +54,7 @@ std::vector<unsigned> uints(const json& v) {
   std::vector<unsigned> out;
   if (v.is_array())
     for (const auto& x : v)
-      if (x.is_number_unsigned()) out.push_back(x.get<unsigned>());
+      if (x.is_number_integer() && x.get<int64_t>() >= 0) out.push_back(x.get<unsigned>());
   return out;
 }
 

@@ -1,0 +1,92 @@
+// ibsmctl's human output: aligned tables, the status report with "SUBNET UP", paths that do or do not arrive,
+// and exit codes carried by the result.
+#include "tools/ibsmctl/ctl_format.h"
+
+#include <gtest/gtest.h>
+
+namespace ibsm::ctl {
+namespace {
+
+using nlohmann::json;
+
+TEST(IbsmctlFormat, TablesAlignColumnsAndRightAlignNumbers) {
+  Table t({"LID", "TYPE", "DESCRIPTION"}, {true, false, false});
+  t.add({"1", "SW", "leaf-0"});
+  t.add({"1234", "CA", "host-0 HCA-1"});
+  EXPECT_EQ(t.str(),
+            " LID  TYPE  DESCRIPTION\n"
+            "   1  SW    leaf-0\n"
+            "1234  CA    host-0 HCA-1\n");
+}
+
+TEST(IbsmctlFormat, RangesAndDurations) {
+  EXPECT_EQ(ranges({1, 2, 3, 5, 7, 8}), "1-3,5,7-8");
+  EXPECT_EQ(ranges({}), "");
+  EXPECT_EQ(duration(59'000), "59s");
+  EXPECT_EQ(duration(192'000), "3m12s");
+  EXPECT_EQ(duration(2 * 3600'000 + 5 * 60'000), "2h05m");
+  EXPECT_EQ(duration(-5), "0s");
+}
+
+TEST(IbsmctlFormat, StatusSaysSubnetUpOnlyWhenItIs) {
+  json st = {{"state", "MASTER"},       {"priority", 3},   {"pid", 42},          {"started_ms", 1000},
+             {"subnet_up", true},       {"subnet_up_since_ms", 61000},           {"sweeps", 2},
+             {"sweep_interval_s", 10},  {"log_level", "info"}, {"config", "(defaults)"},
+             {"fabric", {{"switches", 4}, {"cas", 4}, {"ca_ports", 4}, {"links", 8}, {"endports_with_lid", 8},
+                         {"max_lid", 8}, {"lmc", 0}}},
+             {"mad", {{"sent", 10}, {"received", 10}}}};
+  Formatted up = formatResult("status", st, 121000);
+  EXPECT_EQ(up.exitCode, 0);
+  EXPECT_NE(up.text.find("SUBNET UP since"), std::string::npos) << up.text;
+  EXPECT_NE(up.text.find("(1m00s)"), std::string::npos) << up.text;
+  EXPECT_NE(up.text.find("4 switches, 4 CAs"), std::string::npos);
+  st["subnet_up"] = false;
+  Formatted down = formatResult("status", st, 121000);
+  EXPECT_EQ(down.text.find("SUBNET UP"), std::string::npos) << down.text;
+  EXPECT_NE(down.text.find("SUBNET NOT UP"), std::string::npos);
+}
+
+TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
+  json hop = {{"switch", {{"description", "leaf-0"}, {"lid", 1}}}, {"in_port", 1}, {"out_port", 4}, {"ar_ports", {3, 4}}};
+  json p = {{"source", {{"description", "host-0 HCA-1"}, {"lid", 5}, {"port", 1}}},
+            {"destination", {{"description", "host-3 HCA-1"}, {"lid", 8}, {"port", 1}}},
+            {"lid", 8},
+            {"engine", "ftree"},
+            {"hops", {hop}},
+            {"reached", true}};
+  Formatted ok = formatResult("path", p, 0);
+  EXPECT_EQ(ok.exitCode, 0);
+  EXPECT_NE(ok.text.find("  1  leaf-0    1   1    4  3,4\n"), std::string::npos) << ok.text;
+  p["reached"] = false;
+  p["problem"] = "leaf-0 has no route to LID 8";
+  Formatted bad = formatResult("path", p, 0);
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_NE(bad.text.find("NOT REACHED: leaf-0 has no route to LID 8"), std::string::npos);
+}
+
+TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
+  for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events", "check",
+                        "topology", "resweep", "reroute", "loglevel"}) {
+    Formatted f = formatResult(c, json::object(), 0);
+    (void)f;
+    Formatted g = formatResult(c, json(nullptr), 0);
+    (void)g;
+  }
+  SUCCEED();
+}
+
+TEST(IbsmctlFormat, SweepResultsAndLists) {
+  json sweep = {{"sweep", {{"number", 3}, {"cause", "resweep"}, {"ok", true}, {"subnet_up", true}, {"duration_ms", 12.34},
+                           {"smps", 40}, {"lft_blocks_sent", 0}, {"routes_changed", 0}, {"lids_changed", 0}}}};
+  Formatted f = formatResult("resweep", sweep, 0);
+  EXPECT_EQ(f.text, "sweep 3 (resweep): SUBNET UP in 12.3 ms, 40 SMPs, 0 LFT blocks written, 0 routes changed, 0 LIDs changed\n");
+  sweep["sweep"]["subnet_up"] = false;
+  EXPECT_EQ(formatResult("resweep", sweep, 0).exitCode, 1);
+  json lids = {{"lids", {{{"lid", 1}, {"lmc", 0}, {"type", "SW"}, {"port", 0}, {"guid", "0x1"}, {"description", "sw"}},
+                         {{"lid", 4}, {"lmc", 2}, {"last_lid", 7}, {"type", "CA"}, {"port", 1}, {"guid", "0x2"}, {"description", "h"}}}}};
+  std::string text = formatResult("lids", lids, 0).text;
+  EXPECT_NE(text.find("4-7  CA"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ibsm::ctl
