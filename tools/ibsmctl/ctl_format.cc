@@ -92,7 +92,7 @@ Formatted status(const json& r, int64_t now) {
   std::string sweeps = num(r, "sweeps");
   if (r.value("sweeping", false)) sweeps += ", sweeping now (" + r.value("sweep_cause", "?") + ")";
   uint64_t interval = r.value("sweep_interval_s", 0u);
-  sweeps += interval ? ", every " + std::to_string(interval) + " s" : ", no periodic sweep";
+  sweeps += interval ? ", light sweep every " + std::to_string(interval) + " s" : ", no light sweeps";
   row("Sweeps", sweeps);
   if (const json& s = at(r, "last_sweep"); s.is_object())
     row("Last sweep", localTime(s.value("time_ms", int64_t{0})) + ": " + sweepLine(s));
@@ -193,7 +193,8 @@ Formatted ar(const json& r) {
   std::string out = "Adaptive-routing groups of " + name(sw) + " (" + sw.value("guid", "?") + ", LID " +
                     num(sw, "lid") + "): ";
   if (!r.value("enabled", false)) return {out + "adaptive routing is off\n", 0};
-  out += std::to_string(at(r, "groups").size()) + " groups" + (r.value("capped", false) ? " (cap reached)" : "") + "\n";
+  size_t groups = at(r, "groups").size();
+  out += std::to_string(groups) + (groups == 1 ? " group" : " groups") + (r.value("capped", false) ? " (cap reached)" : "") + "\n";
   Table t({"GROUP", "PORTS", "LIDS"}, {true, false, false});
   for (const auto& g : at(r, "groups")) t.add({num(g, "group"), portList(at(g, "ports")), ranges(uints(at(g, "lids")))});
   return {out + t.str(), 0};
