@@ -233,6 +233,7 @@ Json doStatus(const ControlView& v) {
               {"timeouts", m.timeouts}, {"retries", m.retries},   {"failed", m.failed},
               {"dropped", m.dropped},   {"unexpected", m.unexpected}, {"unsolicited", m.unsolicited},
               {"send_errors", m.sendErrors}};
+  j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates}};
   j["log_level"] = st.logLevel;
   j["pid"] = st.pid;
   j["started"] = isoTime(st.started);

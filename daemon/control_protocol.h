@@ -117,6 +117,9 @@ struct StatusInfo {
   std::optional<std::chrono::system_clock::time_point> subnetUpSince;
   std::optional<SweepSummary> lastSweep;
   mad::MadCounters mad;
+  struct Traps {
+    uint64_t received = 0, malformed = 0, duplicates = 0;
+  } traps;
   std::string logLevel = "info";
   std::chrono::system_clock::time_point started;
   int pid = 0;

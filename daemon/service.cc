@@ -235,7 +235,11 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
 
 void Service::idle() {
   mad::MadCounters c = engine_.counters();
-  state_.updateStatus([&](StatusInfo& st) { st.mad = c; });
+  const SubnetManager::TrapCounters& t = sm_.trapCounters();
+  state_.updateStatus([&](StatusInfo& st) {
+    st.mad = c;
+    st.traps = {t.received, t.malformed, t.duplicates};
+  });
 }
 
 void Service::reload() {

@@ -197,6 +197,7 @@ TEST_F(ControlProtocolHandler, StatusCountsTheFabric) {
   EXPECT_EQ(st["fabric"]["links"], 6);
   EXPECT_EQ(st["fabric"]["endports_with_lid"], 7);
   EXPECT_EQ(st["routing"]["engine"], "minhop");
+  EXPECT_EQ(st["traps"]["received"], 0);
   EXPECT_EQ(ask(R"({"id": 9, "command":"status"})")["id"], 9);
 }
 

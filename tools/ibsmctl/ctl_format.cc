@@ -109,6 +109,9 @@ Formatted status(const json& r, int64_t now) {
     row("MADs", "sent " + num(m, "sent") + ", received " + num(m, "received") + ", timeouts " + num(m, "timeouts") +
                     ", retries " + num(m, "retries") + ", failed " + num(m, "failed") + ", dropped " +
                     num(m, "dropped") + ", unsolicited " + num(m, "unsolicited"));
+  if (const json& t = at(r, "traps"); t.is_object())
+    row("Traps", "received " + num(t, "received") + ", malformed " + num(t, "malformed") + ", duplicates " +
+                     num(t, "duplicates"));
   row("Log level", r.value("log_level", "?"));
   row("Config", r.value("config", "?"));
   return {out, 0};
