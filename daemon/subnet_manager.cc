@@ -27,7 +27,7 @@ const char* toString(SmState s) {
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock) {
+      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar) {
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
 }
 
@@ -44,7 +44,7 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   ev.cause = cause;
   ev.action = "heavy sweep";
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps();
+  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps();
   ev.convergence = applied->total;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
@@ -89,6 +89,10 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   }
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, options_.program);
   report.subnetUp = report.program.errors.empty();
+  // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
+  report.ar = arProgrammer_.program(topo, routed->tables);
+  for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
+  for (const auto& e : report.ar.errors) report.warnings.push_back(e);
   if (state_ != SmState::kMaster) ++actCount_;
   state_ = SmState::kMaster;
   ++sweeps_;
@@ -192,7 +196,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     }
   }
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps();
+  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps();
   ev.convergence = clock_.now() - eventTime;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/ar_programmer.h"
 #include "daemon/discoverer.h"
 #include "daemon/programmer.h"
 #include "mad/mad_engine.h"
@@ -27,6 +28,7 @@ struct SmOptions {
   uint8_t priority = 0;
   uint64_t smKey = 0;
   ProgramOptions program;
+  ArOptions ar;  // adaptive routing on the switches (used when routing.computeAr)
   mad::Duration lightSweepInterval = std::chrono::seconds(10);  // 0 = no light sweeps
   mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
@@ -43,6 +45,7 @@ struct SweepReport {
   std::vector<std::string> fallbacks;
   mad::Duration routingTime{};
   ProgramReport program;
+  ArReport ar;
   mad::Duration total{};
   std::vector<std::string> warnings;
   bool subnetUp = false;  // every step succeeded: all LIDs set, all switches programmed, links activated
@@ -98,9 +101,15 @@ class SubnetManager {
   const TrapCounters& trapCounters() const { return traps_; }
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
-  void setOptions(SmOptions options) { options_ = std::move(options); }
+  void setOptions(SmOptions options) {
+    options_ = std::move(options);
+    arProgrammer_.setOptions(options_.ar);
+  }
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
-  void forgetSwitchTables() { cache_.clear(); }
+  void forgetSwitchTables() {
+    cache_.clear();
+    arProgrammer_.forgetTables();
+  }
 
  private:
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
@@ -114,6 +123,7 @@ class SubnetManager {
   SmOptions options_;
   Discoverer discoverer_;
   Programmer programmer_;
+  ArProgrammer arProgrammer_;
   SwitchTableCache cache_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   SmState state_ = SmState::kDiscovering;
