@@ -25,16 +25,22 @@ size_t ProgramReport::smps() const {
   return n;
 }
 
-ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidAssignment& lids,
+ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignment& lids,
                                   const routing::RoutingTables& tables, SwitchTableCache& cache,
                                   const ProgramOptions& opt) {
-  const fabric::Topology& topo = *dr.topology;
+  const fabric::TopologyPtr keep = dr.topology;  // dr.topology is replaced at the end
+  const fabric::Topology& topo = *keep;
   ProgramReport report;
+  // What the ports and switches hold once this run's Sets are acknowledged; becomes dr's topology at the end,
+  // so the next (targeted) run starts from the truth instead of the states of the first discovery.
+  std::vector<std::vector<fabric::PortAttrs>> attrs(topo.size());
+  std::vector<std::vector<bool>> portChanged(topo.size());
+  std::vector<bool> switchChanged(topo.size(), false);
+  for (NodeIndex i = 0; i < topo.size(); ++i) {
+    for (const auto& p : topo.node(i).ports) attrs[i].push_back(p.attrs);
+    portChanged[i].assign(attrs[i].size(), false);
+  }
   const uint16_t smLid = topo.smNode() == fabric::kNoNode ? 0 : lids.base(topo.smNode(), topo.smPort()).value;
-  // Port states as we drive them, [node][port], starting from what discovery read.
-  std::vector<std::vector<PortState>> state(topo.size());
-  for (NodeIndex i = 0; i < topo.size(); ++i)
-    for (const auto& p : topo.node(i).ports) state[i].push_back(p.attrs.state);
 
   // Runs one phase: `issue` submits SMPs through `send`; each completion may record an error.
   auto phase = [&](const char* name, const std::function<void(const Sender&)>& issue) {
@@ -76,14 +82,35 @@ ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidA
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
   std::vector<std::vector<RawAttr>> raw = dr.portInfo;
-  auto portSet = [&](NodeIndex n, unsigned p, const mad::PortInfoSet& set) {
+  // Called when a PortInfo Set is acknowledged: the port now holds what was sent.
+  auto portSetDone = [&](NodeIndex n, unsigned p, const mad::PortInfoSet& set, const RawAttr& sent) {
+    fabric::PortAttrs& a = attrs[n][p];
+    if (set.lid) a.lid = fabric::Lid{*set.lid};
+    if (set.lmc) a.lmc = *set.lmc;
+    if (set.smLid) a.smLid = fabric::Lid{*set.smLid};
+    if (set.state) a.state = static_cast<PortState>(*set.state);
+    if (set.neighborMtu) a.neighborMtu = *set.neighborMtu;
+    if (set.operVls) a.operVls = *set.operVls;
+    portChanged[n][p] = true;
+    RawAttr& held = dr.portInfo[n][p];
+    held = sent;
+    // On a Set the state fields are commands; what is kept is the state the port is now in.
+    mad_set_field(held.data(), 0, IB_PORT_STATE_F, static_cast<uint32_t>(a.state));
+    mad_set_field(held.data(), 0, IB_PORT_PHYS_STATE_F, a.physState);
+  };
+  // Sends a PortInfo Set built on what the port holds; onOk runs once it is acknowledged.
+  auto setPort = [&](const Sender& send, NodeIndex n, unsigned p, const mad::PortInfoSet& set,
+                     std::function<void()> onOk) {
     mad::applyPortInfoSet(set, raw[n][p].data());
     const fabric::Node& node = topo.node(n);
     const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
                                       ? node.ports[p].route : node.route;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
     std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
-    return smp;
+    send(n, std::move(smp), [&, n, p, set, sent = raw[n][p], onOk = std::move(onOk)] {
+      portSetDone(n, p, set, sent);
+      onOk();
+    });
   };
 
   // Phase 1: endport LIDs, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already right.
@@ -106,7 +133,7 @@ ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidA
           set.neighborMtu = mtu(n, p);
           set.operVls = vls(n, p);
         }
-        send(n, portSet(n, p, set), [&report] { ++report.lidsSet; });
+        setPort(send, n, p, set, [&report] { ++report.lidsSet; });
       }
     }
   });
@@ -128,7 +155,14 @@ ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidA
         mad_set_field(d, 0, IB_SW_LINEAR_FDB_TOP_F, top);
         mad_set_field(d, 0, IB_SW_LIFE_TIME_F, opt.switchLifeTime);
         mad_set_field(d, 0, IB_SW_STATE_CHANGE_F, 1);  // write-1-to-clear PortStateChange
-        send(n, std::move(smp), [&held, top] { held.linearFdbTop = top; });
+        RawAttr sent;
+        std::copy_n(d, sent.size(), sent.begin());
+        mad_set_field(sent.data(), 0, IB_SW_STATE_CHANGE_F, 0);
+        send(n, std::move(smp), [&, n, top, sent] {
+          held.linearFdbTop = top;
+          dr.switchInfo[n] = sent;
+          switchChanged[n] = true;
+        });
       }
       const std::vector<uint8_t>& want = tables.lft[n];
       size_t blocks = (static_cast<size_t>(top) + kLftBlock) / kLftBlock;
@@ -157,42 +191,44 @@ ProgramReport Programmer::program(const DiscoveryResult& dr, const routing::LidA
       }
     }
   });
-  if (!opt.activate) return report;
+  if (opt.activate) {
+    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to ACTIVE.
+    // Switch port 0 has no link state of its own; a port already in the target state is left alone (a Set of
+    // the current state is rejected).
+    auto linkedPorts = [&](const std::function<void(NodeIndex, unsigned)>& f) {
+      for (NodeIndex n = 0; n < topo.size(); ++n)
+        for (unsigned p = 1; p <= topo.node(n).numPorts; ++p) {
+          const fabric::Port& port = topo.node(n).ports[p];
+          if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
+        }
+    };
+    phase("arm", [&](const auto& send) {
+      linkedPorts([&](NodeIndex n, unsigned p) {
+        if (attrs[n][p].state != PortState::kInit) return;
+        mad::PortInfoSet set;
+        set.state = static_cast<uint8_t>(PortState::kArmed);
+        set.neighborMtu = mtu(n, p);
+        set.operVls = vls(n, p);
+        setPort(send, n, p, set, [&report] { ++report.portsArmed; });
+      });
+    });
+    phase("activate", [&](const auto& send) {
+      linkedPorts([&](NodeIndex n, unsigned p) {
+        if (attrs[n][p].state != PortState::kArmed) return;
+        mad::PortInfoSet set;
+        set.state = static_cast<uint8_t>(PortState::kActive);
+        setPort(send, n, p, set, [&report] { ++report.portsActivated; });
+      });
+    });
+  }
 
-  // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to ACTIVE.
-  // Switch port 0 has no link state of its own; a port already in the target state is left alone (a Set of
-  // the current state is rejected).
-  auto linkedPorts = [&](const std::function<void(NodeIndex, unsigned)>& f) {
-    for (NodeIndex n = 0; n < topo.size(); ++n)
-      for (unsigned p = 1; p <= topo.node(n).numPorts; ++p) {
-        const fabric::Port& port = topo.node(n).ports[p];
-        if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
-      }
-  };
-  phase("arm", [&](const auto& send) {
-    linkedPorts([&](NodeIndex n, unsigned p) {
-      if (state[n][p] != PortState::kInit) return;
-      mad::PortInfoSet set;
-      set.state = static_cast<uint8_t>(PortState::kArmed);
-      set.neighborMtu = mtu(n, p);
-      set.operVls = vls(n, p);
-      send(n, portSet(n, p, set), [&, n, p] {
-        state[n][p] = PortState::kArmed;
-        ++report.portsArmed;
-      });
-    });
-  });
-  phase("activate", [&](const auto& send) {
-    linkedPorts([&](NodeIndex n, unsigned p) {
-      if (state[n][p] != PortState::kArmed) return;
-      mad::PortInfoSet set;
-      set.state = static_cast<uint8_t>(PortState::kActive);
-      send(n, portSet(n, p, set), [&, n, p] {
-        state[n][p] = PortState::kActive;
-        ++report.portsActivated;
-      });
-    });
-  });
+  fabric::Topology::AttrPatch patch;
+  for (NodeIndex n = 0; n < topo.size(); ++n) {
+    for (unsigned p = 0; p < attrs[n].size(); ++p)
+      if (portChanged[n][p]) patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs[n][p]);
+    if (switchChanged[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr.switchInfo[n].data()));
+  }
+  if (!patch.empty()) dr.topology = topo.withAttrs(patch);
   return report;
 }
 

@@ -63,7 +63,9 @@ struct ProgramReport {
 class Programmer {
  public:
   Programmer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
-  ProgramReport program(const DiscoveryResult& fabric, const routing::LidAssignment& lids,
+  // Updates `fabric` to what the switches and ports hold afterwards (attributes, PortInfo and SwitchInfo
+  // blocks), so a later targeted run sends only what changed since.
+  ProgramReport program(DiscoveryResult& fabric, const routing::LidAssignment& lids,
                         const routing::RoutingTables& tables, SwitchTableCache& cache, const ProgramOptions& options);
 
  private:

@@ -53,7 +53,8 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
 
 // LIDs, routes and programming for a fresh discovery result; publishes the new snapshot.
 fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report, bool stabilize) {
-  const fabric::Topology& topo = *found.topology;
+  const fabric::TopologyPtr discovered = found.topology;  // the programmer replaces found.topology
+  const fabric::Topology& topo = *discovered;
   if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
   for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
 
@@ -90,7 +91,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, options_.program);
   report.subnetUp = report.program.errors.empty();
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
-  report.ar = arProgrammer_.program(topo, routed->tables);
+  report.ar = arProgrammer_.program(*found.topology, routed->tables);
   for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
   for (const auto& e : report.ar.errors) report.warnings.push_back(e);
   if (state_ != SmState::kMaster) ++actCount_;

@@ -98,6 +98,13 @@ Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, Port
   return {};
 }
 
+TopologyPtr Topology::withAttrs(const AttrPatch& patch) const {
+  auto copy = std::make_shared<Topology>(*this);
+  for (const auto& [n, p, attrs] : patch.ports) copy->nodes_.at(n).ports.at(p.value).attrs = attrs;
+  for (const auto& [n, sw] : patch.switches) copy->nodes_.at(n).sw = sw;
+  return copy;
+}
+
 Result<TopologyPtr> TopologyBuilder::build() && {
   auto topo = std::make_shared<Topology>();
   topo->byGuid_ = std::move(byGuid_);

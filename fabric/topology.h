@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,15 @@ class Topology {
   // Where the SM sits (discovery's starting point); kNoNode for topologies read from a file.
   NodeIndex smNode() const { return smNode_; }
   PortNum smPort() const { return smPort_; }
+
+  // A copy with some attributes replaced (what the SM has since written to the ports and switches); nodes,
+  // links and routes stay as they are.
+  struct AttrPatch {
+    std::vector<std::tuple<NodeIndex, PortNum, PortAttrs>> ports;
+    std::vector<std::pair<NodeIndex, SwitchAttrs>> switches;
+    bool empty() const { return ports.empty() && switches.empty(); }
+  };
+  std::shared_ptr<const Topology> withAttrs(const AttrPatch& patch) const;
 
  private:
   friend class TopologyBuilder;

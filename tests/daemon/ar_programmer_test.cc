@@ -305,7 +305,8 @@ TEST_F(ArTest, PlainLftChangeReenablesAr) {
   ASSERT_NE(other, 0);
   changed.lft[sw][lid] = other;
   Programmer programmer(*fx.engine, fx.clock);
-  ProgramReport pr = programmer.program(fx.discover(), up.lids, changed, cache, ProgramOptions{});
+  DiscoveryResult fresh = fx.discover();
+  ProgramReport pr = programmer.program(fresh, up.lids, changed, cache, ProgramOptions{});
   EXPECT_EQ(pr.lftBlocksSent, 1u);
   EXPECT_FALSE(fx.fabric->arInfo(fake(sw)).enabled);
   ArReport r = ar.program(topo(), changed);

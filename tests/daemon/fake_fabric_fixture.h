@@ -54,7 +54,8 @@ struct FakeFabricFixture {
 
   // One SM cycle up to programmed LFTs and active links.
   struct Up {
-    DiscoveryResult found;
+    DiscoveryResult found;       // as the programmer left it
+    DiscoveryResult discovered;  // as discovery read it, before programming
     routing::LidAssignment lids;
     routing::RoutingTables tables;
     ProgramReport report;
@@ -69,6 +70,7 @@ struct FakeFabricFixture {
     auto tables = engineImpl->compute(*up.found.topology, up.lids, options);
     EXPECT_TRUE(tables) << (tables ? "" : tables.error().message);
     up.tables = *tables;
+    up.discovered = up.found;
     Programmer programmer(*engine, clock);
     up.report = programmer.program(up.found, up.lids, up.tables, cache, ProgramOptions{});
     EXPECT_TRUE(up.report.errors.empty()) << up.report.errors.front();

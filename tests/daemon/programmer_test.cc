@@ -103,11 +103,43 @@ TEST(Programmer, SendsOnlyWhatChanged) {
     if (p != old && t.node(sw).ports[p].connected()) other = static_cast<uint8_t>(p);
   ASSERT_NE(other, 0);
   changed.lft[sw][lid] = other;
-  ProgramReport third = programmer.program(fx.discover(), up.lids, changed, cache, ProgramOptions{});
+  DiscoveryResult fresh = fx.discover();
+  ProgramReport third = programmer.program(fresh, up.lids, changed, cache, ProgramOptions{});
   EXPECT_TRUE(third.errors.empty());
   EXPECT_EQ(third.lftBlocksSent, 1u);
   EXPECT_EQ(fx.fabric->receivedSets(mad::kAttrLft), lftSets + 1);
   EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), other);
+}
+
+TEST(Programmer, LeavesTheResultAtWhatTheFabricHolds) {
+  // A targeted update starts from the previous result, not from a fresh discovery: after programming, that
+  // result must say what the ports and switches now hold, so a second run sends nothing at all.
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  const fabric::Topology& t = *up.found.topology;
+  for (NodeIndex n = 0; n < t.size(); ++n) {
+    const fabric::Node& node = t.node(n);
+    for (unsigned p = 1; p <= node.numPorts; ++p) {
+      if (node.ports[p].connected()) {
+        EXPECT_EQ(node.ports[p].attrs.state, PortState::kActive);
+      }
+    }
+    if (node.isSwitch()) {
+      EXPECT_EQ(node.sw.linearFdbTop, up.lids.maxLid().value);
+    }
+    unsigned p = node.isSwitch() ? 0 : 1;
+    if (node.isSwitch() || node.ports[p].connected()) {
+      EXPECT_EQ(node.ports[p].attrs.lid, up.lids.base(n, PortNum{static_cast<uint8_t>(p)}));
+    }
+  }
+  const uint64_t sent = fx.engine->counters().sent;
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramReport again = programmer.program(up.found, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_TRUE(again.errors.empty()) << again.errors.front();
+  EXPECT_EQ(again.smps(), 0u);
+  EXPECT_EQ(fx.engine->counters().sent, sent);
 }
 
 TEST(Programmer, ReportsRefusedSets) {
@@ -118,7 +150,7 @@ TEST(Programmer, ReportsRefusedSets) {
   SwitchTableCache cache;
   auto up = fx.bringUp(cache);
   Programmer programmer(*fx.engine, fx.clock);
-  ProgramReport r = programmer.program(up.found, up.lids, up.tables, cache, ProgramOptions{});
+  ProgramReport r = programmer.program(up.discovered, up.lids, up.tables, cache, ProgramOptions{});
   EXPECT_FALSE(r.errors.empty());
   EXPECT_NE(r.errors.front().find("PROG001"), std::string::npos);
   EXPECT_EQ(r.portsArmed, 0u);
