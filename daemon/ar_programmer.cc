@@ -79,6 +79,12 @@ std::string checkGroups(const routing::ArTable& ar, const fabric::Node& node, co
 
 }  // namespace
 
+size_t ArProgrammer::count(ArCapability c) const {
+  size_t n = 0;
+  for (const auto& [guid, st] : switches_) n += st.capability == c;
+  return n;
+}
+
 ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::RoutingTables& tables) {
   ArReport report;
   // A switch that left the fabric is forgotten: when it comes back (maybe rebooted) it is probed and
@@ -158,6 +164,7 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
           mad::RequestOptions{options_.probeTimeout, 0u});
     }
   });
+  probesSent_ += report.probed;
   if (noAnswer)
     report.warnings.push_back("AR001 " + std::to_string(noAnswer) + " switch(es) do not answer AdaptiveRoutingInfo " +
                               "(one short attempt each): plain LFTs only");

@@ -75,6 +75,9 @@ class ArProgrammer {
   // and so turns AR off): every AR block is sent and AR enabled again; capabilities are kept.
   void forgetTables();
   void setOptions(ArOptions options) { options_ = options; }
+  // AdaptiveRoutingInfo probes sent over this SM's life: at most one per switch lifetime.
+  uint64_t probesSent() const { return probesSent_; }
+  size_t count(ArCapability c) const;  // switches known to have that capability
   const ArOptions& options() const { return options_; }
 
  private:
@@ -96,6 +99,7 @@ class ArProgrammer {
   const mad::Clock& clock_;
   ArOptions options_;
   std::unordered_map<fabric::Guid, SwitchState> switches_;
+  uint64_t probesSent_ = 0;
 };
 
 }  // namespace ibsm::daemon

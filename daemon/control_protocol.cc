@@ -234,6 +234,7 @@ Json doStatus(const ControlView& v) {
               {"dropped", m.dropped},   {"unexpected", m.unexpected}, {"unsolicited", m.unsolicited},
               {"send_errors", m.sendErrors}};
   j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates}};
+  j["ar"] = {{"probes", st.ar.probes}, {"capable", st.ar.capable}, {"incapable", st.ar.incapable}};
   j["log_level"] = st.logLevel;
   j["pid"] = st.pid;
   j["started"] = isoTime(st.started);

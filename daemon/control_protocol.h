@@ -120,6 +120,10 @@ struct StatusInfo {
   struct Traps {
     uint64_t received = 0, malformed = 0, duplicates = 0;
   } traps;
+  struct Ar {
+    uint64_t probes = 0;  // AdaptiveRoutingInfo probes sent since start (one per switch lifetime)
+    size_t capable = 0, incapable = 0;
+  } ar;
   std::string logLevel = "info";
   std::chrono::system_clock::time_point started;
   int pid = 0;

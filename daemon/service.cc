@@ -239,6 +239,8 @@ void Service::idle() {
   state_.updateStatus([&](StatusInfo& st) {
     st.mad = c;
     st.traps = {t.received, t.malformed, t.duplicates};
+    const ArProgrammer& ar = sm_.arProgrammer();
+    st.ar = {ar.probesSent(), ar.count(ArCapability::kCapable), ar.count(ArCapability::kIncapable)};
   });
 }
 

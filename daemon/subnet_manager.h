@@ -99,6 +99,7 @@ class SubnetManager {
     uint64_t received = 0, malformed = 0, duplicates = 0;
   };
   const TrapCounters& trapCounters() const { return traps_; }
+  const ArProgrammer& arProgrammer() const { return arProgrammer_; }
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
   void setOptions(SmOptions options) {

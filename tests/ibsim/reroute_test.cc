@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "routing/lft_dump.h"
@@ -129,6 +130,14 @@ TEST(Reroute, SpineLinkDownAndBack) {
   routing::CheckReport back = f.converge();
   EXPECT_EQ(back.switchLinks, initial.switchLinks);
   EXPECT_EQ(back.maxLoad, initial.maxLoad);  // balanced as at the start
+
+  // ibsim drops AdaptiveRoutingInfo: each switch cost one probe in the first sweep and none since.
+  RunOptions plain;
+  plain.preload = false;
+  RunResult st = f.sim->run({binPath("ibsmctl"), "--socket", f.sim->dir() + "/ibsm.sock", "--json", "status"}, plain);
+  nlohmann::json ar = nlohmann::json::parse(st.out, nullptr, false)["ar"];
+  EXPECT_EQ(ar.value("probes", 0u), f.built->switches().size()) << st.out;
+  EXPECT_EQ(ar.value("incapable", 0u), f.built->switches().size()) << st.out;
 }
 
 TEST(Reroute, WholeSwitchRemoved) {

@@ -112,6 +112,9 @@ Formatted status(const json& r, int64_t now) {
   if (const json& t = at(r, "traps"); t.is_object())
     row("Traps", "received " + num(t, "received") + ", malformed " + num(t, "malformed") + ", duplicates " +
                      num(t, "duplicates"));
+  if (const json& a = at(r, "ar"); a.is_object())
+    row("AR switches", num(a, "capable") + " capable, " + num(a, "incapable") + " not (" + num(a, "probes") +
+                           " probes sent)");
   row("Log level", r.value("log_level", "?"));
   row("Config", r.value("config", "?"));
   return {out, 0};
