@@ -27,7 +27,8 @@ const char* toString(SmState s) {
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar) {
+      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), mcastProgrammer_(engine, clock) {
+  if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
 }
 
@@ -44,7 +45,7 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   ev.cause = cause;
   ev.action = "heavy sweep";
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps();
+  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = applied->total;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
@@ -94,6 +95,11 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.ar = arProgrammer_.program(*found.topology, routed->tables);
   for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
   for (const auto& e : report.ar.errors) report.warnings.push_back(e);
+  mcastGroups_.dropMissingPorts(*found.topology);
+  programMulticast(*found.topology);
+  report.mcast = lastMcast_;
+  for (const auto& w : report.mcast.warnings) report.warnings.push_back(w);
+  for (const auto& e : report.mcast.errors) report.warnings.push_back(e);
   if (state_ != SmState::kMaster) ++actCount_;
   state_ = SmState::kMaster;
   ++sweeps_;
@@ -197,7 +203,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     }
   }
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps();
+  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = clock_.now() - eventTime;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
@@ -244,8 +250,16 @@ void SubnetManager::lightSweep() {
   queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
 }
 
+void SubnetManager::programMulticast(const fabric::Topology& topo) {
+  mcastVersion_ = mcastGroups_.version();
+  lastMcast_ = mcastProgrammer_.program(topo, mcastGroups_.routes(topo));
+}
+
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
+  // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as written).
+  if (snapshot_ && state_ == SmState::kMaster && mcastGroups_.version() != mcastVersion_)
+    programMulticast(*snapshot_->topology);
   const mad::TimePoint now = clock_.now();
   if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
     nextLightSweep_ = now + options_.lightSweepInterval;

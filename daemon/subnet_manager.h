@@ -14,6 +14,7 @@
 
 #include "daemon/ar_programmer.h"
 #include "daemon/discoverer.h"
+#include "daemon/mcast_programmer.h"
 #include "daemon/programmer.h"
 #include "mad/mad_engine.h"
 #include "routing/engine.h"
@@ -33,6 +34,7 @@ struct SmOptions {
   mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
+  bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
 };
 
 enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
@@ -46,6 +48,7 @@ struct SweepReport {
   mad::Duration routingTime{};
   ProgramReport program;
   ArReport ar;
+  McastReport mcast;
   mad::Duration total{};
   std::vector<std::string> warnings;
   bool subnetUp = false;  // every step succeeded: all LIDs set, all switches programmed, links activated
@@ -100,6 +103,9 @@ class SubnetManager {
   };
   const TrapCounters& trapCounters() const { return traps_; }
   const ArProgrammer& arProgrammer() const { return arProgrammer_; }
+  // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a change).
+  McastGroups& mcastGroups() { return mcastGroups_; }
+  const McastReport& lastMcastReport() const { return lastMcast_; }
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
   void setOptions(SmOptions options) {
@@ -115,6 +121,7 @@ class SubnetManager {
  private:
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
+  void programMulticast(const fabric::Topology& topo);
   std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
   void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
                        const std::vector<fabric::Guid>& switches, TopologyEvent& event);
@@ -125,6 +132,10 @@ class SubnetManager {
   Discoverer discoverer_;
   Programmer programmer_;
   ArProgrammer arProgrammer_;
+  McastGroups mcastGroups_;
+  McastProgrammer mcastProgrammer_;
+  McastReport lastMcast_;
+  uint64_t mcastVersion_ = 0;  // mcastGroups_.version() the MFTs were last written for
   SwitchTableCache cache_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   SmState state_ = SmState::kDiscovering;

@@ -274,6 +274,9 @@ FakeFabric::Answer FakeFabric::dispatch(Endpoint at, uint8_t method, uint16_t at
     case kAttrLft:
       if (!node.isSwitch()) break;
       return linearFdb(at.node, method, attrMod, data);
+    case kAttrMft:
+      if (!node.isSwitch()) break;
+      return multicastFdb(at.node, method, attrMod, data);
     case kAttrArInfo:
     case kAttrArGroupTable:
     case kAttrArLft:
@@ -405,6 +408,35 @@ FakeFabric::Answer FakeFabric::linearFdb(NodeIndex sw, uint8_t method, uint32_t 
   for (size_t i = 0; i < kLftBlock; ++i) out[i] = first + i < st.lft.size() ? st.lft[first + i] : 0xFF;
   mad_set_array(a.data.data(), 0, IB_LINEAR_FORW_TBL_F, out);
   return a;
+}
+
+FakeFabric::Answer FakeFabric::multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* req) {
+  NodeState& st = nodes_[sw];
+  Answer a;
+  a.kind = Answer::kReply;
+  uint32_t block = attrMod & 0x1FF, position = attrMod >> 28;
+  if ((block + 1) * kMftBlockMlids > switchAttrs(sw).multicastFdbCap ||
+      position * kMftPositionPorts > topo_->node(sw).numPorts || (attrMod & 0x0FFFFE00)) {
+    a.status = kStatusInvalidField;
+    return a;
+  }
+  if (method == kSet) st.mft[attrMod] = decodeMftBlock(req);
+  auto it = st.mft.find(attrMod);
+  encodeMftBlock(it == st.mft.end() ? MftBlock{} : it->second, a.data.data());
+  return a;
+}
+
+std::vector<unsigned> FakeFabric::mftPorts(NodeIndex sw, uint16_t mlid) const {
+  std::vector<unsigned> ports;
+  if (mlid < 0xC000) return ports;
+  uint32_t index = mlid - 0xC000u;
+  for (uint32_t pos = 0; pos * kMftPositionPorts <= topo_->node(sw).numPorts; ++pos) {
+    auto it = nodes_[sw].mft.find(mftAttrMod(index / kMftBlockMlids, pos));
+    if (it == nodes_[sw].mft.end()) continue;
+    for (unsigned i = 0; i < kMftPositionPorts; ++i)
+      if (it->second[index % kMftBlockMlids] >> i & 1) ports.push_back(pos * kMftPositionPorts + i);
+  }
+  return ports;
 }
 
 FakeFabric::Answer FakeFabric::adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod,

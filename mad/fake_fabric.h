@@ -12,6 +12,8 @@
 //    above Down on switch port 0 or on a port without link; a PortInfo Set reaching a CA through another port
 //    than the target one is refused with 0x1C). Other attributes come back at once with transport status 110
 //    (umad2sim's answer for MADs no SMA handles);
+//  - MulticastForwardingTable blocks are stored (Get/Set; a block past MulticastFDBCap or a position past
+//    NumPorts is refused with 0x1C); multicast packets themselves are never forwarded, as in ibsim;
 //  - the vendor adaptive-routing attributes (AdaptiveRoutingInfo, ARGroupTable, ARLinearForwardingTable) are
 //    dropped with status 110 unless a switch is given AR (setArMode); then they are stored per switch, a plain
 //    LFT Set turns AR off (no_fallback = 0), and single blocks can be made to fail with 0x1C.
@@ -19,7 +21,7 @@
 // end that has a LID and an SM LID; the trap is LID-routed to that SM LID (lost if it cannot get there) and
 // delivered as an unsolicited SubnTrap MAD into the attached port.
 //
-// Not emulated: M_Key, P_Key tables, SL2VL/VLArb, multicast, LMC-based LID ranges of switch port 0 beyond
+// Not emulated: M_Key, P_Key tables, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
 // base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
 #pragma once
 
@@ -35,6 +37,7 @@
 #include "mad/ar.h"
 #include "mad/fake_mad_port.h"
 #include "mad/mad_packet.h"
+#include "mad/smp.h"
 
 namespace ibsm::mad {
 
@@ -125,6 +128,8 @@ class FakeFabric {
   ArInfo arInfo(NodeIndex sw) const;
   ArPortMask arGroup(NodeIndex sw, uint16_t group) const;
   ArLftEntry arLft(NodeIndex sw, uint16_t lid) const;
+  // Ports in the switch's MFT entry for mlid (nothing where no block was written).
+  std::vector<unsigned> mftPorts(NodeIndex sw, uint16_t mlid) const;
 
  private:
   using Raw = std::array<uint8_t, kSmpDataSize>;
@@ -138,6 +143,7 @@ class FakeFabric {
     std::vector<ArPortMask> arGroups;     // grows as blocks are written
     std::vector<ArLftEntry> arLft;        // grows as blocks are written
     std::set<std::pair<uint16_t, uint32_t>> rejected;
+    std::map<uint32_t, MftBlock> mft;     // by attribute modifier (position << 28 | block)
   };
   struct Endpoint {
     NodeIndex node;
@@ -159,6 +165,7 @@ class FakeFabric {
   Answer portInfo(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* data);
   Answer switchInfo(NodeIndex sw, uint8_t method, const uint8_t* data);
   Answer linearFdb(NodeIndex sw, uint8_t method, uint32_t block, const uint8_t* data);
+  Answer multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* data);
   Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
   bool setPortState(NodeIndex node, unsigned port, uint8_t state);
   void setLinkState(NodeIndex node, unsigned port, uint8_t state, uint8_t physState);

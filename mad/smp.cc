@@ -250,4 +250,18 @@ void encodeSmInfo(const SmInfo& s, uint8_t* d) {
   set(d, IB_SMINFO_STATE_F, s.state);
 }
 
+// Entries are big-endian 16-bit masks; libibmad has the block only as one opaque array field.
+MftBlock decodeMftBlock(const uint8_t* d) {
+  MftBlock b{};
+  for (unsigned i = 0; i < kMftBlockMlids; ++i) b[i] = static_cast<uint16_t>(d[2 * i] << 8 | d[2 * i + 1]);
+  return b;
+}
+
+void encodeMftBlock(const MftBlock& b, uint8_t* d) {
+  for (unsigned i = 0; i < kMftBlockMlids; ++i) {
+    d[2 * i] = static_cast<uint8_t>(b[i] >> 8);
+    d[2 * i + 1] = static_cast<uint8_t>(b[i]);
+  }
+}
+
 }  // namespace ibsm::mad

@@ -3,6 +3,7 @@
 // fabric is untrusted input.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,6 +72,15 @@ void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
 
 fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* data);
 void encodeSwitchInfo(const fabric::SwitchAttrs& attrs, uint8_t* data);  // for fakes and tests
+
+// MulticastForwardingTable (IBA 14.2.5.12): one block holds 32 MLIDs (block b: MLIDs 0xC000 + 32b ...) for 16
+// ports (position p: ports 16p ... 16p + 15), each entry a port bit mask, bit i = port 16p + i.
+inline constexpr unsigned kMftBlockMlids = 32;
+inline constexpr unsigned kMftPositionPorts = 16;
+using MftBlock = std::array<uint16_t, kMftBlockMlids>;
+inline uint32_t mftAttrMod(uint32_t block, uint32_t position) { return position << 28 | (block & 0x1FF); }
+MftBlock decodeMftBlock(const uint8_t* data);
+void encodeMftBlock(const MftBlock& block, uint8_t* data);
 
 // SMInfo (IBA 14.2.5.13).
 struct SmInfo {

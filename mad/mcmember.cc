@@ -1,0 +1,70 @@
+#include "mad/mcmember.h"
+
+#include <infiniband/mad.h>
+
+#include <algorithm>
+
+namespace ibsm::mad {
+
+namespace {
+uint32_t get(const uint8_t* d, enum MAD_FIELDS f) { return mad_get_field(const_cast<uint8_t*>(d), 0, f); }
+void set(uint8_t* d, enum MAD_FIELDS f, uint32_t v) { mad_set_field(d, 0, f, v); }
+// Byte offsets of the fields libibmad has no entry for.
+uint64_t be64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+}
+void putBe64(uint64_t v, uint8_t* p) {
+  for (int i = 7; i >= 0; --i, v >>= 8) p[i] = static_cast<uint8_t>(v);
+}
+constexpr size_t kMtuByte = 38, kRateByte = 42, kLifeByte = 43, kHopByte = 47, kScopeByte = 48;
+}  // namespace
+
+McMemberRecord decodeMcMemberRecord(const uint8_t* d) {
+  McMemberRecord r;
+  r.mgid = {be64(d), be64(d + 8)};
+  r.portGid = {be64(d + 16), be64(d + 24)};
+  r.qkey = get(d, IB_SA_MCM_QKEY_F);
+  r.mlid = static_cast<uint16_t>(get(d, IB_SA_MCM_MLID_F));
+  r.mtuSelector = d[kMtuByte] >> 6;
+  r.mtu = static_cast<uint8_t>(get(d, IB_SA_MCM_MTU_F));
+  r.tclass = static_cast<uint8_t>(get(d, IB_SA_MCM_TCLASS_F));
+  r.pkey = static_cast<uint16_t>(get(d, IB_SA_MCM_PKEY_F));
+  r.rateSelector = d[kRateByte] >> 6;
+  r.rate = static_cast<uint8_t>(get(d, IB_SA_MCM_RATE_F));
+  r.lifeSelector = d[kLifeByte] >> 6;
+  r.packetLifeTime = d[kLifeByte] & 0x3F;
+  r.sl = static_cast<uint8_t>(get(d, IB_SA_MCM_SL_F));
+  r.flowLabel = get(d, IB_SA_MCM_FLOW_LABEL_F);
+  r.hopLimit = d[kHopByte];
+  r.scope = d[kScopeByte] >> 4;
+  r.joinState = static_cast<uint8_t>(get(d, IB_SA_MCM_JOIN_STATE_F));
+  r.proxyJoin = get(d, IB_SA_MCM_PROXY_JOIN_F) != 0;
+  return r;
+}
+
+void encodeMcMemberRecord(const McMemberRecord& r, uint8_t* d) {
+  std::fill_n(d, kMcMemberRecordSize, 0);
+  putBe64(r.mgid.prefix, d);
+  putBe64(r.mgid.guid, d + 8);
+  putBe64(r.portGid.prefix, d + 16);
+  putBe64(r.portGid.guid, d + 24);
+  set(d, IB_SA_MCM_QKEY_F, r.qkey);
+  set(d, IB_SA_MCM_MLID_F, r.mlid);
+  set(d, IB_SA_MCM_MTU_F, r.mtu);
+  d[kMtuByte] = static_cast<uint8_t>(d[kMtuByte] | (r.mtuSelector & 3) << 6);
+  set(d, IB_SA_MCM_TCLASS_F, r.tclass);
+  set(d, IB_SA_MCM_PKEY_F, r.pkey);
+  set(d, IB_SA_MCM_RATE_F, r.rate);
+  d[kRateByte] = static_cast<uint8_t>(d[kRateByte] | (r.rateSelector & 3) << 6);
+  d[kLifeByte] = static_cast<uint8_t>((r.lifeSelector & 3) << 6 | (r.packetLifeTime & 0x3F));
+  set(d, IB_SA_MCM_SL_F, r.sl);
+  set(d, IB_SA_MCM_FLOW_LABEL_F, r.flowLabel);
+  d[kHopByte] = r.hopLimit;
+  set(d, IB_SA_MCM_JOIN_STATE_F, r.joinState);
+  d[kScopeByte] = static_cast<uint8_t>(d[kScopeByte] | (r.scope & 0xF) << 4);
+  set(d, IB_SA_MCM_PROXY_JOIN_F, r.proxyJoin);
+}
+
+}  // namespace ibsm::mad
