@@ -17,6 +17,7 @@ namespace {
 using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void()>)>;
 constexpr size_t kLftBlock = 64;
 constexpr uint8_t kLinkUp = 5;
+constexpr uint32_t kClientReregSupported = 1u << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
 }  // namespace
 
 size_t ProgramReport::smps() const {
@@ -107,6 +108,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
                                       ? node.ports[p].route : node.route;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
     std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
+    mad_set_field(raw[n][p].data(), 0, IB_PORT_CLIENT_REREG_F, 0);  // a command, not kept by the port
     send(n, std::move(smp), [&, n, p, set, sent = raw[n][p], onOk = std::move(onOk)] {
       portSetDone(n, p, set, sent);
       onOk();
@@ -123,8 +125,11 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         routing::LidRange range = lids.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
         if (range.base.value == 0 || !port.attrs.valid) continue;
         if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
-        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid) continue;
+        const bool rereg = opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
+        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid && !rereg)
+          continue;
         mad::PortInfoSet set;
+        if (rereg) set.clientReregister = true;
         set.lid = range.base.value;
         set.lmc = range.lmc;
         set.smLid = smLid;

@@ -41,6 +41,9 @@ struct ProgramOptions {
   uint8_t subnetTimeout = 18;   // 4.096 us * 2^18 ~ 1 s, as OpenSM's default
   uint8_t switchLifeTime = 18;  // SwitchInfo LifeTime (packet lifetime in the switch)
   bool activate = true;         // bring ports to ARMED and ACTIVE
+  // Ask every CA port that supports it to re-register (PortInfo ClientReregister): set on the first run after
+  // this SM became master, so hosts join their multicast groups and subscriptions again with the new SM.
+  bool clientReregister = false;
 };
 
 struct PhaseStats {

@@ -89,7 +89,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
     if (routing::checkRoutes(topo, assigned->lids, stable, co).ok()) routed->tables = std::move(stable);
     else report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
-  report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, options_.program);
+  ProgramOptions program = options_.program;
+  program.clientReregister = state_ != SmState::kMaster;  // first run as master: hosts re-register with us
+  report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.subnetUp = report.program.errors.empty();
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
   report.ar = arProgrammer_.program(*found.topology, routed->tables);

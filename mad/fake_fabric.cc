@@ -46,6 +46,7 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
         a.mtuCap = 4;
         a.vlCap = 4;
       }
+      if (!node.isSwitch()) a.capMask |= 1u << 25;  // IsClientReregistrationSupported, as HCAs report
       if (options_.boot || !a.valid) {
         a.lid = fabric::Lid{0};
         a.smLid = fabric::Lid{0};
@@ -322,6 +323,7 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
         if (uint32_t v = get(req, IB_PORT_NEIGHBOR_MTU_F)) set(pi, IB_PORT_NEIGHBOR_MTU_F, v);
         set(pi, IB_PORT_HOQ_LIFE_F, get(req, IB_PORT_HOQ_LIFE_F));
       }
+      if (!node.isSwitch() && get(req, IB_PORT_CLIENT_REREG_F)) ++reregistrations_;
       uint8_t want = static_cast<uint8_t>(get(req, IB_PORT_STATE_F));
       // The LID is written even when the state change is refused, as in ibsim.
       if (want != 0 && !setPortState(at.node, port, want)) a.status = kStatusInvalidField;

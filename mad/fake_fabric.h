@@ -109,6 +109,7 @@ class FakeFabric {
   uint64_t droppedByRate() const { return droppedByRate_; }
   uint64_t trapsSent() const { return trapsSent_; }
   uint64_t trapsLost() const { return trapsLost_; }
+  uint64_t clientReregistrations() const { return reregistrations_; }  // CA PortInfo Sets with ClientReregister
   // Every SMP that reached an SMA, in order, with the status it was answered with.
   struct SmpRecord {
     NodeIndex node;
@@ -185,7 +186,7 @@ class FakeFabric {
   double dropRate_ = 0;
   std::mt19937_64 rng_{1};
   std::map<uint16_t, uint64_t> received_, receivedSets_;
-  uint64_t receivedTotal_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0, trapsLost_ = 0;
+  uint64_t receivedTotal_ = 0, reregistrations_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0, trapsLost_ = 0;
   std::vector<SmpRecord> log_;
 };
 

@@ -111,6 +111,29 @@ TEST(Programmer, SendsOnlyWhatChanged) {
   EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), other);
 }
 
+// A new master asks every host to re-register, once per CA port (also where the LID is already right), and
+// the command is not repeated by later Sets of the same port.
+TEST(Programmer, ClientReregisterOncePerPort) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  EXPECT_EQ(fx.fabric->clientReregistrations(), 0u);
+  size_t caPorts = 0;
+  for (NodeIndex n : up.found.topology->cas())
+    for (unsigned p = 1; p <= up.found.topology->node(n).numPorts; ++p) caPorts += up.found.topology->node(n).ports[p].connected();
+  DiscoveryResult again = fx.discover();
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramOptions rereg;
+  rereg.clientReregister = true;
+  ProgramReport r = programmer.program(again, up.lids, up.tables, cache, rereg);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_EQ(fx.fabric->clientReregistrations(), caPorts);
+  ProgramReport later = programmer.program(again, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_EQ(later.smps(), 0u);
+  EXPECT_EQ(fx.fabric->clientReregistrations(), caPorts);
+}
+
 TEST(Programmer, LeavesTheResultAtWhatTheFabricHolds) {
   // A targeted update starts from the previous result, not from a fresh discovery: after programming, that
   // result must say what the ports and switches now hold, so a second run sends nothing at all.
