@@ -15,6 +15,7 @@ using mad::Gid;
 namespace {
 
 constexpr size_t kMaxHops = 64;
+constexpr uint64_t kPirCapMaskBit = 1ULL << 7;
 
 uint8_t responseMethod(uint8_t method) {
   switch (method) {
@@ -332,8 +333,16 @@ SaServer::Answer SaServer::portInfoRecords(const Query& q) {
       uint8_t pi[64] = {};
       mad::encodePortInfo(attrs, pi);
       mad::setPortInfoRecordExtras(pi, pn.value, options_.gidPrefix);
+      // CapabilityMask (mask bit 7) matches when the port has every requested capability, as OpenSM does
+      // (saquery -s asks for IsSM ports this way); the other fields must be equal.
+      uint32_t wantCaps = mad::portInfoCapMask(mad::saData(q.mad) + 4);
+      if ((q.sa.compMask & kPirCapMaskBit) && (attrs.capMask & wantCaps) != wantCaps) continue;
       mad::encodePortInfoRecord(lid, pn.value, pi, a.add());
-      SA_FILTER(mad::kSaAttrPortInfoRecord, a, q);
+      if (!mad::recordMatches(mad::kSaAttrPortInfoRecord, q.sa.compMask & ~kPirCapMaskBit, mad::saData(q.mad),
+                              a.records.data() + (a.count - 1) * stride)) {
+        a.records.resize(a.records.size() - stride);
+        --a.count;
+      }
     }
   }
   return a;

@@ -223,6 +223,8 @@ NodeRecordView decodeNodeRecord(const uint8_t* rec) {
   return v;
 }
 
+uint32_t portInfoCapMask(const uint8_t* pi) { return get(pi, IB_PORT_CAPMASK_F); }
+
 void encodePortInfoRecord(uint16_t lid, uint8_t port, const uint8_t* portInfo, uint8_t* rec) {
   std::memset(rec, 0, kPortInfoRecordSize);
   put16(rec, lid);

@@ -133,6 +133,7 @@ NodeRecordView decodeNodeRecord(const uint8_t* rec);
 // PortInfoRecord: EndportLID, PortNum, PortInfo (64 bytes, as mad/smp.h encodes it).
 // PortInfo fields the SA fills in that the topology does not keep: LocalPortNum, GidPrefix.
 void setPortInfoRecordExtras(uint8_t* portInfo, uint8_t localPort, uint64_t gidPrefix);
+uint32_t portInfoCapMask(const uint8_t* portInfo);
 void encodePortInfoRecord(uint16_t lid, uint8_t port, const uint8_t* portInfo, uint8_t* rec);
 
 struct LinkRecord {
