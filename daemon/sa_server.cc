@@ -690,7 +690,8 @@ SaServer::Answer SaServer::informInfo(const Query& q) {
       subscriber = Gid{options_.gidPrefix, portGuidOf(q.snapshot->topology->node(e->node), e->port).value};
   }
   auto same = [&](const Subscriber& s) {
-    return s.gid == subscriber && s.info.trapNumber == info.trapNumber && s.info.type == info.type &&
+    // A subscription belongs to the port that sent it (its LID), whatever the snapshot says of that LID now.
+    return s.addr.lid == q.mad.addr.lid && s.info.trapNumber == info.trapNumber && s.info.type == info.type &&
            s.info.producerType == info.producerType && s.info.qpn == info.qpn && s.info.lidBegin == info.lidBegin &&
            s.info.lidEnd == info.lidEnd;
   };
