@@ -652,7 +652,14 @@ SaServer::Answer SaServer::serviceRecords(const Query& q) {
   mad::ServiceRecord rec = mad::decodeServiceRecord(query);
   if (method == mad::kSet) {
     // The key of a service is (ServiceID, ServiceGID, ServiceP_Key) (IBA 15.2.5.14); a Set replaces it.
-    if (q.snapshot && !endportByGid(*q.snapshot, rec.gid, options_.gidPrefix)) return fail(mad::kStatusInvalidGid);
+    // A zero ServiceGID: the service is on the requester's own port.
+    if (q.snapshot && rec.gid == Gid{}) {
+      if (auto e = endportByLid(*q.snapshot, q.mad.addr.lid))
+        rec.gid = Gid{options_.gidPrefix, portGuidOf(q.snapshot->topology->node(e->node), e->port).value};
+    }
+    // osmtest registers with a zero GID prefix: the port GUID is what must exist (the record keeps the GID).
+    Gid check = rec.gid.prefix ? rec.gid : Gid{options_.gidPrefix, rec.gid.guid};
+    if (q.snapshot && !endportByGid(*q.snapshot, check, options_.gidPrefix)) return fail(mad::kStatusInvalidGid);
     std::erase_if(services_, [&](const Service& s) {
       return s.rec.id == rec.id && s.rec.gid == rec.gid && s.rec.pkey == rec.pkey;
     });
