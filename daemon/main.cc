@@ -20,6 +20,7 @@
 #include "daemon/event_loop.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/sa_server.h"
 #include "daemon/service.h"
 #include "daemon/subnet_manager.h"
 #include "fabric/topology_file.h"
@@ -182,6 +183,18 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
               daemon::Logger& log, std::function<void()>& onReload) {
   daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  daemon::SaServer sa(
+      clock, [&sm] { return sm.snapshot(); },
+      [&sm] {
+        mad::SmInfo i;
+        i.priority = sm.options().priority;
+        i.smKey = sm.options().smKey;
+        i.state = static_cast<uint8_t>(sm.state());
+        return i;
+      });
+  daemon::SaAgent saAgent(engine, sa);
+  sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
+                   [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });
   daemon::Notifier notify;
   daemon::EventLog events;
   daemon::StatePublisher state;
@@ -209,6 +222,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   // sm.tick() handles received MADs (SMInfo, traps), runs batched targeted updates and light sweeps.
   loop.run(10ms, [&] {
     sm.tick();
+    saAgent.poll();
     service.idle();
   });
   onReload = nullptr;

@@ -278,6 +278,7 @@ void SubnetManager::tick() {
 }
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
+  if (h.mgmtClass == mad::kClassSubnAdm) return saHandler_ ? saHandler_(mad) : void();
   bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
   if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
     ++traps_.received;
@@ -297,6 +298,7 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
       ++traps_.duplicates;
       return;
     }
+    if (noticeHandler_) noticeHandler_(*notice);
     auto snap = snapshot_;
     if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
     // The switch the trap is about, or the switches next to the CA it is about.

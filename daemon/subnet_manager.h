@@ -17,6 +17,7 @@
 #include "daemon/mcast_programmer.h"
 #include "daemon/programmer.h"
 #include "mad/mad_engine.h"
+#include "mad/notice.h"
 #include "routing/engine.h"
 
 namespace ibsm::daemon {
@@ -92,6 +93,11 @@ class SubnetManager {
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
   // Queues switches for a targeted update (control socket "resweep", tests).
   void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause);
+  // Subnet Administration: class 0x03 MADs go to sa; every accepted (non-duplicate) trap to notice.
+  void setSaHandlers(std::function<void(const mad::MadPacket&)> sa, std::function<void(const mad::Notice&)> notice) {
+    saHandler_ = std::move(sa);
+    noticeHandler_ = std::move(notice);
+  }
 
   SmState state() const { return state_; }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
@@ -158,6 +164,8 @@ class SubnetManager {
   std::map<std::tuple<uint16_t, uint16_t, uint8_t>, mad::TimePoint> recentTraps_;
   std::function<void(const TopologyEvent&)> onEvent_;
   TrapCounters traps_;
+  std::function<void(const mad::MadPacket&)> saHandler_;
+  std::function<void(const mad::Notice&)> noticeHandler_;
 };
 
 }  // namespace ibsm::daemon

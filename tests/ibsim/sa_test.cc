@@ -1,0 +1,116 @@
+// The SA of ibsmd (daemon mode) on ibsim, queried with saquery from another host: NodeRecords, LinkRecords,
+// PortInfoRecords, SMInfoRecord and PathRecords must agree with what ibnetdiscover reads from the fabric.
+// umad2sim has no RMPP and cuts MADs to 256 bytes, so queries are made so that their answer fits one MAD (as
+// with OpenSM here, only the first segment of a larger answer reaches saquery).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "routing/lid_assignment.h"
+#include "tests/ibsim/ibsim_fabric.h"
+
+namespace ibsm::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kHost = "H-0000000000100002";  // where saquery and ibnetdiscover attach
+
+// "name....value" lines of saquery's dump -> value of the first line with that name.
+std::string field(const std::string& out, const std::string& name) {
+  std::smatch m;
+  std::regex re("(^|\\s)" + name + "\\.*:?\\.+([^\\n]*)");
+  if (!std::regex_search(out, m, re)) return "";
+  return m[2];
+}
+uint64_t num(const std::string& s) {
+  try {
+    return std::stoull(s, nullptr, 0);
+  } catch (const std::exception&) {
+    return ~0ULL;  // not a number: fails the comparison it is used in
+  }
+}
+
+TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
+  auto sim = startFabric("--kary-ntree 2,2");
+  std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
+                         "--sweep-interval", "0"});
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 15s;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sim->output(sm);
+    ASSERT_TRUE(sim->running(sm)) << sim->output(sm);
+    std::this_thread::sleep_for(50ms);
+  }
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  auto topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  auto lids = routing::LidAssignment::fromTopology(*topo);
+  auto saquery = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "saquery");
+    RunResult r = sim->run(args, diag);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.out;
+  };
+  size_t checked = 0;
+  for (fabric::NodeIndex i = 0; i < topo->size(); ++i) {
+    const auto& n = topo->node(i);
+    fabric::PortNum p{static_cast<uint8_t>(n.isSwitch() ? 0 : 1)};
+    uint16_t lid = lids.base(i, p).value;
+    ASSERT_NE(lid, 0) << n.description;
+    std::string nr = saquery({"NR", std::to_string(lid)});
+    EXPECT_EQ(num(field(nr, "node_guid")), n.guid.value) << nr;
+    EXPECT_EQ(num(field(nr, "port_guid")), n.port(p).guid.value ? n.port(p).guid.value : n.guid.value) << nr;
+    EXPECT_EQ(num(field(nr, "lid")), lid) << nr;
+    EXPECT_EQ(field(nr, "node_type"), n.isSwitch() ? "Switch" : "Channel Adapter") << nr;
+    EXPECT_EQ(field(nr, "NodeDescription"), n.description) << nr;
+    // Every link of the node, one LinkRecord query per port.
+    for (size_t q = 1; q < n.ports.size(); ++q) {
+      const auto& port = n.ports[q];
+      if (!port.connected()) continue;
+      std::string lr = saquery({"LR", std::to_string(lid) + "/" + std::to_string(q)});
+      const auto& peer = topo->node(port.peerNode);
+      uint16_t peerLid = lids.base(port.peerNode, peer.isSwitch() ? fabric::PortNum{0} : port.peerPort).value;
+      EXPECT_EQ(num(field(lr, "FromLID")), lid) << lr;
+      EXPECT_EQ(num(field(lr, "FromPort")), q) << lr;
+      EXPECT_EQ(num(field(lr, "ToLID")), peerLid) << lr;
+      EXPECT_EQ(num(field(lr, "ToPort")), port.peerPort.value) << lr;
+      ++checked;
+    }
+    if (!n.isSwitch()) {
+      std::string pir = saquery({"PIR", std::to_string(lid) + "/1"});
+      EXPECT_EQ(num(field(pir, "EndPortLid")), lid) << pir;
+      EXPECT_EQ(num(field(pir, "Lid")), lid) << pir;
+      EXPECT_EQ(num(field(pir, "SMLid")), 1u) << pir;  // ibsmd sits on leaf-0, which got LID 1
+    }
+  }
+  EXPECT_EQ(checked, 2 * topo->links().size());
+
+  std::string smir = saquery({"SMIR"});
+  EXPECT_EQ(num(field(smir, "GUID")), 0x200000u) << smir;  // ibsmd's port: leaf-0's port 0
+  EXPECT_EQ(num(field(smir, "SMState")), 3u) << smir;
+
+  // host-0 -> host-2: leaf, spine, leaf (4 links); host-0 -> host-1: 2 links.
+  auto lidOf = [&](uint64_t portGuid) {
+    auto p = topo->findPort(fabric::Guid{portGuid});
+    EXPECT_TRUE(p);
+    return lids.base(p->first, p->second).value;
+  };
+  for (auto [dst, hops] : {std::pair{0x100005ULL, 4u}, std::pair{0x100003ULL, 2u}}) {
+    uint16_t s = lidOf(0x100001), d = lidOf(dst);
+    std::string pr = saquery({"--src-to-dst", std::to_string(s) + ":" + std::to_string(d)});
+    EXPECT_EQ(num(field(pr, "slid")), s) << pr;
+    EXPECT_EQ(num(field(pr, "dlid")), d) << pr;
+    EXPECT_EQ(num(field(pr, "hop_flow_raw")) & 0xFF, hops) << pr;
+    EXPECT_EQ(num(field(pr, "sl")), 0u) << pr;
+  }
+  sim->stop(sm);
+}
+
+}  // namespace
+}  // namespace ibsm::testing
