@@ -19,6 +19,7 @@
 #include "daemon/dumps.h"
 #include "daemon/event_loop.h"
 #include "daemon/log.h"
+#include "daemon/mcast_sa.h"
 #include "daemon/notify.h"
 #include "daemon/sa_server.h"
 #include "daemon/service.h"
@@ -192,6 +193,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
         i.state = static_cast<uint8_t>(sm.state());
         return i;
       });
+  sa.setHandler(mad::kSaAttrMcMemberRecord, daemon::makeMcMemberHandler(sm.mcastGroups()));
   daemon::SaAgent saAgent(engine, sa);
   sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
                    [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });

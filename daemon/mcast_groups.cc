@@ -1,5 +1,7 @@
 #include "daemon/mcast_groups.h"
 
+#include "mad/sa.h"
+
 namespace ibsm::daemon {
 
 using mad::McMemberRecord;
@@ -9,13 +11,6 @@ namespace {
 
 constexpr uint16_t kErrNoResources = 0x0100, kErrReqInvalid = 0x0200, kErrInvalidGid = 0x0500,
                    kErrInsufficientComponents = 0x0600;
-
-// Rate enum (IBA table 205) -> Gb/s x 10, for comparisons; 0 for values the spec does not define.
-unsigned rateValue(uint8_t rate) {
-  static constexpr unsigned kRates[] = {0,   0,    25,   100,  300,  50,   200, 400,  600, 800, 1200,
-                                        140, 560,  1120, 1680, 250,  1000, 2000, 3000, 280, 500, 4000, 6000};
-  return rate < std::size(kRates) ? kRates[rate] : 0;
-}
 
 // Whether `have` satisfies a selector on `want` (compare: -1/0/1 of have against want).
 bool selects(uint8_t selector, int compare) {
@@ -114,8 +109,8 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
       if (req.rateSelector == static_cast<uint8_t>(mad::Selector::kExactly) ||
           (req.rateSelector == static_cast<uint8_t>(mad::Selector::kLess) && !port.rateCap))
         g.rate = req.rate;
-      bool fits = !port.rateCap || rateValue(g.rate) <= rateValue(port.rateCap);
-      if (!rateValue(g.rate) || !fits || !selects(req.rateSelector, cmp(rateValue(g.rate), rateValue(req.rate))))
+      bool fits = !port.rateCap || mad::enumTenths(g.rate) <= mad::enumTenths(port.rateCap);
+      if (!mad::enumTenths(g.rate) || !fits || !selects(req.rateSelector, cmp(mad::enumTenths(g.rate), mad::enumTenths(req.rate))))
         return fail(kErrReqInvalid, "the requested rate is not available on the member's link");
     }
     if (!(mask & mcm::kLife)) g.packetLifeTime = 18;
@@ -147,10 +142,10 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
     if ((mask & mcm::kMtuSelector) && (mask & mcm::kMtu) && !selects(req.mtuSelector, cmp(g.mtu, req.mtu)))
       return fail(kErrReqInvalid, "the group's MTU does not satisfy the request");
     if ((mask & mcm::kRateSelector) && (mask & mcm::kRate) &&
-        !selects(req.rateSelector, cmp(rateValue(g.rate), rateValue(req.rate))))
+        !selects(req.rateSelector, cmp(mad::enumTenths(g.rate), mad::enumTenths(req.rate))))
       return fail(kErrReqInvalid, "the group's rate does not satisfy the request");
     if (g.mtu > port.mtuCap) return fail(kErrReqInvalid, "the member's link cannot carry the group's MTU");
-    if (port.rateCap && rateValue(g.rate) > rateValue(port.rateCap))
+    if (port.rateCap && mad::enumTenths(g.rate) > mad::enumTenths(port.rateCap))
       return fail(kErrReqInvalid, "the member's link is slower than the group's rate");
   }
   uint8_t& state = it->second.members[req.portGid];

@@ -89,6 +89,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     if (set.lid) a.lid = fabric::Lid{*set.lid};
     if (set.lmc) a.lmc = *set.lmc;
     if (set.smLid) a.smLid = fabric::Lid{*set.smLid};
+    if (set.gidPrefix) a.gidPrefix = *set.gidPrefix;
     if (set.state) a.state = static_cast<PortState>(*set.state);
     if (set.neighborMtu) a.neighborMtu = *set.neighborMtu;
     if (set.operVls) a.operVls = *set.operVls;
@@ -126,13 +127,15 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         if (range.base.value == 0 || !port.attrs.valid) continue;
         if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
         const bool rereg = opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
-        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid && !rereg)
+        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid &&
+            port.attrs.gidPrefix == opt.gidPrefix && !rereg)
           continue;
         mad::PortInfoSet set;
         if (rereg) set.clientReregister = true;
         set.lid = range.base.value;
         set.lmc = range.lmc;
         set.smLid = smLid;
+        set.gidPrefix = opt.gidPrefix;
         set.subnetTimeout = opt.subnetTimeout;
         if (!node.isSwitch()) {
           set.neighborMtu = mtu(n, p);

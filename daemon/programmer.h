@@ -44,6 +44,7 @@ struct ProgramOptions {
   // Ask every CA port that supports it to re-register (PortInfo ClientReregister): set on the first run after
   // this SM became master, so hosts join their multicast groups and subscriptions again with the new SM.
   bool clientReregister = false;
+  uint64_t gidPrefix = 0xfe80000000000000ULL;  // subnet prefix written to every endport's PortInfo
 };
 
 struct PhaseStats {

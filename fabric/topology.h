@@ -52,6 +52,7 @@ struct PortAttrs {
   uint8_t mtuCap = 0, neighborMtu = 0;                 // 1=256 ... 5=4096
   uint8_t vlCap = 0, operVls = 0;                      // 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
   uint32_t capMask = 0;
+  uint64_t gidPrefix = 0;  // the subnet prefix of the port's GIDs (the SM sets it)
   bool valid = false;  // false when PortInfo was never read (e.g. a port of a node known only from a file)
 };
 

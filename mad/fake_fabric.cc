@@ -315,6 +315,7 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
       if (!node.isSwitch() || port == 0) {
         set(pi, IB_PORT_LID_F, get(req, IB_PORT_LID_F));
         set(pi, IB_PORT_SMLID_F, get(req, IB_PORT_SMLID_F));
+        mad_set_field64(pi, 0, IB_PORT_GID_PREFIX_F, mad_get_field64(const_cast<uint8_t*>(req), 0, IB_PORT_GID_PREFIX_F));
         set(pi, IB_PORT_LMC_F, get(req, IB_PORT_LMC_F));
         set(pi, IB_PORT_SUBN_TIMEOUT_F, get(req, IB_PORT_SUBN_TIMEOUT_F));
       }

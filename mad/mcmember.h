@@ -4,20 +4,14 @@
 // Scope, which it lacks, are read from their bytes here.
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
+
+#include "mad/sa.h"  // Gid
 
 namespace ibsm::mad {
 
 inline constexpr size_t kMcMemberRecordSize = 52;
-
-// TODO(merge): the same struct as mad/sa.h's Gid; one of the two goes when the SA branch lands.
-struct Gid {
-  uint64_t prefix = 0, guid = 0;
-  bool operator==(const Gid&) const = default;
-  auto operator<=>(const Gid&) const = default;
-};
 
 // Component mask bits (IBA table 194).
 namespace mcm {

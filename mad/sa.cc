@@ -423,4 +423,42 @@ void encodeClassPortInfo(const ClassPortInfo& c, uint8_t* rec) {
   set(rec, IB_CPI_TRAP_LID_F, c.trapLid);
 }
 
+unsigned rateTenthsGbps(const fabric::PortAttrs& a) {
+  unsigned lanes = 0;
+  switch (a.widthActive) {
+    case 1: lanes = 1; break;
+    case 2: lanes = 4; break;
+    case 4: lanes = 8; break;
+    case 8: lanes = 12; break;
+    case 16: lanes = 2; break;
+    default: lanes = 4;
+  }
+  unsigned lane = 25;  // SDR
+  if (a.speedExtActive & 4) lane = 500;
+  else if (a.speedExtActive & 2) lane = 250;
+  else if (a.speedExtActive & 1) lane = 140;
+  else if (a.speedActive & 4) lane = 100;
+  else if (a.speedActive & 2) lane = 50;
+  return lanes * lane;
+}
+
+namespace {
+constexpr std::pair<unsigned, uint8_t> kRates[] = {
+    {25, 2},    {50, 5},    {100, 3},   {140, 11},  {200, 6},   {250, 15},  {280, 19},  {300, 4},
+    {400, 7},   {500, 20},  {560, 12},  {600, 8},   {800, 9},   {1000, 16}, {1120, 13}, {1200, 10},
+    {1680, 14}, {2000, 17}, {3000, 18}, {4000, 21}, {6000, 22}};
+}  // namespace
+
+uint8_t rateEnum(unsigned tenths) {
+  uint8_t best = 2;
+  for (auto [t, e] : kRates)
+    if (t <= tenths) best = e;
+  return best;
+}
+unsigned enumTenths(uint8_t e) {
+  for (auto [t, x] : kRates)
+    if (x == e) return t;
+  return 0;
+}
+
 }  // namespace ibsm::mad

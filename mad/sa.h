@@ -5,6 +5,7 @@
 // (IBA 15.2.5.x: a record matches when every masked field is equal), driven by a per-record field table.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -98,6 +99,12 @@ inline const uint8_t* saData(const MadPacket& m) { return m.bytes.data() + kSaHe
 // bytes, copying the common and SA headers from header. A payload of 0 bytes gives one segment.
 std::vector<MadPacket> rmppSegments(const MadPacket& header, std::span<const uint8_t> payload);
 
+// Link rates: the data rate of a port's active link in tenths of Gb/s (4x QDR = 400), the rate enum of IBA
+// table 205 for the largest enum rate not above a data rate, and an enum's data rate (0 when undefined).
+unsigned rateTenthsGbps(const fabric::PortAttrs& attrs);
+uint8_t rateEnum(unsigned tenths);
+unsigned enumTenths(uint8_t rateEnum);
+
 // --- Records ---------------------------------------------------------------------------------------------
 // Sizes on the wire; the AttributeOffset of a table is the size rounded up to 8 bytes (IBA 15.2.5.x).
 inline constexpr size_t kNodeRecordSize = 108;
@@ -154,6 +161,7 @@ SmInfo decodeSmInfoRecord(const uint8_t* rec, uint16_t* lid);
 struct Gid {
   uint64_t prefix = 0, guid = 0;
   bool operator==(const Gid&) const = default;
+  auto operator<=>(const Gid&) const = default;
 };
 
 struct PathRecord {

@@ -158,6 +158,7 @@ fabric::PortAttrs decodePortInfo(const uint8_t* d) {
   a.speedSupported = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_SUPPORTED_F));
   a.speedActive = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_ACTIVE_F));
   a.capMask = get(d, IB_PORT_CAPMASK_F);
+  a.gidPrefix = mad_get_field64(const_cast<uint8_t*>(d), 0, IB_PORT_GID_PREFIX_F);
   // Extended speeds are valid only when CapabilityMask.IsExtendedSpeedsSupported (bit 14) is set.
   if (a.capMask & (1u << 14)) {
     a.speedExtActive = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
@@ -187,6 +188,7 @@ void encodePortInfo(const fabric::PortAttrs& a, uint8_t* d) {
   set(d, IB_PORT_LINK_SPEED_SUPPORTED_F, a.speedSupported);
   set(d, IB_PORT_LINK_SPEED_ACTIVE_F, a.speedActive);
   set(d, IB_PORT_CAPMASK_F, a.capMask);
+  mad_set_field64(d, 0, IB_PORT_GID_PREFIX_F, a.gidPrefix);
   if (a.capMask & (1u << 14)) {
     set(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, a.speedExtActive);
     set(d, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, a.speedExtSupported);
@@ -200,6 +202,7 @@ void encodePortInfo(const fabric::PortAttrs& a, uint8_t* d) {
 void applyPortInfoSet(const PortInfoSet& s, uint8_t* d) {
   if (s.lid) set(d, IB_PORT_LID_F, *s.lid);
   if (s.smLid) set(d, IB_PORT_SMLID_F, *s.smLid);
+  if (s.gidPrefix) mad_set_field64(d, 0, IB_PORT_GID_PREFIX_F, *s.gidPrefix);
   if (s.lmc) set(d, IB_PORT_LMC_F, *s.lmc);
   // State fields are commands on a Set: 0 means "no change". Speed/width enables are written back as read.
   set(d, IB_PORT_STATE_F, s.state.value_or(0));

@@ -67,6 +67,7 @@ struct PortInfoSet {
   std::optional<uint16_t> lid, smLid;
   std::optional<uint8_t> lmc, state, physState, neighborMtu, operVls, subnetTimeout, hoqLife;
   std::optional<bool> clientReregister;
+  std::optional<uint64_t> gidPrefix;
 };
 void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
 

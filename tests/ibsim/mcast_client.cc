@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad MGID %s\n", argv[2]);
     return 2;
   }
-  int classes[] = {IB_SA_CLASS};
-  struct ibmad_port* port = mad_rpc_open_port(nullptr, 0, classes, 1);
+  int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};  // resolving ourselves takes SMPs; umad2sim needs an agent per class
+  struct ibmad_port* port = mad_rpc_open_port(nullptr, 0, classes, 3);
   if (!port) {
     std::fprintf(stderr, "cannot open the port\n");
     return 1;
