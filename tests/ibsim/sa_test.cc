@@ -1,7 +1,7 @@
 // The SA of ibsmd (daemon mode) on ibsim, queried with saquery from another host: NodeRecords, LinkRecords,
 // PortInfoRecords, SMInfoRecord and PathRecords must agree with what ibnetdiscover reads from the fabric.
 // umad2sim has no RMPP and cuts MADs to 256 bytes, so queries are made so that their answer fits one MAD (as
-// with OpenSM here, only the first segment of a larger answer reaches saquery).
+// with OpenSM here, only the first segment of a larger answer reaches saquery). Then osmtest -f c.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -109,6 +109,17 @@ TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
     EXPECT_EQ(num(field(pr, "hop_flow_raw")) & 0xFF, hops) << pr;
     EXPECT_EQ(num(field(pr, "sl")), 0u) << pr;
   }
+
+  // OpenSM's osmtest, "create inventory": ClassPortInfo, then NodeRecord/PortInfoRecord/PathRecord/LinkRecord
+  // tables (only their first segment arrives here, as with OpenSM); it checks the answers' headers and writes
+  // what it got.
+  std::string inventory = sim->dir() + "/osmtest.dat";
+  RunResult osmtest = sim->run({"osmtest", "-f", "c", "-i", inventory}, diag);
+  EXPECT_NE(osmtest.out.find("TEST \"Create Inventory\" PASS"), std::string::npos) << osmtest.out << osmtest.err;
+  std::string inv = readFile(inventory);
+  EXPECT_NE(inv.find("DEFINE_NODE"), std::string::npos) << inv;
+  EXPECT_NE(inv.find("node_guid               0x0000000000200000"), std::string::npos) << inv;
+  EXPECT_NE(inv.find("DEFINE_LINK"), std::string::npos) << inv;
   sim->stop(sm);
 }
 
