@@ -55,13 +55,20 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
       std::string what = std::string("PROG001 ") + name + ": Set of attribute " + std::to_string(h ? h->attrId : 0) +
                          " mod " + std::to_string(h ? h->attrMod : 0) + " on " + fabric::toString(node.guid) + " (" +
                          node.description + ")";
-      engine_.submit(std::move(smp), [&, what, onOk = std::move(onOk)](const MadResult& r) {
-        if (r.ok() && r.header.status == 0) {
+      const bool portInfo = h && h->attrId == mad::kAttrPortInfo;
+      engine_.submit(std::move(smp), [&, what, portInfo, onOk = std::move(onOk)](const MadResult& r) {
+        // A PortState Set whose first attempt was applied but whose response was lost is refused on the retry
+        // (the port already has that state: status 0x1C, invalid attribute value). Only timeouts are retried,
+        // so a 0x1C after more than one attempt means an earlier attempt took effect; the next sweep reads the
+        // port and corrects it should that be wrong.
+        bool appliedEarlier = r.ok() && r.attempts > 1 && r.header.status == 0x1C && portInfo;
+        if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
           if (onOk) onOk();
           return;
         }
         ++st.errors;
-        report.errors.push_back(what + (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+        report.errors.push_back(what + (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") +
+                                 " (attempt " + std::to_string(r.attempts) + ")");
       });
     };
     issue(send);

@@ -1,0 +1,243 @@
+// Fault injection on ibsim: MAD loss across the whole fabric (ibsim's console `Error "node"[port] <rate>` on
+// every port of every switch), ibsmd killed with SIGKILL mid-sweep and restarted, a damaged guid2lid file, and
+// a full disk (RLIMIT_FSIZE on ibsmd) while it writes guid2lid and the dumps. In every case ibsmd must not
+// crash, must say what went wrong, and must leave a working subnet (route check on the switches' real tables,
+// read back with dump_lfts) with the LIDs it promised to keep.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "routing/lft_dump.h"
+#include "routing/lid_assignment.h"
+#include "routing/route_checker.h"
+#include "tests/ibsim/ibsim_fabric.h"
+
+namespace ibsm::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+constexpr const char* kDiagHost = "H-0000000000100000";
+constexpr const char* kUmad2Sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+std::string simId(const fabric::Node& n) {
+  return std::string(n.isSwitch() ? "S-" : "H-") + fabric::toString(n.guid).substr(2);
+}
+
+struct Fabric {
+  std::unique_ptr<Ibsim> sim;
+  fabric::TopologyPtr built;
+  std::string state;
+
+  explicit Fabric(const std::string& args) {
+    std::string net;
+    sim = startFabric(args, &net);
+    built = parseOrFail(net, "generated");
+    state = sim->dir() + "/state";
+  }
+  // Drop rate (percent) on every port of every switch, port 0 (the SMA) included: each SMP and each response
+  // crossing a switch may be lost.
+  // With allPorts false only port 0 of each switch drops.
+  void setLoss(int rate, bool allPorts = true) {
+    for (auto s : built->switches()) {
+      const fabric::Node& n = built->node(s);
+      for (unsigned p = 0; p <= (allPorts ? n.numPorts : 0u); ++p)
+        sim->console("Error \"" + simId(n) + "\"[" + std::to_string(p) + "] " + std::to_string(rate));
+    }
+  }
+  RunResult once(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{binPath("ibsmd"), "--once", "--routing", "minhop", "--state-dir", state};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    RunOptions o;
+    o.timeout = 50s;
+    return sim->run(argv, o);
+  }
+  // Port GUID -> base LID as the diags tools see the fabric now, and the route check of the real tables.
+  std::map<uint64_t, uint16_t> lidsSeen() {
+    RunOptions o;
+    o.simHost = kDiagHost;
+    RunResult r = sim->run({"ibnetdiscover"}, o);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    auto topo = parseOrFail(r.out, "ibnetdiscover");
+    std::map<uint64_t, uint16_t> out;
+    if (!topo) return out;
+    for (const auto& n : topo->nodes())
+      for (unsigned p = n.isSwitch() ? 0 : 1; p <= (n.isSwitch() ? 0u : n.numPorts); ++p)
+        if (n.isSwitch() || n.ports[p].connected()) out[n.ports[p].guid.value] = n.ports[p].attrs.lid.value;
+    return out;
+  }
+  void checkRoutes(size_t missingNodes = 0) {
+    RunOptions o;
+    o.simHost = kDiagHost;
+    RunResult disc = sim->run({"ibnetdiscover"}, o);
+    ASSERT_EQ(disc.exitCode, 0) << disc.err;
+    auto topo = parseOrFail(disc.out, "ibnetdiscover");
+    ASSERT_TRUE(topo);
+    ASSERT_EQ(topo->nodes().size() + missingNodes, built->nodes().size());
+    RunResult lfts = sim->run({"dump_lfts"}, o);
+    ASSERT_EQ(lfts.exitCode, 0) << lfts.err;
+    std::string text;
+    std::istringstream in(lfts.out);
+    for (std::string line; std::getline(in, line);)
+      if (!line.starts_with("***")) text += line + "\n";
+    auto tables = routing::parseLftDump(text, *topo, "dump_lfts");
+    ASSERT_TRUE(tables.ok()) << tables.error().message;
+    routing::CheckOptions co;
+    co.checkAr = co.checkArCdg = false;
+    routing::CheckReport rep = routing::checkRoutes(*topo, routing::LidAssignment::fromTopology(*topo), *tables, co);
+    EXPECT_GT(rep.pairs, 0u);
+    EXPECT_EQ(rep.unreachable, 0u) << routing::formatReportText(rep);
+    EXPECT_EQ(rep.loops, 0u);
+  }
+};
+
+size_t timeoutsIn(const std::string& out) {
+  std::smatch m;
+  static const std::regex re(R"(sweep: [0-9.]+ ms, [0-9]+ SMPs \(([0-9]+) timeouts\))");
+  return std::regex_search(out, m, re) ? std::stoul(m[1]) : 0;
+}
+
+routing::Guid2Lid readGuid2Lid(const std::string& path) {
+  auto parsed = routing::parseGuid2Lid(readFile(path), path);
+  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
+  return parsed.ok() ? *parsed : routing::Guid2Lid{};
+}
+
+std::vector<std::string> filesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
+  return out;
+}
+
+class MadLossTest : public ::testing::TestWithParam<int> {};
+
+// With every switch port dropping MADs, ibsmd --once still reaches SUBNET UP through its retries (more of them
+// at 30%, where one lost attempt in three would otherwise exhaust the default 3 retries on some MAD of a few
+// thousand); once the loss is lifted, the tables on the switches route every pair.
+TEST_P(MadLossTest, OnceReachesSubnetUpThroughRetries) {
+  Fabric f("--kary-ntree 4,2");
+  // Loss on every switch port compounds along a path (a 3-hop SMP and its answer cross ~8 lossy ports): fine
+  // at 10%, but at 30% most attempts would be lost, so 30% is applied at the switches' SMA port 0 only.
+  f.setLoss(GetParam(), GetParam() < 30);
+  RunResult r = f.once({"--mad-retries", GetParam() >= 30 ? "12" : "6", "--mad-timeout-ms", "200"});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos) << r.out << r.err;
+  EXPECT_GT(timeoutsIn(r.out), 0u) << "no MAD was lost: the loss did not take effect\n" << r.out;
+  f.setLoss(0);
+  f.checkRoutes();
+}
+INSTANTIATE_TEST_SUITE_P(Rates, MadLossTest, ::testing::Values(10, 30));
+
+// SIGKILL while the daemon is sweeping (as soon as it has saved guid2lid, i.e. while it programs the switches):
+// the restarted SM hands out the same LIDs and brings the subnet up with correct routes.
+TEST(FaultsTest, KilledMidSweepRestartsWithSameLids) {
+  Fabric f("--kary-ntree 4,3");
+  RunOptions o;
+  pid_t sm = f.sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", f.state, "--socket",
+                           f.sim->dir() + "/ibsm.sock"},
+                          o);
+  const std::string g2l = f.state + "/guid2lid";
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!fs::exists(g2l) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(fs::exists(g2l)) << f.sim->output(sm);
+  ::kill(sm, SIGKILL);
+  RunResult killed = f.sim->wait(sm, 10s);
+  bool wasUp = killed.out.find("SUBNET UP") != std::string::npos;
+  std::cout << "killed " << (wasUp ? "after" : "before") << " SUBNET UP\n";
+  routing::Guid2Lid before = readGuid2Lid(g2l);
+  ASSERT_FALSE(before.empty());
+
+  RunResult r = f.once();
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos);
+  EXPECT_EQ(readGuid2Lid(g2l), before);
+  auto seen = f.lidsSeen();
+  size_t compared = 0;
+  for (const auto& [guid, range] : before) {
+    auto it = seen.find(guid.value);
+    if (it == seen.end()) continue;
+    EXPECT_EQ(it->second, range.base.value) << fabric::toString(guid);
+    ++compared;
+  }
+  EXPECT_EQ(compared, seen.size());
+  f.checkRoutes();
+}
+
+// A guid2lid file cut in the middle of a line, or full of garbage: ibsmd logs STATE001 naming the file and
+// why, keeps the bad file aside as guid2lid.bad-<time> (byte for byte), writes a fresh map and comes up.
+TEST(FaultsTest, DamagedGuid2LidIsKeptAsideAndReplaced) {
+  Fabric f("--kary-ntree 4,2");
+  const std::string g2l = f.state + "/guid2lid";
+  RunResult first = f.once();
+  ASSERT_EQ(first.exitCode, 0) << first.out << first.err;
+  const std::string good = readFile(g2l);
+
+  struct Damage {
+    const char* what;
+    std::string text;
+  };
+  std::string cut = good.substr(0, good.find('\n', good.size() / 2) + 1);
+  cut += good.substr(cut.size(), good.find(' ', cut.size()) - cut.size() + 1);  // "0x... " with no LIDs
+  std::string garbage;
+  for (int i = 0; i < 3000; ++i) garbage.push_back(static_cast<char>((i * 7919 + 13) % 256));
+  for (const Damage& d : {Damage{"truncated", cut}, Damage{"garbage", garbage}}) {
+    SCOPED_TRACE(d.what);
+    for (const auto& old : filesStartingWith(f.state, "guid2lid.bad-")) fs::remove(old);
+    writeFile(g2l, d.text);
+    RunResult r = f.once();
+    EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos) << r.out << r.err;
+    EXPECT_NE(r.err.find("STATE001 " + g2l + ":"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kept as " + g2l + ".bad-"), std::string::npos) << r.err;
+    auto aside = filesStartingWith(f.state, "guid2lid.bad-");
+    ASSERT_EQ(aside.size(), 1u);
+    EXPECT_EQ(readFile(aside[0]), d.text);
+    EXPECT_FALSE(readGuid2Lid(g2l).empty());
+    f.checkRoutes();
+  }
+}
+
+// A full disk while guid2lid and the dumps are written (RLIMIT_FSIZE of 1 KiB on ibsmd, SIGXFSZ ignored as a
+// daemon would see ENOSPC): STATE002 and DUMP002 are logged, the SM still comes up, and the previous files are
+// intact (the temp file + rename never leaves a half-written one). Between the runs a host is unlinked, so
+// the second run had different dumps to write.
+TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
+  Fabric f("--kary-ntree 4,3");
+  RunResult first = f.once();
+  ASSERT_EQ(first.exitCode, 0) << first.out << first.err;
+  const std::vector<std::string> files{"guid2lid", "opensm-lfts.dump", "opensm-subnet.lst"};
+  std::map<std::string, std::string> before;
+  for (const auto& name : files) {
+    before[name] = readFile(f.state + "/" + name);
+    ASSERT_GT(before[name].size(), 1024u) << name << " must exceed the limit for the test to mean anything";
+  }
+  const fabric::Node& host = f.built->node(f.built->cas().back());
+  f.sim->console("Unlink \"" + simId(host) + "\"");
+
+  std::string cmd = "trap '' XFSZ; ulimit -f 1; LD_PRELOAD=" + std::string(kUmad2Sim) + " exec " + binPath("ibsmd") +
+                    " --once --routing minhop --state-dir " + f.state;
+  RunOptions o;
+  o.preload = false;
+  o.timeout = 50s;
+  RunResult r = f.sim->run({"/bin/bash", "-c", cmd}, o);
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("STATE002 cannot write " + f.state + "/guid2lid.tmp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("DUMP002"), std::string::npos) << r.err;
+  for (const auto& name : files) EXPECT_EQ(readFile(f.state + "/" + name), before[name]) << name;
+  EXPECT_TRUE(filesStartingWith(f.state, "").size() >= files.size());
+  for (const auto& p : filesStartingWith(f.state, "")) EXPECT_FALSE(p.ends_with(".tmp")) << p;
+
+  // With room again, the dumps follow the fabric (so the run above really had something new to write).
+  RunResult again = f.once();
+  ASSERT_EQ(again.exitCode, 0) << again.out << again.err;
+  EXPECT_NE(readFile(f.state + "/opensm-subnet.lst"), before["opensm-subnet.lst"]);
+  f.checkRoutes(1);
+}
+
+}  // namespace
+}  // namespace ibsm::testing
