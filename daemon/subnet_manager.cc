@@ -15,19 +15,9 @@ namespace ibsm::daemon {
 using fabric::Guid;
 using fabric::NodeIndex;
 
-const char* toString(SmState s) {
-  switch (s) {
-    case SmState::kNotActive: return "NOTACTIVE";
-    case SmState::kDiscovering: return "DISCOVERING";
-    case SmState::kStandby: return "STANDBY";
-    case SmState::kMaster: return "MASTER";
-  }
-  return "?";
-}
-
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar) {
+      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), sm_(smStateOptions(options_)) {
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
 }
 
@@ -37,9 +27,21 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
+  SmStateMachine::Decision decision = discoverSms(*found->topology);
+  if (decision.state != SmState::kMaster) {
+    // Another SM has (or will have) the fabric: leave it alone.
+    const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
+    report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
+                              (m ? ": master is " + fabric::toString(m->guid) + " (LID " + std::to_string(m->lid) +
+                                       ", priority " + std::to_string(m->priority) + ")"
+                                 : ""));
+    report.total = clock_.now() - start;
+    return report;
+  }
   auto applied = apply(std::move(*found), std::move(report), false);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
+  if (decision.handoverTo) sendSmInfoSet(*decision.handoverTo, SmControl::kHandover);
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = "heavy sweep";
@@ -61,6 +63,17 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   LoadedGuid2Lid persistent;
   if (!options_.guid2lidPath.empty()) persistent = loadGuid2Lid(options_.guid2lidPath);
   for (auto& w : persistent.warnings) report.warnings.push_back(std::move(w));
+  if (sm_.tookOver()) {
+    // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
+    routing::LidAssignment held = routing::LidAssignment::fromTopology(topo);
+    for (NodeIndex n = 0; n < topo.size(); ++n) {
+      const fabric::Node& node = topo.node(n);
+      for (unsigned p = node.isSwitch() ? 0 : 1; p < (node.isSwitch() ? 1u : node.ports.size()); ++p) {
+        routing::LidRange r = held.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
+        if (r.base.value != 0 && node.ports[p].guid.value != 0) persistent.map[node.ports[p].guid] = r;
+      }
+    }
+  }
   auto assigned = routing::assignLids(topo, persistent.map, options_.lmc);
   if (!assigned) return fabric::makeError("LID assignment failed: " + assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
@@ -94,8 +107,6 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.ar = arProgrammer_.program(*found.topology, routed->tables);
   for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
   for (const auto& e : report.ar.errors) report.warnings.push_back(e);
-  if (state_ != SmState::kMaster) ++actCount_;
-  state_ = SmState::kMaster;
   ++sweeps_;
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->topology = found.topology;
@@ -246,6 +257,7 @@ void SubnetManager::lightSweep() {
 
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
+  if (haTick()) return;
   const mad::TimePoint now = clock_.now();
   if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
     nextLightSweep_ = now + options_.lightSweepInterval;
@@ -302,6 +314,10 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
                               std::to_string(notice->lidAddr));
     return;
   }
+  if (smi && h.attrId == mad::kAttrSmInfo && h.method == mad::kSet) {
+    onSmInfoSet(mad, h);
+    return;
+  }
   if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
   mad::MadPacket reply = mad::makeResponse(mad);
   mad::SmInfo info;
@@ -309,13 +325,14 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
   // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
   uint64_t presented = mad::decodeSmInfo(mad::smpData(mad)).smKey;
   info.smKey = presented == options_.smKey ? options_.smKey : 0;
-  info.actCount = actCount_;
+  info.actCount = sm_.actCount();
   info.priority = options_.priority;
-  info.state = static_cast<uint8_t>(state_);
+  info.state = static_cast<uint8_t>(sm_.state());
   mad::encodeSmInfo(info, mad::smpData(reply));
   reply.addr = mad.addr;
   if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
   (void)engine_.sendUnmatched(reply);
+  noteSmInfoRequester(mad, h);
 }
 
 }  // namespace ibsm::daemon
