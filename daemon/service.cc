@@ -23,8 +23,9 @@ std::string fixed1(double v) {
 
 }  // namespace
 
-SmOptions smOptionsFrom(const config::Config& c) {
+SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   SmOptions o;
+  o.portGuid = localPort;
   o.engines = c.routing.engines;
   o.routing.roots = c.routing.roots;
   o.routing.computeAr = c.ar.enable;

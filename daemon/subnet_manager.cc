@@ -19,6 +19,8 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
       programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), sm_(smStateOptions(options_)) {
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
+  portGuid_ = options_.portGuid;
+  sm_.setSelf(portGuid_);
 }
 
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
@@ -295,6 +297,7 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
     }
     auto snap = snapshot_;
     if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
+    if (notice->trapNumber == 144 && (notice->capMask & 2u)) noteSmPort(*snap, fabric::Lid{notice->lidAddr});
     // The switch the trap is about, or the switches next to the CA it is about.
     std::vector<Guid> switches;
     routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});

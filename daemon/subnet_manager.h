@@ -28,6 +28,7 @@ struct SmOptions {
   std::string guid2lidPath;  // empty: no persistence
   uint8_t priority = 0;
   uint64_t smKey = 0;
+  fabric::Guid portGuid;  // our port, if known before the first sweep (SMInfo answers)
   mad::Duration pollInterval = std::chrono::milliseconds(1000);  // standby: polls of the master's SMInfo
   unsigned pollRetries = 3;  // standby: failed polls in a row before it takes over
   ProgramOptions program;
@@ -131,6 +132,7 @@ class SubnetManager {
   void sendSmInfoSet(fabric::Guid to, SmControl control);
   void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
   void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
+  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);  // Trap 144 with IsSM: an SM appeared
   std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
   void stateEvent(const std::string& cause, SmState before);
   bool haTick();  // true: the caller returns (not master, or a sweep ran)

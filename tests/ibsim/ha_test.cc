@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,12 +28,13 @@ struct Ha {
 
   Ha() { sim = startFabric("--kary-ntree 2,3"); }
 
-  pid_t startSm(const std::string& name, const char* host, int priority) {
+  // smKey 1 is OpenSM's default SM_Key: SMs with different keys do not trust each other.
+  pid_t startSm(const std::string& name, const char* host, int priority, const std::string& smKey = "0") {
     RunOptions o;
     o.simHost = host;
     return sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", sim->dir() + "/" + name,
                        "--socket", sock(name), "--sweep-interval", "1", "--set", "sm.priority=" +
-                       std::to_string(priority)},
+                       std::to_string(priority), "--set", "sm.key=" + smKey},
                       o);
   }
   std::string sock(const std::string& name) const { return sim->dir() + "/" + name + ".sock"; }
@@ -155,6 +157,76 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   EXPECT_EQ(lidsHanded, lidsBefore);
   EXPECT_NE(h.sim->output(b).find("ACKNOWLEDGE"), std::string::npos) << h.sim->output(b);
   EXPECT_NE(h.sim->output(a).find("HANDOVER"), std::string::npos) << h.sim->output(a);
+}
+
+}  // namespace
+}  // namespace ibsm::testing
+
+namespace ibsm::testing {
+namespace {
+
+// "sminfo" from a diag host: the master's SMInfo (at the SMLID the diag port holds).
+std::string sminfo(Ha& h) {
+  RunOptions o;
+  o.simHost = kDiagHost;
+  o.timeout = 10s;
+  RunResult r = h.sim->run({"sminfo"}, o);
+  return r.out + r.err;
+}
+
+pid_t startOpensm(Ha& h, const char* host, int priority) {
+  RunOptions o;
+  o.simHost = host;
+  o.env["OSM_CACHE_DIR"] = h.sim->dir() + "/osm";
+  std::filesystem::create_directories(h.sim->dir() + "/osm");
+  return h.sim->spawn({"opensm", "-p", std::to_string(priority), "-R", "minhop", "-s", "1", "-f",
+                       h.sim->dir() + "/osm/opensm.log", "-d", "2"},
+                      o);
+}
+
+template <typename F>
+bool eventually(F cond, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (!cond()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(100ms);
+  }
+  return true;
+}
+
+TEST(Ha, OpensmBetterTakesTheFabricFromIbsmd) {
+  Ha h;
+  pid_t a = h.startSm("a", kHostA, 1, "1");
+  h.waitState("a", "MASTER", 30s, "ibsmd alone");
+  pid_t o = startOpensm(h, kHostB, 10);
+  // OpenSM finds ibsmd master, stands by; ibsmd sees the better standby and hands over.
+  h.waitState("a", "STANDBY", 30s, "ibsmd hands over to the better OpenSM");
+  if (h.state("a") != "STANDBY") ADD_FAILURE() << h.sim->output(o) << h.sim->output(a);
+  EXPECT_TRUE(eventually([&] { return sminfo(h).find("sm guid 0x100005,") != std::string::npos; }, 20s))
+      << sminfo(h) << h.sim->output(a) << h.sim->output(o);
+  std::string s = sminfo(h);
+  EXPECT_NE(s.find("SMINFO_MASTER"), std::string::npos) << s;
+  routing::CheckReport check;
+  h.lids(&check);
+  Ha::expectRoutesOk(check);
+}
+
+TEST(Ha, IbsmdBetterTakesTheFabricFromOpensm) {
+  Ha h;
+  pid_t o = startOpensm(h, kHostB, 1);
+  EXPECT_TRUE(eventually([&] { return sminfo(h).find("SMINFO_MASTER") != std::string::npos; }, 30s))
+      << sminfo(h) << h.sim->output(o);
+  pid_t a = h.startSm("a", kHostA, 10, "1");
+  h.waitState("a", "MASTER", 40s, "OpenSM hands over to the better ibsmd");
+  EXPECT_TRUE(eventually([&] { return sminfo(h).find("sm guid 0x100003,") != std::string::npos; }, 20s))
+      << sminfo(h) << h.sim->output(a) << h.sim->output(o);
+  auto st = h.status("a");
+  ASSERT_EQ(st["other_sms"].size(), 1u) << st.dump();
+  EXPECT_TRUE(eventually([&] { return h.status("a")["other_sms"][0].value("state", "") == "STANDBY"; }, 20s))
+      << h.status("a").dump();
+  routing::CheckReport check;
+  h.lids(&check);
+  Ha::expectRoutesOk(check);
 }
 
 }  // namespace
