@@ -197,14 +197,10 @@ void SubnetManager::onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader&
 void SubnetManager::noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& h) {
   if (sm_.state() != SmState::kMaster) return;
   mad::SmInfo from = mad::decodeSmInfo(mad::smpData(mad));
+  // Only a request with an SMInfo in it names an SM (diagnostics such as sminfo ask too; OpenSM is found by its
+  // Trap 144 instead).
   Guid g = from.guid;
-  if (g.value == 0 && h.mgmtClass == mad::kClassSmiLid) {
-    // No SMInfo in the request: the requester's LID names it.
-    if (auto snap = snapshot_) {
-      routing::LidOwner o = snap->lids.owner(fabric::Lid{mad.addr.lid});
-      if (o.node != fabric::kNoNode) g = snap->topology->node(o.node).port(o.port).guid;
-    }
-  }
+  (void)h;
   if (g.value == 0 || g == portGuid_) return;
   const RemoteSm* r = sm_.findRemote(g);
   if (r && r->answered && r->priority == from.priority && static_cast<uint8_t>(r->state) == from.state) return;
@@ -248,7 +244,7 @@ bool SubnetManager::haTick() {
   takeover_ = false;
   if (sweepWanted_) {
     sweepWanted_ = false;
-    (void)sweep(snapshot_ ? "handover" : "master without a programmed subnet");
+    (void)sweep("handover");
     return true;
   }
   if (!learn_.empty()) checkRemoteSms("an SM queried us");

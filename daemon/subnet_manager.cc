@@ -326,8 +326,12 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
   mad::SmInfo info;
   info.guid = portGuid_;
   // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
-  uint64_t presented = mad::decodeSmInfo(mad::smpData(mad)).smKey;
-  info.smKey = presented == options_.smKey ? options_.smKey : 0;
+  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
+  // without one as the master's).
+  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
+  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
+                    (asked.guid == *sm_.master() || asked.guid.value == 0);
+  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
   info.actCount = sm_.actCount();
   info.priority = options_.priority;
   info.state = static_cast<uint8_t>(sm_.state());
