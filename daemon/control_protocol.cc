@@ -235,6 +235,14 @@ Json doStatus(const ControlView& v) {
               {"send_errors", m.sendErrors}};
   j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates}};
   j["ar"] = {{"probes", st.ar.probes}, {"capable", st.ar.capable}, {"incapable", st.ar.incapable}};
+  Json sms = Json::array();
+  for (const auto& o : st.otherSms)
+    sms.push_back({{"guid", fabric::toString(o.guid)}, {"lid", o.lid},           {"priority", o.priority},
+                   {"state", o.state},                 {"answered", o.answered}, {"sm_key_ok", o.keyOk}});
+  j["other_sms"] = std::move(sms);
+  j["master_guid"] = st.master ? Json(fabric::toString(*st.master)) : Json(nullptr);
+  j["act_count"] = st.actCount;
+  j["sm_key_mismatches"] = st.smBadKeys;
   j["log_level"] = st.logLevel;
   j["pid"] = st.pid;
   j["started"] = isoTime(st.started);

@@ -124,6 +124,18 @@ struct StatusInfo {
     uint64_t probes = 0;  // AdaptiveRoutingInfo probes sent since start (one per switch lifetime)
     size_t capable = 0, incapable = 0;
   } ar;
+  // High availability: the other SMs seen (SMInfo), SMInfo Sets / SM_Key mismatches, polls of the master.
+  struct OtherSm {
+    fabric::Guid guid;
+    uint16_t lid = 0;
+    uint8_t priority = 0;
+    std::string state;  // as it answered last
+    bool answered = false, keyOk = true;
+  };
+  std::vector<OtherSm> otherSms;
+  std::optional<fabric::Guid> master;  // STANDBY: the SM polled
+  uint64_t smBadKeys = 0;
+  uint32_t actCount = 0;
   std::string logLevel = "info";
   std::chrono::system_clock::time_point started;
   int pid = 0;

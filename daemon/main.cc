@@ -34,6 +34,7 @@ using namespace ibsm;
 using namespace std::chrono_literals;
 
 struct Args {
+  fabric::Guid localPortGuid;  // of the port opened (SMInfo answers before the first sweep)
   bool discoverOnly = false, once = false, checkConfig = false;
   std::string topologyOut;
   std::string configPath{config::kDefaultConfigPath};
@@ -164,7 +165,7 @@ void printReport(const daemon::SweepReport& r) {
 
 // --once: one cycle, the report on stdout, the dumps written before exit.
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log) {
-  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg));
+  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg, args.localPortGuid));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   auto report = sm.sweep();
   if (!report) {
@@ -182,7 +183,7 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
 // own thread; the dump writer writes from its own.
 int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
               daemon::Logger& log, std::function<void()>& onReload) {
-  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg));
+  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg, args.localPortGuid));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(
       clock, [&sm] { return sm.snapshot(); },
@@ -255,6 +256,7 @@ int main(int argc, char** argv) {
   }
   auto port = mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
   if (!port) die(1, port.error().message);
+  args.localPortGuid = (*port)->localPort().portGuid;
   mad::SteadyClock clock;
   mad::MadEngine engine(**port, clock, madOptions(args.cfg));
   if (args.discoverOnly) return discoverOnly(args, engine, clock);

@@ -23,8 +23,9 @@ std::string fixed1(double v) {
 
 }  // namespace
 
-SmOptions smOptionsFrom(const config::Config& c) {
+SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   SmOptions o;
+  o.portGuid = localPort;
   o.engines = c.routing.engines;
   o.routing.roots = c.routing.roots;
   o.routing.computeAr = c.ar.enable;
@@ -32,6 +33,8 @@ SmOptions smOptionsFrom(const config::Config& c) {
   o.lmc = c.routing.lmc;
   o.priority = c.sm.priority;
   o.smKey = c.sm.key;
+  o.pollInterval = std::chrono::milliseconds(c.sm.pollIntervalMs);
+  o.pollRetries = c.sm.pollRetries;
   o.guid2lidPath = c.paths.guid2lid;
   o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
   o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
@@ -97,7 +100,7 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
   });
   if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
   if (!subnetUp_ && wasUp) log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
-  if (subnetUp_) notify_.ready(statusLine());
+  if (subnetUp_ || sm_.state() == SmState::kStandby) notify_.ready(statusLine());
   else notify_.status(statusLine());
 }
 
@@ -241,6 +244,14 @@ void Service::idle() {
     st.traps = {t.received, t.malformed, t.duplicates};
     const ArProgrammer& ar = sm_.arProgrammer();
     st.ar = {ar.probesSent(), ar.count(ArCapability::kCapable), ar.count(ArCapability::kIncapable)};
+    const SmStateMachine& sm = sm_.smStateMachine();
+    st.state = toString(sm.state());
+    st.otherSms.clear();
+    for (const RemoteSm& r : sm.remotes())
+      st.otherSms.push_back({r.guid, r.lid, r.priority, toString(r.state), r.answered, r.keyOk});
+    st.master = sm.master();
+    st.smBadKeys = sm.badKeys();
+    st.actCount = sm.actCount();
   });
 }
 

@@ -24,7 +24,7 @@
 namespace ibsm::daemon {
 
 // The SubnetManager options a config asks for.
-SmOptions smOptionsFrom(const config::Config& config);
+SmOptions smOptionsFrom(const config::Config& config, fabric::Guid localPort = {});
 
 class Service {
  public:

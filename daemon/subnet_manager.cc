@@ -15,21 +15,14 @@ namespace ibsm::daemon {
 using fabric::Guid;
 using fabric::NodeIndex;
 
-const char* toString(SmState s) {
-  switch (s) {
-    case SmState::kNotActive: return "NOTACTIVE";
-    case SmState::kDiscovering: return "DISCOVERING";
-    case SmState::kStandby: return "STANDBY";
-    case SmState::kMaster: return "MASTER";
-  }
-  return "?";
-}
-
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), mcastProgrammer_(engine, clock) {
+      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), mcastProgrammer_(engine, clock),
+      sm_(smStateOptions(options_)) {
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
+  portGuid_ = options_.portGuid;
+  sm_.setSelf(portGuid_);
 }
 
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
@@ -38,9 +31,21 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
+  SmStateMachine::Decision decision = discoverSms(*found->topology);
+  if (decision.state != SmState::kMaster) {
+    // Another SM has (or will have) the fabric: leave it alone.
+    const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
+    report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
+                              (m ? ": master is " + fabric::toString(m->guid) + " (LID " + std::to_string(m->lid) +
+                                       ", priority " + std::to_string(m->priority) + ")"
+                                 : ""));
+    report.total = clock_.now() - start;
+    return report;
+  }
   auto applied = apply(std::move(*found), std::move(report), false);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
+  if (decision.handoverTo) sendSmInfoSet(*decision.handoverTo, SmControl::kHandover);
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = "heavy sweep";
@@ -62,6 +67,17 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   LoadedGuid2Lid persistent;
   if (!options_.guid2lidPath.empty()) persistent = loadGuid2Lid(options_.guid2lidPath);
   for (auto& w : persistent.warnings) report.warnings.push_back(std::move(w));
+  if (sm_.tookOver()) {
+    // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
+    routing::LidAssignment held = routing::LidAssignment::fromTopology(topo);
+    for (NodeIndex n = 0; n < topo.size(); ++n) {
+      const fabric::Node& node = topo.node(n);
+      for (unsigned p = node.isSwitch() ? 0 : 1; p < (node.isSwitch() ? 1u : node.ports.size()); ++p) {
+        routing::LidRange r = held.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
+        if (r.base.value != 0 && node.ports[p].guid.value != 0) persistent.map[node.ports[p].guid] = r;
+      }
+    }
+  }
   auto assigned = routing::assignLids(topo, persistent.map, options_.lmc);
   if (!assigned) return fabric::makeError("LID assignment failed: " + assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
@@ -90,7 +106,8 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
     else report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
   ProgramOptions program = options_.program;
-  program.clientReregister = state_ != SmState::kMaster;  // first run as master: hosts re-register with us
+  program.clientReregister = sm_.actCount() != reregisteredAt_;  // first run as master: hosts re-register
+  reregisteredAt_ = sm_.actCount();
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.subnetUp = report.program.errors.empty();
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
@@ -102,8 +119,6 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.mcast = lastMcast_;
   for (const auto& w : report.mcast.warnings) report.warnings.push_back(w);
   for (const auto& e : report.mcast.errors) report.warnings.push_back(e);
-  if (state_ != SmState::kMaster) ++actCount_;
-  state_ = SmState::kMaster;
   ++sweeps_;
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->topology = found.topology;
@@ -259,9 +274,9 @@ void SubnetManager::programMulticast(const fabric::Topology& topo) {
 
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
+  if (haTick()) return;
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as written).
-  if (snapshot_ && state_ == SmState::kMaster && mcastGroups_.version() != mcastVersion_)
-    programMulticast(*snapshot_->topology);
+  if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
   const mad::TimePoint now = clock_.now();
   if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
     nextLightSweep_ = now + options_.lightSweepInterval;
@@ -301,6 +316,7 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
     if (noticeHandler_) noticeHandler_(*notice);
     auto snap = snapshot_;
     if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
+    if (notice->trapNumber == 144 && (notice->capMask & 2u)) noteSmPort(*snap, fabric::Lid{notice->lidAddr});
     // The switch the trap is about, or the switches next to the CA it is about.
     std::vector<Guid> switches;
     routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});
@@ -320,20 +336,29 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
                               std::to_string(notice->lidAddr));
     return;
   }
+  if (smi && h.attrId == mad::kAttrSmInfo && h.method == mad::kSet) {
+    onSmInfoSet(mad, h);
+    return;
+  }
   if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
   mad::MadPacket reply = mad::makeResponse(mad);
   mad::SmInfo info;
   info.guid = portGuid_;
   // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
-  uint64_t presented = mad::decodeSmInfo(mad::smpData(mad)).smKey;
-  info.smKey = presented == options_.smKey ? options_.smKey : 0;
-  info.actCount = actCount_;
+  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
+  // without one as the master's).
+  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
+  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
+                    (asked.guid == *sm_.master() || asked.guid.value == 0);
+  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
+  info.actCount = sm_.actCount();
   info.priority = options_.priority;
-  info.state = static_cast<uint8_t>(state_);
+  info.state = static_cast<uint8_t>(sm_.state());
   mad::encodeSmInfo(info, mad::smpData(reply));
   reply.addr = mad.addr;
   if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
   (void)engine_.sendUnmatched(reply);
+  noteSmInfoRequester(mad, h);
 }
 
 }  // namespace ibsm::daemon

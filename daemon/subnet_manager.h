@@ -16,6 +16,7 @@
 #include "daemon/discoverer.h"
 #include "daemon/mcast_programmer.h"
 #include "daemon/programmer.h"
+#include "daemon/sm_state_machine.h"
 #include "mad/mad_engine.h"
 #include "mad/notice.h"
 #include "routing/engine.h"
@@ -29,6 +30,9 @@ struct SmOptions {
   std::string guid2lidPath;  // empty: no persistence
   uint8_t priority = 0;
   uint64_t smKey = 0;
+  fabric::Guid portGuid;  // our port, if known before the first sweep (SMInfo answers)
+  mad::Duration pollInterval = std::chrono::milliseconds(1000);  // standby: polls of the master's SMInfo
+  unsigned pollRetries = 3;  // standby: failed polls in a row before it takes over
   ProgramOptions program;
   ArOptions ar;  // adaptive routing on the switches (used when routing.computeAr)
   mad::Duration lightSweepInterval = std::chrono::seconds(10);  // 0 = no light sweeps
@@ -38,8 +42,6 @@ struct SmOptions {
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
 };
 
-enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
-const char* toString(SmState s);
 
 struct SweepReport {
   DiscoveryStats discovery;
@@ -99,7 +101,8 @@ class SubnetManager {
     noticeHandler_ = std::move(notice);
   }
 
-  SmState state() const { return state_; }
+  SmState state() const { return sm_.state(); }
+  const SmStateMachine& smStateMachine() const { return sm_; }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   uint64_t sweeps() const { return sweeps_; }
   // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
@@ -117,6 +120,7 @@ class SubnetManager {
   void setOptions(SmOptions options) {
     options_ = std::move(options);
     arProgrammer_.setOptions(options_.ar);
+    sm_.setOptions(smStateOptions(options_));
   }
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
   void forgetSwitchTables() {
@@ -128,6 +132,23 @@ class SubnetManager {
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   void programMulticast(const fabric::Topology& topo);
+  static SmStateOptions smStateOptions(const SmOptions& o) {
+    return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
+  }
+  // High availability (sm_ha.cc): SMInfo of the other SMs, polls, handover.
+  mad::SmInfo ownSmInfo() const;
+  mad::MadPacket smInfoRequest(uint8_t method, uint32_t attrMod, const fabric::DrPath& route) const;
+  SmStateMachine::Decision discoverSms(const fabric::Topology& topo);
+  void querySms(const std::vector<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>>& sms);
+  void checkRemoteSms(const std::string& why);
+  void pollMaster();
+  void sendSmInfoSet(fabric::Guid to, SmControl control);
+  void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
+  void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
+  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);  // Trap 144 with IsSM: an SM appeared
+  std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
+  void stateEvent(const std::string& cause, SmState before);
+  bool haTick();  // true: the caller returns (not master, or a sweep ran)
   std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
   void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
                        const std::vector<fabric::Guid>& switches, TopologyEvent& event);
@@ -141,12 +162,18 @@ class SubnetManager {
   McastGroups mcastGroups_;
   McastProgrammer mcastProgrammer_;
   McastReport lastMcast_;
-  uint64_t mcastVersion_ = 0;  // mcastGroups_.version() the MFTs were last written for
+  uint64_t mcastVersion_ = 0;
+  uint32_t reregisteredAt_ = 0;  // the ActCount of the last ClientReregister run  // mcastGroups_.version() the MFTs were last written for
   SwitchTableCache cache_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
-  SmState state_ = SmState::kDiscovering;
+  SmStateMachine sm_;
   fabric::Guid portGuid_;
-  uint32_t actCount_ = 0;
+  fabric::TopologyPtr seen_;  // the last discovered topology, master or not (to find other SMs)
+  bool takeover_ = false;     // standby: the master is lost
+  bool sweepWanted_ = false;  // a HANDOVER or DISCOVER came: sweep as master
+  std::optional<fabric::Guid> ackTo_;  // send ACKNOWLEDGE to this SM
+  std::set<fabric::Guid> learn_;       // SMs that queried us: look at them
+  std::map<fabric::Guid, mad::TimePoint> learnedAt_;
   uint64_t sweeps_ = 0;
   std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
   // Pending targeted update: switches by GUID, what caused it, and when the first event of the batch came.
@@ -166,6 +193,7 @@ class SubnetManager {
   TrapCounters traps_;
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::function<void(const mad::Notice&)> noticeHandler_;
+  uint64_t smSets_ = 0;  // SMInfo Sets received
 };
 
 }  // namespace ibsm::daemon

@@ -115,6 +115,15 @@ Formatted status(const json& r, int64_t now) {
   if (const json& a = at(r, "ar"); a.is_object())
     row("AR switches", num(a, "capable") + " capable, " + num(a, "incapable") + " not (" + num(a, "probes") +
                            " probes sent)");
+  if (const json& m = at(r, "master_guid"); m.is_string()) row("Master", m.get<std::string>());
+  if (const json& o = at(r, "other_sms"); o.is_array()) {
+    if (o.empty()) row("Other SMs", "none seen");
+    for (const auto& sm : o)
+      row("Other SM", sm.value("guid", "?") + " LID " + num(sm, "lid") + " priority " + num(sm, "priority") + " " +
+                          (sm.value("answered", false) ? sm.value("state", "?") : std::string("not answering")) +
+                          (sm.value("sm_key_ok", true) ? "" : " (wrong SM_Key)"));
+  }
+  if (r.value("sm_key_mismatches", 0u)) row("SM_Key", num(r, "sm_key_mismatches") + " SMInfo with a wrong SM_Key");
   row("Log level", r.value("log_level", "?"));
   row("Config", r.value("config", "?"));
   return {out, 0};
