@@ -430,8 +430,7 @@ std::optional<PathFacts> tracePath(const SubnetSnapshot& s, Endport src, Endport
   };
   if (src.node == dst.node && (topo.node(src.node).isSwitch() || src.port == dst.port)) {
     const auto& p = topo.node(src.node).ports.at(src.port.value);
-    const auto& ref = topo.node(src.node).isSwitch() && p.attrs.valid ? p : p;
-    return PathFacts{0, ref.attrs.mtuCap ? ref.attrs.mtuCap : uint8_t{4},
+    return PathFacts{0, p.attrs.mtuCap ? p.attrs.mtuCap : uint8_t{4},
                      p.attrs.valid && p.attrs.widthActive ? rateTenthsGbps(p.attrs) : 100};
   }
   NodeIndex at = src.node;

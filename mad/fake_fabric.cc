@@ -1,4 +1,5 @@
 #include "mad/fake_fabric.h"
+#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
@@ -19,8 +20,8 @@ constexpr uint8_t kLinkUp = 5, kPolling = 2;
 constexpr unsigned kLidHopLimit = 16;
 constexpr size_t kLftBlock = 64;
 
-uint32_t get(const uint8_t* d, MAD_FIELDS f) { return mad_get_field(const_cast<uint8_t*>(d), 0, f); }
-void set(uint8_t* d, MAD_FIELDS f, uint32_t v) { mad_set_field(d, 0, f, v); }
+using fields::get;
+using fields::set;
 
 uint8_t state(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_STATE_F)); }
 uint8_t physState(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_PHYS_STATE_F)); }

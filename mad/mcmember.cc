@@ -1,4 +1,5 @@
 #include "mad/mcmember.h"
+#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
@@ -7,8 +8,8 @@
 namespace ibsm::mad {
 
 namespace {
-uint32_t get(const uint8_t* d, enum MAD_FIELDS f) { return mad_get_field(const_cast<uint8_t*>(d), 0, f); }
-void set(uint8_t* d, enum MAD_FIELDS f, uint32_t v) { mad_set_field(d, 0, f, v); }
+using fields::get;
+using fields::set;
 // Byte offsets of the fields libibmad has no entry for.
 uint64_t be64(const uint8_t* p) {
   uint64_t v = 0;

@@ -1,4 +1,5 @@
 #include "mad/notice.h"
+#include "mad/fields.h"
 
 #include <endian.h>
 #include <infiniband/mad.h>
@@ -13,7 +14,7 @@ namespace {
 // Notice DataDetails start 10 bytes into the attribute; the port number of traps 129-131 is DataDetails[5],
 // the system image GUID of trap 145 DataDetails[6..13]. libibmad names only the LID fields.
 constexpr size_t kDetails = 10;
-uint32_t get(const uint8_t* d, MAD_FIELDS f) { return mad_get_field(const_cast<uint8_t*>(d), 0, f); }
+using fields::get;
 }  // namespace
 
 fabric::Result<Notice> decodeNotice(const MadPacket& trap) {

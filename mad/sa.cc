@@ -1,4 +1,5 @@
 #include "mad/sa.h"
+#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
@@ -9,10 +10,10 @@
 namespace ibsm::mad {
 
 namespace {
-uint32_t get(const uint8_t* buf, MAD_FIELDS f) { return mad_get_field(const_cast<uint8_t*>(buf), 0, f); }
-uint64_t get64(const uint8_t* buf, MAD_FIELDS f) { return mad_get_field64(const_cast<uint8_t*>(buf), 0, f); }
-void set(uint8_t* buf, MAD_FIELDS f, uint32_t v) { mad_set_field(buf, 0, f, v); }
-void set64(uint8_t* buf, MAD_FIELDS f, uint64_t v) { mad_set_field64(buf, 0, f, v); }
+using fields::get;
+using fields::get64;
+using fields::set;
+using fields::set64;
 
 // Big-endian helpers for the fields libibmad has no table for.
 void put16(uint8_t* p, uint16_t v) {
