@@ -44,7 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (getVendorField(block.data(), f) != v) __builtin_trap();
     }
   }
-  (void)arGroupTableAttrMod(data[0] | (size > 1 ? data[1] << 8 : 0));
-  (void)arLftAttrMod(data[0] | (size > 1 ? data[1] << 8 : 0));
+  // Block numbers within the attributes' ranges (the helpers assert them: the SM never asks for more).
+  const uint32_t blockNumber = data[0] | (size > 1 ? data[1] << 8 : 0);
+  (void)arGroupTableAttrMod(blockNumber & kArGroupBlockMax);
+  (void)arLftAttrMod(blockNumber & kArLftBlockMax);
   return 0;
 }
