@@ -70,7 +70,7 @@ void SubnetManager::querySms(const std::vector<std::tuple<Guid, uint16_t, fabric
   ro.retries = 1;
   for (const auto& [guid, lid, route] : sms) {
     engine_.submit(smInfoRequest(mad::kGet, 0, route),
-                   [this, guid, lid, route](const mad::MadResult& r) {
+                   [this, guid = guid, lid = lid, route = route](const mad::MadResult& r) {  // clang 14: no binding captures
                      auto info = smInfoOf(r);
                      // The answer must come from the port we asked (a stale route could reach another one).
                      if (info && info->guid != guid) info.reset();
