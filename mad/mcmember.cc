@@ -11,21 +11,13 @@ namespace {
 using fields::get;
 using fields::set;
 // Byte offsets of the fields libibmad has no entry for.
-uint64_t be64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
-  return v;
-}
-void putBe64(uint64_t v, uint8_t* p) {
-  for (int i = 7; i >= 0; --i, v >>= 8) p[i] = static_cast<uint8_t>(v);
-}
 constexpr size_t kMtuByte = 38, kRateByte = 42, kLifeByte = 43, kHopByte = 47, kScopeByte = 48;
 }  // namespace
 
 McMemberRecord decodeMcMemberRecord(const uint8_t* d) {
   McMemberRecord r;
-  r.mgid = {be64(d), be64(d + 8)};
-  r.portGid = {be64(d + 16), be64(d + 24)};
+  r.mgid = takeGid(d);
+  r.portGid = takeGid(d + 16);
   r.qkey = get(d, IB_SA_MCM_QKEY_F);
   r.mlid = static_cast<uint16_t>(get(d, IB_SA_MCM_MLID_F));
   r.mtuSelector = d[kMtuByte] >> 6;
@@ -47,10 +39,8 @@ McMemberRecord decodeMcMemberRecord(const uint8_t* d) {
 
 void encodeMcMemberRecord(const McMemberRecord& r, uint8_t* d) {
   std::fill_n(d, kMcMemberRecordSize, 0);
-  putBe64(r.mgid.prefix, d);
-  putBe64(r.mgid.guid, d + 8);
-  putBe64(r.portGid.prefix, d + 16);
-  putBe64(r.portGid.guid, d + 24);
+  putGid(d, r.mgid);
+  putGid(d + 16, r.portGid);
   set(d, IB_SA_MCM_QKEY_F, r.qkey);
   set(d, IB_SA_MCM_MLID_F, r.mlid);
   set(d, IB_SA_MCM_MTU_F, r.mtu);

@@ -31,11 +31,6 @@ uint32_t take32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
 uint64_t take64(const uint8_t* p) { return static_cast<uint64_t>(take32(p)) << 32 | take32(p + 4); }
-void putGid(uint8_t* p, const Gid& g) {
-  put64(p, g.prefix);
-  put64(p + 8, g.guid);
-}
-Gid takeGid(const uint8_t* p) { return Gid{take64(p), take64(p + 8)}; }
 
 // Component-mask field widths (bits), in mask-bit order, from the record layouts of IBA 15.2.5.
 constexpr uint16_t kPortInfoWidths[] = {64, 64, 16, 16, 32, 16, 16, 8, 8, 8, 8, 4, 4, 4, 4, 2, 3, 3, 4, 4, 4,
@@ -461,5 +456,11 @@ unsigned enumTenths(uint8_t e) {
     if (x == e) return t;
   return 0;
 }
+
+void putGid(uint8_t* p, const Gid& g) {
+  put64(p, g.prefix);
+  put64(p + 8, g.guid);
+}
+Gid takeGid(const uint8_t* p) { return Gid{take64(p), take64(p + 8)}; }
 
 }  // namespace ibsm::mad

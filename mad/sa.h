@@ -163,6 +163,9 @@ struct Gid {
   bool operator==(const Gid&) const = default;
   auto operator<=>(const Gid&) const = default;
 };
+// A GID as 16 wire bytes (big-endian prefix, then GUID).
+void putGid(uint8_t* p, const Gid& g);
+Gid takeGid(const uint8_t* p);
 
 struct PathRecord {
   uint64_t serviceId = 0;
