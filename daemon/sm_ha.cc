@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "daemon/subnet_manager.h"
+#include "mad/notice.h"
 #include "mad/smp.h"
 
 namespace ibsm::daemon {
@@ -105,7 +106,27 @@ SmStateMachine::Decision SubnetManager::discoverSms(const fabric::Topology& topo
   querySms(sms);
   auto d = sm_.decide(clock_.now());
   if (d.state != before && before != SmState::kDiscovering) stateEvent("discovery", before);
+  if (d.state == SmState::kStandby && d.master) announceTo(topo, *d.master);
   return d;
+}
+
+// A new STANDBY tells the master about itself with a Trap 144 from its port, as OpenSM does: the master may have
+// asked for our SMInfo while we were still discovering (and got no SM_Key, so it ignored us); the trap makes it
+// look again, now that we are a standby that knows its master, and hand over if we are better.
+void SubnetManager::announceTo(const fabric::Topology& topo, Guid master) {
+  const RemoteSm* m = sm_.findRemote(master);
+  if (!m || m->lid == 0 || topo.smNode() == fabric::kNoNode) return;
+  const fabric::Node& self = topo.node(topo.smNode());
+  const fabric::PortAttrs& a = self.port(self.isSwitch() ? fabric::PortNum{0} : topo.smPort()).attrs;
+  if (!a.valid || a.lid.value == 0) return;
+  mad::Notice n;
+  n.generic = true;
+  n.type = 4;  // informational
+  n.producerType = self.isSwitch() ? 2 : 1;
+  n.trapNumber = 144;
+  n.issuerLid = n.lidAddr = a.lid.value;
+  n.capMask = a.capMask;
+  (void)engine_.sendUnmatched(mad::makeTrap(n, m->lid));
 }
 
 // MASTER: asks the known SMs (and the ones that queried us) what they are now; hands over to a better one.

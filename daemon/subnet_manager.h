@@ -145,6 +145,7 @@ class SubnetManager {
   void sendSmInfoSet(fabric::Guid to, SmControl control);
   void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
   void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
+  void announceTo(const fabric::Topology& topo, fabric::Guid master);  // Trap 144 to the master
   void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);  // Trap 144 with IsSM: an SM appeared
   std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
   void stateEvent(const std::string& cause, SmState before);
