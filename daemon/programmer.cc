@@ -49,30 +49,49 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     st.name = name;
     mad::TimePoint t0 = clock_.now();
     size_t sent0 = engine_.counters().sent;
+    // Sets that got no answer after all of the engine's retries go once more in a second pass, after the
+    // phase's other Sets: MAD loss comes in bursts, and a Set lost now would otherwise wait for the next sweep.
+    std::vector<std::tuple<NodeIndex, mad::MadPacket, std::function<void()>>> again;
+    std::function<void(NodeIndex, mad::MadPacket, std::function<void()>, bool)> submit =
+        [&](NodeIndex n, mad::MadPacket smp, std::function<void()> onOk, bool secondPass) {
+          auto h = mad::parseHeader(smp);
+          const bool portInfo = h && h->attrId == mad::kAttrPortInfo;
+          mad::MadPacket copy = secondPass ? mad::MadPacket{} : smp;
+          engine_.submit(std::move(smp), [&, n, h, portInfo, secondPass, copy = std::move(copy),
+                                          onOk = std::move(onOk)](const MadResult& r) mutable {
+            // A PortState Set whose first attempt was applied but whose response was lost is refused on the
+            // retry (the port already has that state: status 0x1C, invalid attribute value). Only timeouts are
+            // retried, so a 0x1C after an earlier attempt means that attempt took effect; the next sweep reads
+            // the port and corrects it should that be wrong.
+            bool appliedEarlier = r.ok() && (r.attempts > 1 || secondPass) && r.header.status == 0x1C && portInfo;
+            if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
+              if (onOk) onOk();
+              return;
+            }
+            if (!r.ok() && !secondPass) {
+              again.emplace_back(n, std::move(copy), std::move(onOk));
+              return;
+            }
+            const fabric::Node& node = topo.node(n);
+            ++st.errors;
+            report.errors.push_back(std::string("PROG001 ") + name + ": Set of attribute " +
+                                    std::to_string(h ? h->attrId : 0) + " mod " + std::to_string(h ? h->attrMod : 0) +
+                                    " on " + fabric::toString(node.guid) + " (" + node.description + ")" +
+                                    (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") +
+                                    " (attempt " + std::to_string(r.attempts) + (secondPass ? ", second pass" : "") +
+                                    ")");
+          });
+        };
     Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void()> onOk) {
-      auto h = mad::parseHeader(smp);
-      const fabric::Node& node = topo.node(n);
-      std::string what = std::string("PROG001 ") + name + ": Set of attribute " + std::to_string(h ? h->attrId : 0) +
-                         " mod " + std::to_string(h ? h->attrMod : 0) + " on " + fabric::toString(node.guid) + " (" +
-                         node.description + ")";
-      const bool portInfo = h && h->attrId == mad::kAttrPortInfo;
-      engine_.submit(std::move(smp), [&, what, portInfo, onOk = std::move(onOk)](const MadResult& r) {
-        // A PortState Set whose first attempt was applied but whose response was lost is refused on the retry
-        // (the port already has that state: status 0x1C, invalid attribute value). Only timeouts are retried,
-        // so a 0x1C after more than one attempt means an earlier attempt took effect; the next sweep reads the
-        // port and corrects it should that be wrong.
-        bool appliedEarlier = r.ok() && r.attempts > 1 && r.header.status == 0x1C && portInfo;
-        if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
-          if (onOk) onOk();
-          return;
-        }
-        ++st.errors;
-        report.errors.push_back(what + (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") +
-                                 " (attempt " + std::to_string(r.attempts) + ")");
-      });
+      submit(n, std::move(smp), std::move(onOk), false);
     };
     issue(send);
     engine_.runUntilIdle();
+    if (!again.empty()) {
+      st.secondPass = again.size();
+      for (auto& [n, smp, onOk] : std::exchange(again, {})) submit(n, std::move(smp), std::move(onOk), true);
+      engine_.runUntilIdle();
+    }
     st.smps = engine_.counters().sent - sent0;
     st.elapsed = clock_.now() - t0;
     report.phases.push_back(st);

@@ -51,6 +51,7 @@ struct PhaseStats {
   std::string name;
   size_t smps = 0;
   size_t errors = 0;
+  size_t secondPass = 0;  // Sets sent again after no answer
   mad::Duration elapsed{};
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "mad/smp.h"
@@ -198,6 +199,38 @@ TEST(Programmer, RetriedPortStateSetRefusedAsAlreadyAppliedIsNotAnError) {
         EXPECT_EQ(fx.fabric->portAttrs(fx.fakeIndex(t, n), PortNum{static_cast<uint8_t>(p)}).state,
                   PortState::kActive);
       }
+}
+
+// Every attempt of the first pass of LFT block 0's Set on each switch is lost (4 = 1 + the fixture's 3 retries):
+// the second pass delivers them, so the run ends with no errors and the right tables.
+TEST(Programmer, SetsWithNoAnswerGoAgainInASecondPass) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  std::map<std::array<uint8_t, mad::kMadSize>, unsigned> attempts;  // by request with the TID zeroed
+  unsigned lost = 0;
+  fx.port.setResponder([&](const mad::MadPacket& sent) {
+    auto h = mad::parseHeader(sent);
+    mad::MadPacket key = sent;
+    mad::setTid(key, 0);
+    if (h && h->method == mad::kSet && h->attrId == mad::kAttrLft && h->attrMod == 0 && ++attempts[key.bytes] <= 4) {
+      ++lost;
+      return std::vector<mad::MadPacket>{};
+    }
+    return fx.fabric->handle(sent);
+  });
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);  // expects no errors
+  const fabric::Topology& t = *up.found.topology;
+  EXPECT_EQ(lost, 4 * t.switches().size());
+  size_t secondPass = 0;
+  for (const auto& ph : up.report.phases) secondPass += ph.secondPass;
+  EXPECT_EQ(secondPass, t.switches().size());
+  const size_t lidCount = up.lids.maxLid().value + 1u;
+  for (NodeIndex n : t.switches()) {
+    std::vector<uint8_t> want = up.tables.lft[n];
+    want.resize(lidCount, routing::kNoPort);
+    EXPECT_EQ(held(*fx.fabric, fx.fakeIndex(t, n), lidCount), want) << t.node(n).description;
+  }
 }
 
 TEST(Programmer, ReportsRefusedSets) {
