@@ -243,6 +243,7 @@ Json doStatus(const ControlView& v) {
   j["master_guid"] = st.master ? Json(fabric::toString(*st.master)) : Json(nullptr);
   j["act_count"] = st.actCount;
   j["sm_key_mismatches"] = st.smBadKeys;
+  j["sa_busy_not_master"] = st.saBusy;
   j["log_level"] = st.logLevel;
   j["pid"] = st.pid;
   j["started"] = isoTime(st.started);

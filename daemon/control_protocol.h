@@ -135,6 +135,7 @@ struct StatusInfo {
   std::vector<OtherSm> otherSms;
   std::optional<fabric::Guid> master;  // STANDBY: the SM polled
   uint64_t smBadKeys = 0;
+  uint64_t saBusy = 0;  // SA requests answered Busy while not master
   uint32_t actCount = 0;
   std::string logLevel = "info";
   std::chrono::system_clock::time_point started;

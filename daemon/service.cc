@@ -251,6 +251,7 @@ void Service::idle() {
       st.otherSms.push_back({r.guid, r.lid, r.priority, toString(r.state), r.answered, r.keyOk});
     st.master = sm.master();
     st.smBadKeys = sm.badKeys();
+    st.saBusy = sm_.saBusyReplies();
     st.actCount = sm.actCount();
   });
 }

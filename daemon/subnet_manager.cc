@@ -6,6 +6,7 @@
 
 #include "daemon/state_store.h"
 #include "mad/notice.h"
+#include "mad/sa.h"
 #include "mad/smp.h"
 #include "routing/route_checker.h"
 #include "routing/stabilize.h"
@@ -14,6 +15,10 @@ namespace ibsm::daemon {
 
 using fabric::Guid;
 using fabric::NodeIndex;
+
+namespace {
+constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
+}  // namespace
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
@@ -293,7 +298,16 @@ void SubnetManager::tick() {
 }
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
-  if (h.mgmtClass == mad::kClassSubnAdm) return saHandler_ ? saHandler_(mad) : void();
+  if (h.mgmtClass == mad::kClassSubnAdm) {
+    if (sm_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
+    // Only the master is the SA. Anyone else answers requests Busy (the client asks again, by then at the
+    // master the SM LID of its port names) and ignores responses.
+    if (h.method & 0x80) return;
+    ++saNotMaster_;
+    const uint8_t resp = h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
+    (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
+    return;
+  }
   bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
   if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
     ++traps_.received;

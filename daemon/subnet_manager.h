@@ -111,6 +111,7 @@ class SubnetManager {
     uint64_t received = 0, malformed = 0, duplicates = 0;
   };
   const TrapCounters& trapCounters() const { return traps_; }
+  uint64_t saBusyReplies() const { return saNotMaster_; }
   const ArProgrammer& arProgrammer() const { return arProgrammer_; }
   // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a change).
   McastGroups& mcastGroups() { return mcastGroups_; }
@@ -195,6 +196,7 @@ class SubnetManager {
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::function<void(const mad::Notice&)> noticeHandler_;
   uint64_t smSets_ = 0;  // SMInfo Sets received
+  uint64_t saNotMaster_ = 0;  // SA requests answered Busy because we are not the master
 };
 
 }  // namespace ibsm::daemon

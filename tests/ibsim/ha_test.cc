@@ -125,6 +125,14 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   RunResult text = h.sim->run({binPath("ibsmctl"), "--socket", h.sock("b"), "status"}, plain);
   EXPECT_NE(text.out.find("Other SM"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("0x0000000000100003"), std::string::npos) << text.out;
+  // Only the master is the SA: a request sent to the standby's LID is answered Busy.
+  RunOptions diag;
+  diag.simHost = kDiagHost;
+  diag.env["IBSM_TEST_SA_LID"] = std::to_string(h.lids().at(0x100005));
+  RunResult join = h.sim->run({binPath("ibsm-test-mcast"), "join", "ipoib", "1"}, diag);
+  EXPECT_EQ(join.out.find("mlid 0xC000"), std::string::npos) << join.out << join.err;
+  EXPECT_EQ(h.status("b").value("sa_busy_not_master", 0), 1) << join.out << join.err;
+  EXPECT_EQ(h.status("a").value("sa_busy_not_master", 0), 0);
 
   routing::CheckReport before;
   auto lidsBefore = h.lids(&before);
