@@ -252,7 +252,7 @@ void Service::idle() {
     st.master = sm.master();
     st.smBadKeys = sm.badKeys();
     st.saBusy = sm_.saBusyReplies();
-    st.actCount = sm.actCount();
+    st.actCount = sm_.actCount();
   });
 }
 

@@ -39,7 +39,7 @@ mad::SmInfo SubnetManager::ownSmInfo() const {
   mad::SmInfo info;
   info.guid = portGuid_;
   info.smKey = options_.smKey;
-  info.actCount = sm_.actCount();
+  info.actCount = actCount();
   info.priority = options_.priority;
   info.state = static_cast<uint8_t>(sm_.state());
   return info;

@@ -56,7 +56,7 @@ const RemoteSm* SmStateMachine::findRemote(Guid guid) const {
 }
 
 void SmStateMachine::becomeMaster() {
-  if (state_ != SmState::kMaster) ++actCount_;
+  if (state_ != SmState::kMaster) ++masterTerms_;
   tookOver_ = wasStandby_ || forceMaster_;
   wasStandby_ = forceMaster_ = false;
   state_ = SmState::kMaster;

@@ -53,7 +53,7 @@ class SmStateMachine {
   void setOptions(SmStateOptions options) { options_ = options; }
   const SmStateOptions& options() const { return options_; }
   SmState state() const { return state_; }
-  uint32_t actCount() const { return actCount_; }
+  uint32_t masterTerms() const { return masterTerms_; }  // times this SM became MASTER
 
   // A heavy sweep starts (from NOTACTIVE only after a DISCOVER Set).
   void startDiscovery();
@@ -111,7 +111,7 @@ class SmStateMachine {
   SmStateOptions options_;
   fabric::Guid self_;
   SmState state_ = SmState::kDiscovering;
-  uint32_t actCount_ = 0;
+  uint32_t masterTerms_ = 0;
   std::vector<RemoteSm> remotes_;
   std::optional<fabric::Guid> master_;
   mad::TimePoint nextPoll_{};

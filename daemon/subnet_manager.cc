@@ -111,8 +111,8 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
     else report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
   ProgramOptions program = options_.program;
-  program.clientReregister = sm_.actCount() != reregisteredAt_;  // first run as master: hosts re-register
-  reregisteredAt_ = sm_.actCount();
+  program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
+  reregisteredAt_ = sm_.masterTerms();
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.subnetUp = report.program.errors.empty();
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
@@ -365,7 +365,7 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
   bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
                     (asked.guid == *sm_.master() || asked.guid.value == 0);
   info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
-  info.actCount = sm_.actCount();
+  info.actCount = actCount();
   info.priority = options_.priority;
   info.state = static_cast<uint8_t>(sm_.state());
   mad::encodeSmInfo(info, mad::smpData(reply));

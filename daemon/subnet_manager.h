@@ -112,6 +112,8 @@ class SubnetManager {
   };
   const TrapCounters& trapCounters() const { return traps_; }
   uint64_t saBusyReplies() const { return saNotMaster_; }
+  // SMInfo ActCount, the heartbeat a standby may watch: SMPs sent so far (as OpenSM reports it).
+  uint32_t actCount() const { return static_cast<uint32_t>(engine_.counters().sent); }
   const ArProgrammer& arProgrammer() const { return arProgrammer_; }
   // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a change).
   McastGroups& mcastGroups() { return mcastGroups_; }
@@ -164,8 +166,8 @@ class SubnetManager {
   McastGroups mcastGroups_;
   McastProgrammer mcastProgrammer_;
   McastReport lastMcast_;
-  uint64_t mcastVersion_ = 0;
-  uint32_t reregisteredAt_ = 0;  // the ActCount of the last ClientReregister run  // mcastGroups_.version() the MFTs were last written for
+  uint64_t mcastVersion_ = 0;     // mcastGroups_.version() the MFTs were last written for
+  uint32_t reregisteredAt_ = 0;  // sm_.masterTerms() at the last ClientReregister run
   SwitchTableCache cache_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   SmStateMachine sm_;

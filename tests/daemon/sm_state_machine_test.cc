@@ -34,7 +34,7 @@ TEST_F(SmStateMachineTest, AloneBecomesMaster) {
   m.startDiscovery();
   auto d = m.decide(clock.now());
   EXPECT_EQ(d.state, SmState::kMaster);
-  EXPECT_EQ(m.actCount(), 1u);
+  EXPECT_EQ(m.masterTerms(), 1u);
   EXPECT_FALSE(m.tookOver());
 }
 
@@ -139,7 +139,7 @@ TEST_F(SmStateMachineTest, StandbyReceivingHandoverBecomesMaster) {
   EXPECT_EQ(m.decide(clock.now()).state, SmState::kMaster);
   // HANDOVER while master: acknowledge, nothing changes.
   EXPECT_EQ(m.onSet(1, info(kOther, 1, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kAcknowledge);
-  EXPECT_EQ(m.actCount(), 1u);
+  EXPECT_EQ(m.masterTerms(), 1u);
 }
 
 TEST_F(SmStateMachineTest, DisableAndDiscover) {

@@ -113,6 +113,7 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   pid_t b = h.startSm("b", kHostB, 1);
   h.waitState("b", "STANDBY", 30s, "second SM finds a master");
   EXPECT_EQ(h.state("a"), "MASTER");  // exactly one master
+  EXPECT_GT(h.status("a").value("act_count", 0u), 100u);  // ActCount: the SMPs the master sent
   auto sb = h.status("b");
   ASSERT_TRUE(sb["other_sms"].is_array()) << sb.dump();
   ASSERT_EQ(sb["other_sms"].size(), 1u) << sb.dump();
