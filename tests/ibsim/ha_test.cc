@@ -169,6 +169,28 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   EXPECT_NE(h.sim->output(b).find("SM state MASTER -> STANDBY"), std::string::npos) << h.sim->output(b);
 }
 
+// A better SM (priority 15) with another SM_Key does not take the fabric: the master counts the mismatch and
+// never steps down; the intruder does not trust the master either (it is a misconfigured second fabric owner).
+TEST(Ha, BetterSmWithWrongSmKeyDoesNotTakeTheFabric) {
+  Ha h;
+  pid_t a = h.startSm("a", kHostA, 1, "5");
+  h.waitState("a", "MASTER", 30s, "first SM alone");
+  pid_t b = h.startSm("b", kHostB, 15, "6");
+  EXPECT_TRUE([&] {
+    for (auto deadline = Clock::now() + 20s; Clock::now() < deadline; std::this_thread::sleep_for(100ms))
+      if (h.status("a").value("sm_key_mismatches", 0) > 0 && h.status("b").value("sm_key_mismatches", 0) > 0)
+        return true;
+    return false;
+  }()) << h.status("a").dump() << "\n" << h.status("b").dump();
+  std::this_thread::sleep_for(3s);  // several poll intervals: a would have handed over by now
+  EXPECT_EQ(h.state("a"), "MASTER");
+  EXPECT_NE(h.state("b"), "STANDBY");  // b trusts no master with another key
+  EXPECT_EQ(h.sim->output(a).find("-> STANDBY"), std::string::npos) << h.sim->output(a);
+  EXPECT_EQ(h.sim->output(a).find("HANDOVER"), std::string::npos) << h.sim->output(a);
+  h.sim->stop(b);
+  h.sim->stop(a);
+}
+
 }  // namespace
 }  // namespace ibsm::testing
 
