@@ -219,6 +219,14 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   log.info("SM000", "ibsmd " IBSM_VERSION " starting, config " + state.status().configPath);
   auto started = service.start();
   if (!started) die(1, started.error().message);
+  // Received MADs (SA queries, SMInfo, traps) are handled as soon as they arrive, not at the next idle pass.
+  if (engine.eventFd() >= 0) {
+    auto added = loop.addFd(engine.eventFd(), [&] {
+      sm.tick();
+      saAgent.poll();
+    });
+    if (!added) die(1, added.error().message);
+  }
   // Unsolicited MADs (SMInfo queries, traps) are handled whenever the engine is polled.
   // Topology events (targeted updates after traps and light sweeps) reach the Service, which logs and
   // publishes them.

@@ -74,6 +74,7 @@ class MadEngine {
   // Polls until nothing is queued or in flight.
   void runUntilIdle();
   bool idle() const { return inFlight_.empty() && queue_.empty(); }
+  int eventFd() const { return port_.eventFd(); }  // readable while received MADs wait; -1 if the port has none
   size_t inFlight() const { return inFlight_.size(); }
   size_t queued() const { return queue_.size(); }
   size_t maxInFlightSeen() const { return maxInFlight_; }
