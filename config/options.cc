@@ -304,6 +304,23 @@ std::vector<Option> makeTable() {
                  return parseUint(v, 0, std::numeric_limits<uint64_t>::max(), c.sm.key);
                },
                [](const Config& c) { return hex64(c.sm.key); }});
+  t.push_back({"sm.m_key", false, nullptr,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 if (v.kind == RawValue::Kind::kScalar && v.text == "random") {
+                   c.sm.mKey = 0;
+                   c.sm.mKeyRandom = true;
+                   return std::nullopt;
+                 }
+                 c.sm.mKeyRandom = false;
+                 if (parseUint(v, 0, std::numeric_limits<uint64_t>::max(), c.sm.mKey))
+                   return problem(v, "expected a 64-bit M_Key (0 = off) or random, got " + describe(v));
+                 return std::nullopt;
+               },
+               [](const Config& c) { return c.sm.mKeyRandom ? std::string("random") : hex64(c.sm.mKey); }});
+  t.push_back(uintOption(
+      "sm.m_key_protection_level", false, nullptr, 0, 3, [](auto& c) -> auto& { return c.sm.mKeyProtectBits; }));
+  t.push_back(uintOption(
+      "sm.m_key_lease_period", false, nullptr, 0, 65535, [](auto& c) -> auto& { return c.sm.mKeyLeaseS; }));
   t.push_back(uintOption(
       "sm.poll_interval_ms", true, &ConfigDiff::sm, 10, 600000,
       [](auto& c) -> auto& { return c.sm.pollIntervalMs; }));

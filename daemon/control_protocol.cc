@@ -233,7 +233,8 @@ Json doStatus(const ControlView& v) {
               {"timeouts", m.timeouts}, {"retries", m.retries},   {"failed", m.failed},
               {"dropped", m.dropped},   {"unexpected", m.unexpected}, {"unsolicited", m.unsolicited},
               {"send_errors", m.sendErrors}};
-  j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates}};
+  j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates},
+                {"bad_mkey", st.traps.badMkey}};
   j["ar"] = {{"probes", st.ar.probes}, {"capable", st.ar.capable}, {"incapable", st.ar.incapable}};
   Json sms = Json::array();
   for (const auto& o : st.otherSms)

@@ -119,6 +119,7 @@ struct StatusInfo {
   mad::MadCounters mad;
   struct Traps {
     uint64_t received = 0, malformed = 0, duplicates = 0;
+    uint64_t badMkey = 0;  // Trap 256 (Bad M_Key)
   } traps;
   struct Ar {
     uint64_t probes = 0;  // AdaptiveRoutingInfo probes sent since start (one per switch lifetime)

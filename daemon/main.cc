@@ -23,6 +23,7 @@
 #include "daemon/notify.h"
 #include "daemon/sa_server.h"
 #include "daemon/service.h"
+#include "daemon/state_store.h"
 #include "daemon/subnet_manager.h"
 #include "fabric/topology_file.h"
 #include "mad/mad_engine.h"
@@ -121,6 +122,27 @@ Args parseArgs(int argc, char** argv) {
   return a;
 }
 
+// sm.m_key: off, the configured key, or the subnet's random key kept in the state directory.
+std::optional<mad::MkeyInfo> resolveMkey(const config::Config& c, daemon::Logger& log) {
+  if (c.sm.mKey == 0 && !c.sm.mKeyRandom) return std::nullopt;
+  mad::MkeyInfo m{c.sm.mKey, c.sm.mKeyProtectBits, c.sm.mKeyLeaseS};
+  if (c.sm.mKeyRandom) {
+    std::string path = (std::filesystem::path(c.paths.stateDir) / daemon::kMkeyFile).string();
+    auto loaded = daemon::loadOrCreateMkey(path);
+    if (!loaded) die(1, loaded.error().message);
+    for (const auto& w : loaded->warnings) log.warn("STATE003", w);
+    if (loaded->created) log.info("MKEY002", "generated a new M_Key, kept in " + path);
+    m.key = loaded->key;
+  }
+  return m;
+}
+
+daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SmOptions o = daemon::smOptionsFrom(args.cfg, args.localPortGuid);
+  o.program.mkey = mkey;
+  return o;
+}
+
 mad::MadEngineOptions madOptions(const config::Config& c) {
   return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
 }
@@ -164,8 +186,9 @@ void printReport(const daemon::SweepReport& r) {
 }
 
 // --once: one cycle, the report on stdout, the dumps written before exit.
-int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log) {
-  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg, args.localPortGuid));
+int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
+            const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   auto report = sm.sweep();
   if (!report) {
@@ -182,8 +205,8 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
 // The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from its
 // own thread; the dump writer writes from its own.
 int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
-              daemon::Logger& log, std::function<void()>& onReload) {
-  daemon::SubnetManager sm(engine, clock, daemon::smOptionsFrom(args.cfg, args.localPortGuid));
+              daemon::Logger& log, std::function<void()>& onReload, const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
   engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(
       clock, [&sm] { return sm.snapshot(); },
@@ -267,7 +290,10 @@ int main(int argc, char** argv) {
   args.localPortGuid = (*port)->localPort().portGuid;
   mad::SteadyClock clock;
   mad::MadEngine engine(**port, clock, madOptions(args.cfg));
+  // Every SMP carries the M_Key, discovery's too: ports with protect bits 2 or 3 answer no Get without it.
+  const std::optional<mad::MkeyInfo> mkey = resolveMkey(args.cfg, log);
+  if (mkey) engine.setSmpMkey(mkey->key);
   if (args.discoverOnly) return discoverOnly(args, engine, clock);
-  if (args.once) return runOnce(args, engine, clock, log);
-  return runDaemon(args, engine, clock, loop, log, onReload);
+  if (args.once) return runOnce(args, engine, clock, log, mkey);
+  return runDaemon(args, engine, clock, loop, log, onReload, mkey);
 }

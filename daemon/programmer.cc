@@ -14,7 +14,8 @@ using fabric::PortState;
 using mad::MadResult;
 
 namespace {
-using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void()>)>;
+// onOk gets the acknowledged response.
+using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>)>;
 constexpr size_t kLftBlock = 64;
 constexpr uint8_t kLinkUp = 5;
 constexpr uint32_t kClientReregSupported = 1u << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
@@ -51,9 +52,9 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     size_t sent0 = engine_.counters().sent;
     // Sets that got no answer after all of the engine's retries go once more in a second pass, after the
     // phase's other Sets: MAD loss comes in bursts, and a Set lost now would otherwise wait for the next sweep.
-    std::vector<std::tuple<NodeIndex, mad::MadPacket, std::function<void()>>> again;
-    std::function<void(NodeIndex, mad::MadPacket, std::function<void()>, bool)> submit =
-        [&](NodeIndex n, mad::MadPacket smp, std::function<void()> onOk, bool secondPass) {
+    std::vector<std::tuple<NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>>> again;
+    std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>, bool)> submit =
+        [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk, bool secondPass) {
           auto h = mad::parseHeader(smp);
           const bool portInfo = h && h->attrId == mad::kAttrPortInfo;
           mad::MadPacket copy = secondPass ? mad::MadPacket{} : smp;
@@ -65,7 +66,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
             // the port and corrects it should that be wrong.
             bool appliedEarlier = r.ok() && (r.attempts > 1 || secondPass) && r.header.status == 0x1C && portInfo;
             if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
-              if (onOk) onOk();
+              if (onOk) onOk(r);
               return;
             }
             if (!r.ok() && !secondPass) {
@@ -82,7 +83,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
                                     ")");
           });
         };
-    Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void()> onOk) {
+    Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk) {
       submit(n, std::move(smp), std::move(onOk), false);
     };
     issue(send);
@@ -128,7 +129,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
   };
   // Sends a PortInfo Set built on what the port holds; onOk runs once it is acknowledged.
   auto setPort = [&](const Sender& send, NodeIndex n, unsigned p, const mad::PortInfoSet& set,
-                     std::function<void()> onOk) {
+                     std::function<void(const MadResult&)> onOk) {
     mad::applyPortInfoSet(set, raw[n][p].data());
     const fabric::Node& node = topo.node(n);
     const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
@@ -136,9 +137,9 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
     std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
     mad_set_field(raw[n][p].data(), 0, IB_PORT_CLIENT_REREG_F, 0);  // a command, not kept by the port
-    send(n, std::move(smp), [&, n, p, set, sent = raw[n][p], onOk = std::move(onOk)] {
+    send(n, std::move(smp), [&, n, p, set, sent = raw[n][p], onOk = std::move(onOk)](const MadResult& r) {
       portSetDone(n, p, set, sent);
-      onOk();
+      onOk(r);
     });
   };
 
@@ -153,10 +154,15 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         if (range.base.value == 0 || !port.attrs.valid) continue;
         if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
         const bool rereg = opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
+        // M_Key fields: compared with what the port reported (read with our key, so a protected port shows
+        // its real key), skipped on ports whose SMA is known to drop them.
+        const bool writeMkey = opt.mkey && !mkeyIgnored_.count(port.guid) &&
+                               mad::decodePortInfoMkeyInfo(raw[n][p].data()) != *opt.mkey;
         if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid &&
-            port.attrs.gidPrefix == opt.gidPrefix && !rereg)
+            port.attrs.gidPrefix == opt.gidPrefix && !rereg && !writeMkey)
           continue;
         mad::PortInfoSet set;
+        if (writeMkey) set.mkey = opt.mkey;
         if (rereg) set.clientReregister = true;
         set.lid = range.base.value;
         set.lmc = range.lmc;
@@ -167,7 +173,17 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
           set.neighborMtu = mtu(n, p);
           set.operVls = vls(n, p);
         }
-        setPort(send, n, p, set, [&report] { ++report.lidsSet; });
+        const fabric::Guid guid = port.guid;
+        setPort(send, n, p, set, [&, guid, writeMkey](const MadResult& r) {
+          ++report.lidsSet;
+          if (!writeMkey) return;
+          // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old value.
+          if (mad::decodePortInfoMkey(mad::smpData(r.response)) == opt.mkey->key) {
+            ++report.mkeysSet;
+          } else if (mkeyIgnored_.insert(guid).second) {
+            ++report.mkeyIgnored;
+          }
+        });
       }
     }
   });
@@ -192,7 +208,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         RawAttr sent;
         std::copy_n(d, sent.size(), sent.begin());
         mad_set_field(sent.data(), 0, IB_SW_STATE_CHANGE_F, 0);
-        send(n, std::move(smp), [&, n, top, sent] {
+        send(n, std::move(smp), [&, n, top, sent](const MadResult&) {
           held.linearFdbTop = top;
           dr.switchInfo[n] = sent;
           switchChanged[n] = true;
@@ -217,7 +233,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
         mad_set_array(mad::smpData(smp), 0, IB_LINEAR_FORW_TBL_F, block);
         std::vector<uint8_t> copy(block, block + kLftBlock);
-        send(n, std::move(smp), [&report, &held, b, copy = std::move(copy)] {
+        send(n, std::move(smp), [&report, &held, b, copy = std::move(copy)](const MadResult&) {
           std::copy(copy.begin(), copy.end(), held.lft.begin() + b * kLftBlock);
           held.blockKnown[b] = true;
           ++report.lftBlocksSent;
@@ -243,7 +259,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         set.state = static_cast<uint8_t>(PortState::kArmed);
         set.neighborMtu = mtu(n, p);
         set.operVls = vls(n, p);
-        setPort(send, n, p, set, [&report] { ++report.portsArmed; });
+        setPort(send, n, p, set, [&report](const MadResult&) { ++report.portsArmed; });
       });
     });
     phase("activate", [&](const auto& send) {
@@ -251,7 +267,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         if (attrs[n][p].state != PortState::kArmed) return;
         mad::PortInfoSet set;
         set.state = static_cast<uint8_t>(PortState::kActive);
-        setPort(send, n, p, set, [&report] { ++report.portsActivated; });
+        setPort(send, n, p, set, [&report](const MadResult&) { ++report.portsActivated; });
       });
     });
   }

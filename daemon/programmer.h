@@ -4,8 +4,10 @@
 // flight; SMPs and time are counted per phase.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/discoverer.h"
@@ -45,6 +47,10 @@ struct ProgramOptions {
   // this SM became master, so hosts join their multicast groups and subscriptions again with the new SM.
   bool clientReregister = false;
   uint64_t gidPrefix = 0xfe80000000000000ULL;  // subnet prefix written to every endport's PortInfo
+  // M_Key protection: M_Key, MKeyProtectBits and MKeyLeasePeriod written into the PortInfo of every CA port
+  // and switch port 0 that does not hold them yet. nullopt: protection off, the fields are left as they are.
+  // (The SMPs carry the key through the MadEngine, not through these options.)
+  std::optional<mad::MkeyInfo> mkey;
 };
 
 struct PhaseStats {
@@ -61,6 +67,10 @@ struct ProgramReport {
   size_t lftBlocksSent = 0;
   size_t lftBlocksSkipped = 0;  // unchanged blocks not sent
   size_t portsArmed = 0, portsActivated = 0;
+  size_t mkeysSet = 0;      // management ports whose M_Key fields were written
+  // Ports whose PortInfo Set was acknowledged without keeping the M_Key (an SMA without M_Key support, such as
+  // ibsim's): counted once per port; such ports are not protected and are not asked again.
+  size_t mkeyIgnored = 0;
   std::vector<std::string> errors;  // SMPs that failed or were rejected
   size_t smps() const;
 };
@@ -76,6 +86,7 @@ class Programmer {
  private:
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
+  std::unordered_set<fabric::Guid> mkeyIgnored_;  // port GUIDs whose SMA does not keep the M_Key
 };
 
 }  // namespace ibsm::daemon

@@ -241,7 +241,7 @@ void Service::idle() {
   const SubnetManager::TrapCounters& t = sm_.trapCounters();
   state_.updateStatus([&](StatusInfo& st) {
     st.mad = c;
-    st.traps = {t.received, t.malformed, t.duplicates};
+    st.traps = {t.received, t.malformed, t.duplicates, t.badMkey};
     const ArProgrammer& ar = sm_.arProgrammer();
     st.ar = {ar.probesSent(), ar.count(ArCapability::kCapable), ar.count(ArCapability::kIncapable)};
     const SmStateMachine& sm = sm_.smStateMachine();

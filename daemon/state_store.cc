@@ -5,14 +5,46 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <sstream>
+#include <string_view>
 
 namespace ibsm::daemon {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Moves a damaged state file aside; says where it went (or why it stayed).
+std::string moveAside(const std::string& path) {
+  auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  std::string aside = path + ".bad-" + std::to_string(stamp.count());
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  return ec ? "could not move it aside (" + ec.message() + ")" : "kept as " + aside;
+}
+
+// "0x" and exactly 16 hex digits, an optional newline, nothing else; 0 is not a key.
+std::optional<uint64_t> parseMkeyFile(const std::string& text) {
+  std::string_view s = text;
+  if (s.ends_with('\n')) s.remove_suffix(1);
+  if (s.size() != 18 || !s.starts_with("0x")) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s.substr(2)) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  if (v == 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
 
 LoadedGuid2Lid loadGuid2Lid(const std::string& path) {
   LoadedGuid2Lid out;
@@ -26,21 +58,44 @@ LoadedGuid2Lid loadGuid2Lid(const std::string& path) {
     out.map = std::move(*parsed);
     return out;
   }
-  auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
-  std::string aside = path + ".bad-" + std::to_string(stamp.count());
-  fs::rename(path, aside, ec);
-  out.warnings.push_back("STATE001 " + path + ": " + parsed.error().message + "; " +
-                         (ec ? "could not move it aside (" + ec.message() + ")" : "kept as " + aside) +
+  out.warnings.push_back("STATE001 " + path + ": " + parsed.error().message + "; " + moveAside(path) +
                          "; starting with an empty LID map");
   return out;
 }
 
-fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text) {
+fabric::Result<LoadedMkey> loadOrCreateMkey(const std::string& path) {
+  LoadedMkey out;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text(64, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (auto key = parseMkeyFile(text)) {
+      out.key = *key;
+      return out;
+    }
+    out.warnings.push_back("STATE003 " + path + ": not an M_Key (expected 0x and 16 hex digits); " + moveAside(path) +
+                           "; a new M_Key is generated: ports protected with the old one can be managed again "
+                           "only after their M_Key lease period");
+  }
+  std::random_device rd;
+  std::uniform_int_distribution<uint64_t> any(1, UINT64_MAX);
+  out.key = any(rd);
+  out.created = true;
+  char line[32];
+  std::snprintf(line, sizeof line, "0x%016llx\n", static_cast<unsigned long long>(out.key));
+  auto saved = writeFileAtomically(path, line, 0600);
+  if (!saved) return fabric::makeError("cannot keep the generated M_Key: " + saved.error().message);
+  return out;
+}
+
+fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text, mode_t mode) {
   std::error_code ec;
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return fabric::makeError("cannot write " + tmp + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < text.size()) {

@@ -1,7 +1,10 @@
-// Persistent state under the state directory: the guid2lid map (OpenSM's format), written atomically.
-// A damaged file is moved aside (guid2lid.bad-<time>) and the SM continues with a fresh map.
+// Persistent state under the state directory: the guid2lid map (OpenSM's format) and the generated M_Key,
+// written atomically. A damaged file is moved aside (<name>.bad-<time>) and the SM continues with a fresh one.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,19 @@ LoadedGuid2Lid loadGuid2Lid(const std::string& path);
 // Temp file + fsync + rename, so a crash leaves either the old or the new file.
 fabric::Result<void> saveGuid2Lid(const std::string& path, const routing::Guid2Lid& map);
 // Writes text to path atomically (creating parent directories).
-fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text);
+fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text, mode_t mode = 0644);
+
+// The subnet's M_Key for sm.m_key: random, one line "0x<16 hex digits>" in <state_dir>/mkey (mode 0600: it is
+// a secret). Made once: a restarted SM with the same state directory reuses it, so it can still manage the
+// ports it protected. A missing file gets a new key; a damaged one is moved aside with a warning (ports
+// protected with the lost key answer again once their lease period runs out); a key that cannot be saved
+// is an error, since the next start could not manage the ports protected with it.
+inline constexpr const char* kMkeyFile = "mkey";
+struct LoadedMkey {
+  uint64_t key = 0;  // never 0
+  bool created = false;
+  std::vector<std::string> warnings;
+};
+fabric::Result<LoadedMkey> loadOrCreateMkey(const std::string& path);
 
 }  // namespace ibsm::daemon

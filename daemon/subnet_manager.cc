@@ -28,6 +28,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   portGuid_ = options_.portGuid;
   sm_.setSelf(portGuid_);
+  mkey_ = options_.program.mkey;
 }
 
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
@@ -115,6 +116,10 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   reregisteredAt_ = sm_.masterTerms();
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.subnetUp = report.program.errors.empty();
+  if (report.program.mkeyIgnored)
+    report.warnings.push_back("MKEY001 " + std::to_string(report.program.mkeyIgnored) +
+                              " port(s) acknowledged the M_Key but do not keep it (their SMA has no M_Key "
+                              "support): they are not protected");
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
   report.ar = arProgrammer_.program(*found.topology, routed->tables);
   for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
@@ -328,6 +333,11 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
       return;
     }
     if (noticeHandler_) noticeHandler_(*notice);
+    if (notice->trapNumber == 256) {
+      // Bad M_Key: a security event about who sent the SMP, not a topology change; nothing to re-read.
+      ++traps_.badMkey;
+      return;
+    }
     auto snap = snapshot_;
     if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
     if (notice->trapNumber == 144 && (notice->capMask & 2u)) noteSmPort(*snap, fabric::Lid{notice->lidAddr});

@@ -109,6 +109,7 @@ class SubnetManager {
   void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
   struct TrapCounters {
     uint64_t received = 0, malformed = 0, duplicates = 0;
+    uint64_t badMkey = 0;  // Trap 256: a port was sent an SMP with a wrong M_Key (by someone else, or by us)
   };
   const TrapCounters& trapCounters() const { return traps_; }
   uint64_t saBusyReplies() const { return saNotMaster_; }
@@ -122,6 +123,7 @@ class SubnetManager {
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
   void setOptions(SmOptions options) {
     options_ = std::move(options);
+    options_.program.mkey = mkey_;  // sm.m_key is [restart]: the ports hold the key resolved at start
     arProgrammer_.setOptions(options_.ar);
     sm_.setOptions(smStateOptions(options_));
   }
@@ -169,6 +171,7 @@ class SubnetManager {
   uint64_t mcastVersion_ = 0;     // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // sm_.masterTerms() at the last ClientReregister run
   SwitchTableCache cache_;
+  std::optional<mad::MkeyInfo> mkey_;  // options_.program.mkey as given at construction
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   SmStateMachine sm_;
   fabric::Guid portGuid_;

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "mad/notice.h"
 #include "mad/smp.h"
 
 namespace ibsm::mad {
@@ -21,7 +22,9 @@ constexpr unsigned kLidHopLimit = 16;
 constexpr size_t kLftBlock = 64;
 
 using fields::get;
+using fields::get64;
 using fields::set;
+using fields::set64;
 
 uint8_t state(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_STATE_F)); }
 uint8_t physState(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_PHYS_STATE_F)); }
@@ -219,7 +222,13 @@ std::vector<MadPacket> FakeFabric::handle(const MadPacket& request) {
     ++lost_;
     return {};
   }
+  bool hideKey = false;
+  if (options_.enforceMkey && !mkeyCheck(*target, *h, getMadMkey(request), hideKey)) {
+    ++lost_;  // discarded: the SM sees a timeout
+    return {};
+  }
   Answer a = dispatch(*target, h->method, h->attrId, h->attrMod, smpData(request));
+  if (hideKey && h->attrId == kAttrPortInfo) set64(a.data.data(), IB_PORT_MKEY_F, 0);
   if (a.kind != Answer::kLost)
     log_.push_back({target->node, h->attrId, h->method, h->attrMod,
                     static_cast<uint16_t>(a.kind == Answer::kDrop ? kTransportDrop : a.status)});
@@ -319,6 +328,11 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
         mad_set_field64(pi, 0, IB_PORT_GID_PREFIX_F, mad_get_field64(const_cast<uint8_t*>(req), 0, IB_PORT_GID_PREFIX_F));
         set(pi, IB_PORT_LMC_F, get(req, IB_PORT_LMC_F));
         set(pi, IB_PORT_SUBN_TIMEOUT_F, get(req, IB_PORT_SUBN_TIMEOUT_F));
+        if (options_.enforceMkey) {  // ibsim drops these
+          set64(pi, IB_PORT_MKEY_F, get64(req, IB_PORT_MKEY_F));
+          set(pi, IB_PORT_MKEY_PROT_BITS_F, get(req, IB_PORT_MKEY_PROT_BITS_F));
+          set(pi, IB_PORT_MKEY_LEASE_F, get(req, IB_PORT_MKEY_LEASE_F));
+        }
       }
       if (!node.isSwitch() || port != 0) {
         if (uint32_t v = get(req, IB_PORT_OPER_VLS_F)) set(pi, IB_PORT_OPER_VLS_F, v);
@@ -584,6 +598,65 @@ void FakeFabric::sendTrap128(NodeIndex sw) {
   m.addr = MadAddress{lid, 0, 0, 0, 0};  // where it came from, as umad reports a received MAD
   ++trapsSent_;
   deliver(std::move(m));
+}
+
+bool FakeFabric::mkeyCheck(Endpoint at, const MadHeader& h, uint64_t smpKey, bool& hideKey) {
+  uint8_t* pi = nodes_[at.node].portInfo[mgmtPort(at)].data();
+  uint64_t key = get64(pi, IB_PORT_MKEY_F);
+  if (key == 0 || smpKey == key) return true;
+  uint32_t protect = get(pi, IB_PORT_MKEY_PROT_BITS_F);
+  if (h.method == kGet && protect <= 1) {
+    hideKey = protect == 1;
+    return true;
+  }
+  set(pi, IB_PORT_MKEY_VIOL_F, std::min<uint32_t>(get(pi, IB_PORT_MKEY_VIOL_F) + 1, 0xFFFF));
+  ++mkeyViolations_;
+  sendTrap256(at, h, smpKey);
+  return false;
+}
+
+// Trap 256 (Bad M_Key), LID-routed to the port's SM LID: who asked (the SM port's LID: the SMPs come from
+// there), with which method and attribute; lost when the port has no LID or SM LID yet, or no route.
+void FakeFabric::sendTrap256(Endpoint at, const MadHeader& h, uint64_t smpKey) {
+  unsigned p = mgmtPort(at);
+  const uint8_t* pi = nodes_[at.node].portInfo[p].data();
+  uint16_t lid = static_cast<uint16_t>(get(pi, IB_PORT_LID_F));
+  uint16_t smLid = static_cast<uint16_t>(get(pi, IB_PORT_SMLID_F));
+  auto to = lid && smLid ? routeByLid(Endpoint{at.node, static_cast<uint8_t>(p)}, smLid) : std::nullopt;
+  if (!to || to->node != smNode_) {
+    ++trapsLost_;
+    return;
+  }
+  Notice n;
+  n.generic = true;
+  n.type = 2;  // security
+  n.producerType = topo_->node(at.node).isSwitch() ? 2 : 1;
+  n.trapNumber = 256;
+  n.issuerLid = lid;
+  n.lidAddr = portLid(smNode_, smPort_);
+  MadPacket m = makeTrap(n, smLid);
+  // DataDetails after LIDADDR (2 bytes at offset 10) and DRSLID: method, attribute id, modifier, M_Key.
+  // libibmad has no field table for them.
+  uint8_t* d = smpData(m);
+  d[14] = h.method;
+  d[16] = static_cast<uint8_t>(h.attrId >> 8);
+  d[17] = static_cast<uint8_t>(h.attrId);
+  for (int i = 0; i < 4; ++i) d[18 + i] = static_cast<uint8_t>(h.attrMod >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) d[22 + i] = static_cast<uint8_t>(smpKey >> (56 - 8 * i));
+  m.addr = MadAddress{lid, 0, 0, 0, 0};
+  ++trapsSent_;
+  deliver(std::move(m));
+}
+
+void FakeFabric::setPortMkey(NodeIndex node, PortNum port, const MkeyInfo& mkey) {
+  uint8_t* pi = nodes_.at(node).portInfo.at(mgmtPort(Endpoint{node, port.value})).data();
+  set64(pi, IB_PORT_MKEY_F, mkey.key);
+  set(pi, IB_PORT_MKEY_PROT_BITS_F, mkey.protectBits);
+  set(pi, IB_PORT_MKEY_LEASE_F, mkey.leasePeriod);
+}
+
+MkeyInfo FakeFabric::portMkey(NodeIndex node, PortNum port) const {
+  return decodePortInfoMkeyInfo(nodes_.at(node).portInfo.at(mgmtPort(Endpoint{node, port.value})).data());
 }
 
 void FakeFabric::deliver(MadPacket trap) {

@@ -21,7 +21,15 @@
 // end that has a LID and an SM LID; the trap is LID-routed to that SM LID (lost if it cannot get there) and
 // delivered as an unsolicited SubnTrap MAD into the attached port.
 //
-// Not emulated: M_Key, P_Key tables, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
+// M_Key (IBA 14.2.4) only with FakeFabricOptions::enforceMkey: then a PortInfo Set of a management port (CA
+// port, switch port 0) keeps M_Key, MKeyProtectBits and MKeyLeasePeriod, and every SMP is checked against the
+// M_Key of the port it enters (a switch's: port 0's): a wrong key fails Sets at any protect level and Gets at
+// levels 2 and 3 (level 1 passes Gets with the M_Key read as 0); a failed SMP is discarded without an answer,
+// counted in MKeyViolations, and Trap 256 (Bad M_Key) goes to the port's SM LID. The lease timer is not
+// emulated (there is no clock): protect bits never fall back. Without enforceMkey the fields are dropped on a
+// Set and never checked, as in ibsim 0.10.
+//
+// Not emulated: P_Key tables, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
 // base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
 #pragma once
 
@@ -49,6 +57,7 @@ struct FakeFabricOptions {
   // Where the SM's port is; default: the topology's smNode()/smPort(), else the first linked port of the first
   // CA, else port 0 of the first switch.
   std::optional<std::pair<fabric::NodeIndex, fabric::PortNum>> smPort;
+  bool enforceMkey = false;  // M_Key as IBA specifies it (see above); false: as ibsim, which ignores it
 };
 
 // How a switch treats the vendor AR attributes.
@@ -97,6 +106,8 @@ class FakeFabric {
   void setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps = {});
   // Sets of this block of ARGroupTable or ARLinearForwardingTable (attrId) on sw fail with status 0x1C.
   void rejectArBlock(NodeIndex sw, uint16_t attrId, uint32_t block, bool reject = true);
+  // Gives the management port of (node, port) an M_Key, as another SM would have (enforceMkey).
+  void setPortMkey(NodeIndex node, PortNum port, const MkeyInfo& mkey);
   // Traps produced while no port was attached (each a SubnTrap(Notice) MAD), oldest first.
   std::vector<MadPacket> takeTraps();
 
@@ -109,6 +120,7 @@ class FakeFabric {
   uint64_t droppedByRate() const { return droppedByRate_; }
   uint64_t trapsSent() const { return trapsSent_; }
   uint64_t trapsLost() const { return trapsLost_; }
+  uint64_t mkeyViolations() const { return mkeyViolations_; }  // SMPs discarded for a wrong M_Key
   uint64_t clientReregistrations() const { return reregistrations_; }  // CA PortInfo Sets with ClientReregister
   // Every SMP that reached an SMA, in order, with the status it was answered with.
   struct SmpRecord {
@@ -123,6 +135,7 @@ class FakeFabric {
 
   // --- State the SMAs hold.
   fabric::PortAttrs portAttrs(NodeIndex node, PortNum port) const;
+  MkeyInfo portMkey(NodeIndex node, PortNum port) const;  // of the management port (switch: port 0)
   fabric::SwitchAttrs switchAttrs(NodeIndex sw) const;
   uint8_t lftPort(NodeIndex sw, uint16_t lid) const;  // 0xFF past what was written
   std::vector<uint8_t> lft(NodeIndex sw) const;       // LIDs 0..LinearFDBTop
@@ -172,6 +185,10 @@ class FakeFabric {
   void setLinkState(NodeIndex node, unsigned port, uint8_t state, uint8_t physState);
   void portStateChanged(NodeIndex node);
   void sendTrap128(NodeIndex sw);
+  unsigned mgmtPort(Endpoint at) const { return topo_->node(at.node).isSwitch() ? 0 : at.port; }
+  // The M_Key check of an SMP entering at `at`: false = discard it; hideKey: answer with the M_Key as 0.
+  bool mkeyCheck(Endpoint at, const MadHeader& h, uint64_t smpKey, bool& hideKey);
+  void sendTrap256(Endpoint at, const MadHeader& h, uint64_t smpKey);
   void deliver(MadPacket trap);
   void refreshLocalPort();
   size_t switchLftCap(NodeIndex sw) const;
@@ -187,6 +204,7 @@ class FakeFabric {
   std::mt19937_64 rng_{1};
   std::map<uint16_t, uint64_t> received_, receivedSets_;
   uint64_t receivedTotal_ = 0, reregistrations_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0, trapsLost_ = 0;
+  uint64_t mkeyViolations_ = 0;
   std::vector<SmpRecord> log_;
 };
 

@@ -14,9 +14,16 @@ MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options
   options_.window = std::max(1u, options_.window);
 }
 
+void MadEngine::stampMkey(MadPacket& mad) const {
+  const uint8_t* b = mad.bytes.data();
+  bool smp = b[1] == kClassSmiLid || b[1] == kClassSmiDirected;
+  if (mkey_ != 0 && smp && !(b[3] & kResponseBit) && getMadMkey(mad) == 0) setMadMkey(mad, mkey_);
+}
+
 void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions options) {
   Request r;
   r.packet = std::move(request);
+  stampMkey(r.packet);
   r.done = std::move(done);
   r.timeout = options.timeout.value_or(options_.timeout);
   r.retries = options.retries.value_or(options_.retries);
@@ -28,7 +35,9 @@ void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions opt
 }
 
 fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {
-  auto sent = port_.send(mad, options_.timeout);
+  MadPacket stamped = mad;
+  stampMkey(stamped);
+  auto sent = port_.send(stamped, options_.timeout);
   if (sent) ++counters_.sent; else ++counters_.sendErrors;
   return sent;
 }

@@ -1,7 +1,8 @@
 // Transactions over a MadPort: assigns TIDs, keeps at most `window` requests in flight (the rest queue in FIFO
 // order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half), times
 // out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody asked for
-// to an unsolicited handler. Single-threaded: call poll() from the event loop; completions run inside poll().
+// to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a response)
+// whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it. Single-threaded: call poll() from the event loop; completions run inside poll().
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,9 @@ class MadEngine {
   // Sends a MAD that expects no response (a response we give, a TrapRepress); counted as sent.
   fabric::Result<void> sendUnmatched(const MadPacket& mad);
   void setUnsolicitedHandler(UnsolicitedHandler handler) { unsolicited_ = std::move(handler); }
+  // The M_Key put into SMP requests from now on; 0 = none.
+  void setSmpMkey(uint64_t mkey) { mkey_ = mkey; }
+  uint64_t smpMkey() const { return mkey_; }
 
   // Waits at most maxWait for MADs (less if a request times out sooner), handles all that arrived, expires
   // timers and refills the window.
@@ -97,6 +101,7 @@ class MadEngine {
     bool operator>(const Timer& o) const { return deadline > o.deadline; }
   };
 
+  void stampMkey(MadPacket& mad) const;
   void fillWindow();
   void transmit(Request request);
   void handle(const MadPacket& mad);
@@ -114,6 +119,7 @@ class MadEngine {
   UnsolicitedHandler unsolicited_;
   MadCounters counters_;
   size_t maxInFlight_ = 0;
+  uint64_t mkey_ = 0;
 };
 
 }  // namespace ibsm::mad

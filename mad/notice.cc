@@ -33,6 +33,7 @@ fabric::Result<Notice> decodeNotice(const MadPacket& trap) {
   if (!n.generic) return fabric::makeError("vendor-specific notice (trap " + std::to_string(n.trapNumber) + ")");
   switch (n.trapNumber) {
     case 128:
+    case 256:  // Bad M_Key: LIDADDR is where the SMP came from (the issuer is the protected port)
       n.lidAddr = static_cast<uint16_t>(get(d, IB_NOTICE_DATA_LID_F));
       break;
     case 129: case 130: case 131:
@@ -65,7 +66,7 @@ MadPacket makeTrap(const Notice& n, uint16_t dlid) {
   mad_set_field(d, 0, IB_NOTICE_PRODUCER_F, n.producerType);
   mad_set_field(d, 0, IB_NOTICE_TRAP_NUMBER_F, n.trapNumber);
   mad_set_field(d, 0, IB_NOTICE_ISSUER_LID_F, n.issuerLid);
-  if (n.trapNumber == 128) {
+  if (n.trapNumber == 128 || n.trapNumber == 256) {
     mad_set_field(d, 0, IB_NOTICE_DATA_LID_F, n.lidAddr);
   } else {
     mad_set_field(d, 0, IB_NOTICE_DATA_144_LID_F, n.lidAddr);

@@ -175,6 +175,14 @@ fabric::PortAttrs decodePortInfo(const uint8_t* d) {
 uint8_t decodePortInfoLocalPort(const uint8_t* d) { return static_cast<uint8_t>(get(d, IB_PORT_LOCAL_PORT_F)); }
 uint64_t decodePortInfoMkey(const uint8_t* d) { return get64(d, IB_PORT_MKEY_F); }
 
+MkeyInfo decodePortInfoMkeyInfo(const uint8_t* d) {
+  return MkeyInfo{get64(d, IB_PORT_MKEY_F), static_cast<uint8_t>(get(d, IB_PORT_MKEY_PROT_BITS_F)),
+                  static_cast<uint16_t>(get(d, IB_PORT_MKEY_LEASE_F))};
+}
+
+uint64_t getMadMkey(const MadPacket& mad) { return get64(mad.bytes.data(), IB_MAD_MKEY_F); }
+void setMadMkey(MadPacket& mad, uint64_t mkey) { set64(mad.bytes.data(), IB_MAD_MKEY_F, mkey); }
+
 void encodePortInfo(const fabric::PortAttrs& a, uint8_t* d) {
   set(d, IB_PORT_LID_F, a.lid.value);
   set(d, IB_PORT_SMLID_F, a.smLid.value);
@@ -212,6 +220,11 @@ void applyPortInfoSet(const PortInfoSet& s, uint8_t* d) {
   if (s.subnetTimeout) set(d, IB_PORT_SUBN_TIMEOUT_F, *s.subnetTimeout);
   if (s.hoqLife) set(d, IB_PORT_HOQ_LIFE_F, *s.hoqLife);
   if (s.clientReregister) set(d, IB_PORT_CLIENT_REREG_F, *s.clientReregister);
+  if (s.mkey) {
+    set64(d, IB_PORT_MKEY_F, s.mkey->key);
+    set(d, IB_PORT_MKEY_PROT_BITS_F, s.mkey->protectBits);
+    set(d, IB_PORT_MKEY_LEASE_F, s.mkey->leasePeriod);
+  }
   // LinkSpeedActive / LinkWidthActive are read-only; a Set with speed enable 0 means "no change".
 }
 

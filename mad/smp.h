@@ -60,6 +60,18 @@ void encodeNodeDescription(const std::string& desc, uint8_t* data);
 fabric::PortAttrs decodePortInfo(const uint8_t* data);
 uint8_t decodePortInfoLocalPort(const uint8_t* data);
 uint64_t decodePortInfoMkey(const uint8_t* data);
+// The M_Key part of PortInfo (IBA 14.2.4): the key, MKeyProtectBits (0..3) and MKeyLeasePeriod (seconds,
+// 0 = infinite). Meaningful on a CA port and on switch port 0 (a switch's external ports have none).
+struct MkeyInfo {
+  uint64_t key = 0;
+  uint8_t protectBits = 0;
+  uint16_t leasePeriod = 0;
+  bool operator==(const MkeyInfo&) const = default;
+};
+MkeyInfo decodePortInfoMkeyInfo(const uint8_t* data);
+// The M_Key an SMP carries in its header; setMadMkey writes it.
+uint64_t getMadMkey(const MadPacket& mad);
+void setMadMkey(MadPacket& mad, uint64_t mkey);
 void encodePortInfo(const fabric::PortAttrs& attrs, uint8_t* data);  // for fakes and tests
 
 // Fields the SM writes with SubnSet(PortInfo), on top of the port's current PortInfo block.
@@ -68,6 +80,7 @@ struct PortInfoSet {
   std::optional<uint8_t> lmc, state, physState, neighborMtu, operVls, subnetTimeout, hoqLife;
   std::optional<bool> clientReregister;
   std::optional<uint64_t> gidPrefix;
+  std::optional<MkeyInfo> mkey;
 };
 void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
 

@@ -42,6 +42,9 @@ sweep:
 sm:
   priority: 15
   key: 0xdeadbeef00000001
+  m_key: 0x1122334455667788
+  m_key_protection_level: 3
+  m_key_lease_period: 65535
   poll_interval_ms: 250
   poll_retries: 5
 mad:
@@ -94,6 +97,10 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.sweep.intervalS, 0u);
   EXPECT_EQ(c.sm.priority, 15);
   EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
+  EXPECT_EQ(c.sm.mKey, 0x1122334455667788u);
+  EXPECT_FALSE(c.sm.mKeyRandom);
+  EXPECT_EQ(c.sm.mKeyProtectBits, 3);
+  EXPECT_EQ(c.sm.mKeyLeaseS, 65535);
   EXPECT_EQ(c.sm.pollIntervalMs, 250u);
   EXPECT_EQ(c.sm.pollRetries, 5u);
   EXPECT_EQ(c.mad.window, 1024u);
@@ -109,6 +116,30 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.ar.groupCap, 1u);
   EXPECT_EQ(c.flap.holdDownMs, 0u);
   EXPECT_EQ(c.flap.maxBackoffMs, 86400000u);
+}
+
+TEST(ConfigLoader, MkeyIsOffAFixedValueOrRandom) {
+  EXPECT_EQ(Config{}.sm.mKey, 0u);
+  EXPECT_FALSE(Config{}.sm.mKeyRandom);
+  auto r = parseConfig("sm:\n  m_key: \"random\"\n", "ibsm.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->sm.mKeyRandom);
+  r = parseConfig("sm:\n  m_key: random\n", "ibsm.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->sm.mKeyRandom);
+  EXPECT_EQ(r->sm.mKey, 0u);
+  EXPECT_NE(toYaml(*r).find("  m_key: random\n"), std::string::npos);
+  // The command line wins, in either direction.
+  const Override fixed[] = {{"sm.m_key", "0x42"}};
+  r = parseConfig("sm:\n  m_key: random\n", "ibsm.yaml", fixed);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->sm.mKeyRandom);
+  EXPECT_EQ(r->sm.mKey, 0x42u);
+  // Not reloadable: the ports hold the old key.
+  auto current = std::make_shared<const Config>();
+  auto refused = applyReload(current, parseConfig("sm:\n  m_key: 0x42\n", "ibsm.yaml"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("sm.m_key"), std::string::npos);
 }
 
 TEST(ConfigLoader, ListsAndScalarsInTheirOtherForms) {
@@ -152,6 +183,12 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"# header\nrouting:\n  engines: [ftree]\n  lmc: 9\n",
        "ibsm.yaml:4:8: routing.lmc: 9 is out of range 0..7"},
       {"sm:\n  priority: 16\n", "ibsm.yaml:2:13: sm.priority: 16 is out of range 0..15"},
+      {"sm:\n  m_key_protection_level: 4\n", "ibsm.yaml:2:27: sm.m_key_protection_level: 4 is out of range 0..3"},
+      {"sm:\n  m_key_lease_period: 65536\n",
+       "ibsm.yaml:2:23: sm.m_key_lease_period: 65536 is out of range 0..65535"},
+      {"sm:\n  m_key: secret\n",
+       "ibsm.yaml:2:10: sm.m_key: expected a 64-bit M_Key (0 = off) or random, got \"secret\""},
+      {"sm:\n  m_key: -1\n", "ibsm.yaml:2:10: sm.m_key: expected a 64-bit M_Key (0 = off) or random, got \"-1\""},
       {"mad:\n  window: 0\n", "ibsm.yaml:2:11: mad.window: 0 is out of range 1..1024"},
       {"mad:\n  window: 1025\n", "ibsm.yaml:2:11: mad.window: 1025 is out of range 1..1024"},
       {"mad:\n  retries: -1\n", "ibsm.yaml:2:12: mad.retries: -1 is out of range 0..20"},
@@ -276,7 +313,7 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 23u);
+  EXPECT_EQ(byKey.size(), 26u);
   EXPECT_FALSE(byKey["port_guid"].reloadable);
   EXPECT_FALSE(byKey["control.socket"].reloadable);
   EXPECT_FALSE(byKey["paths.state_dir"].reloadable);

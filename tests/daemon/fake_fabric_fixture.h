@@ -60,7 +60,9 @@ struct FakeFabricFixture {
     routing::RoutingTables tables;
     ProgramReport report;
   };
-  Up bringUp(SwitchTableCache& cache, const std::string& engineName = "minhop", routing::Options options = {}) {
+  // The programming errors are expected to be none unless allowErrors.
+  Up bringUp(SwitchTableCache& cache, const std::string& engineName = "minhop", routing::Options options = {},
+             const ProgramOptions& programOptions = {}, bool allowErrors = false) {
     Up up;
     up.found = discover();
     auto lids = routing::assignLids(*up.found.topology, {}, 0);
@@ -72,8 +74,10 @@ struct FakeFabricFixture {
     up.tables = *tables;
     up.discovered = up.found;
     Programmer programmer(*engine, clock);
-    up.report = programmer.program(up.found, up.lids, up.tables, cache, ProgramOptions{});
-    EXPECT_TRUE(up.report.errors.empty()) << up.report.errors.front();
+    up.report = programmer.program(up.found, up.lids, up.tables, cache, programOptions);
+    if (!allowErrors) {
+      EXPECT_TRUE(up.report.errors.empty()) << up.report.errors.front();
+    }
     return up;
   }
 };

@@ -16,6 +16,7 @@ using fabric::PortNum;
 using fabric::PortState;
 using testing::FakeFabricFixture;
 using testing::generate;
+using namespace std::chrono_literals;
 
 fabric::TopologyPtr fatTree() {
   tools::FabricSpec spec;
@@ -135,6 +136,127 @@ TEST(Programmer, ClientReregisterOncePerPort) {
   ProgramReport later = programmer.program(again, up.lids, up.tables, cache, ProgramOptions{});
   EXPECT_EQ(later.smps(), 0u);
   EXPECT_EQ(fx.fabric->clientReregistrations(), caPorts);
+}
+
+// The management ports of a topology (CA ports with a link, switch port 0), as (node, port).
+std::vector<std::pair<NodeIndex, unsigned>> managementPorts(const fabric::Topology& t) {
+  std::vector<std::pair<NodeIndex, unsigned>> out;
+  for (NodeIndex n = 0; n < t.size(); ++n) {
+    const fabric::Node& node = t.node(n);
+    if (node.isSwitch()) out.emplace_back(n, 0);
+    else
+      for (unsigned p = 1; p <= node.numPorts; ++p)
+        if (node.ports[p].connected()) out.emplace_back(n, p);
+  }
+  return out;
+}
+
+constexpr mad::MkeyInfo kMkey{0x0123456789abcdef, 2, 60};
+
+// M_Key protection on SMAs that implement it (IBA 14.2.4): one run writes M_Key, protect bits and lease into
+// every management port; with the key in its SMPs the SM still discovers and manages the fabric (at protect
+// level 2 no Get passes without it) and sends nothing more; a diag tool without the key is refused.
+TEST(Programmer, ProtectsEveryManagementPortWithTheMkey) {
+  FakeFabricFixture fx;
+  mad::FakeFabricOptions fo;
+  fo.enforceMkey = true;
+  fx.start(fatTree(), {32, 100ms, 3}, fo);
+  fx.engine->setSmpMkey(kMkey.key);
+  ProgramOptions opt;
+  opt.mkey = kMkey;
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache, "minhop", {}, opt);
+  const fabric::Topology& t = *up.found.topology;
+  const auto mgmt = managementPorts(t);
+  for (auto [n, p] : mgmt)
+    EXPECT_EQ(fx.fabric->portMkey(fx.fakeIndex(t, n), PortNum{static_cast<uint8_t>(p)}), kMkey)
+        << t.node(n).description << " port " << p;
+  EXPECT_EQ(up.report.mkeysSet, mgmt.size());
+  EXPECT_EQ(up.report.mkeyIgnored, 0u);
+  EXPECT_EQ(fx.fabric->mkeyViolations(), 0u);
+
+  // The next sweep reads every port with the key and finds nothing to write.
+  DiscoveryResult again = fx.discover();
+  EXPECT_EQ(again.topology->size(), t.size());
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramReport second = programmer.program(again, up.lids, up.tables, cache, opt);
+  EXPECT_TRUE(second.errors.empty());
+  EXPECT_EQ(second.smps(), 0u);
+
+  // A tool without the key: its Get and its Set of a host's PortInfo go unanswered.
+  const NodeIndex ca = t.cas().front();
+  const fabric::DrPath& route = t.node(ca).ports[1].route.count ? t.node(ca).ports[1].route : t.node(ca).route;
+  mad::MadEngine tool(fx.port, fx.clock, {4, 100ms, 0});
+  std::vector<bool> ok;
+  for (uint8_t method : {mad::kGet, mad::kSet})
+    tool.submit(mad::makeDirectedSmp(method, mad::kAttrPortInfo, 1, route),
+                [&](const mad::MadResult& r) { ok.push_back(r.ok()); });
+  tool.runUntilIdle();
+  EXPECT_EQ(ok, (std::vector<bool>{false, false}));
+  EXPECT_EQ(fx.fabric->mkeyViolations(), 2u);
+  EXPECT_EQ(fx.fabric->portMkey(fx.fakeIndex(t, ca), PortNum{1}), kMkey);
+}
+
+// ibsim's SMAs acknowledge the Set and drop the M_Key fields: each such port is counted once, and later runs
+// do not write them again (no PortInfo Set every sweep).
+TEST(Programmer, SmaWithoutMkeySupportIsCountedOnceAndNotAskedAgain) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  fx.engine->setSmpMkey(kMkey.key);
+  ProgramOptions opt;
+  opt.mkey = kMkey;
+  SwitchTableCache cache;
+  DiscoveryResult found = fx.discover();
+  auto lids = routing::assignLids(*found.topology, {}, 0);
+  ASSERT_TRUE(lids);
+  auto tables = routing::makeEngine("minhop")->compute(*found.topology, lids->lids, {});
+  ASSERT_TRUE(tables);
+  Programmer programmer(*fx.engine, fx.clock);
+  ProgramReport first = programmer.program(found, lids->lids, *tables, cache, opt);
+  EXPECT_TRUE(first.errors.empty());
+  const size_t mgmt = managementPorts(*found.topology).size();
+  EXPECT_EQ(first.mkeysSet, 0u);
+  EXPECT_EQ(first.mkeyIgnored, mgmt);
+  const uint64_t portInfoSets = fx.fabric->receivedSets(mad::kAttrPortInfo);
+
+  DiscoveryResult again = fx.discover();
+  ProgramReport second = programmer.program(again, lids->lids, *tables, cache, opt);
+  EXPECT_TRUE(second.errors.empty());
+  EXPECT_EQ(second.mkeyIgnored, 0u);
+  EXPECT_EQ(second.smps(), 0u);
+  EXPECT_EQ(fx.fabric->receivedSets(mad::kAttrPortInfo), portInfoSets);
+}
+
+// A host already protected by another SM's key (protect level 1: Gets pass, our Sets are discarded): its
+// PortInfo Sets fail as errors naming the host after the retries, the rest of the fabric comes up and is
+// protected, nothing crashes.
+TEST(Programmer, PortWithAForeignMkeyFailsCleanly) {
+  FakeFabricFixture fx;
+  mad::FakeFabricOptions fo;
+  fo.enforceMkey = true;
+  fx.start(fatTree(), {32, 100ms, 1}, fo);
+  const fabric::Topology& ft = fx.fabric->topology();
+  const NodeIndex foreign = ft.cas().front();
+  fx.fabric->setPortMkey(foreign, PortNum{1}, mad::MkeyInfo{0xbadbadbad, 1, 0});
+  fx.engine->setSmpMkey(kMkey.key);
+  ProgramOptions opt;
+  opt.mkey = kMkey;
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache, "minhop", {}, opt, /*allowErrors=*/true);
+  const fabric::Topology& t = *up.found.topology;
+  EXPECT_EQ(t.size(), ft.size());  // discovery read it (Gets pass at level 1)
+  // The unanswered Sets are the foreign host's (its switch's port then cannot go ACTIVE: refused with 0x1C).
+  size_t unanswered = 0;
+  for (const std::string& e : up.report.errors) {
+    if (e.find("no answer") == std::string::npos) continue;
+    ++unanswered;
+    EXPECT_NE(e.find(fabric::toString(ft.node(foreign).guid)), std::string::npos) << e;
+  }
+  EXPECT_GE(unanswered, 1u);
+  EXPECT_EQ(up.report.mkeysSet, managementPorts(t).size() - 1);
+  EXPECT_EQ(fx.fabric->portMkey(foreign, PortNum{1}), (mad::MkeyInfo{0xbadbadbad, 1, 0}));
+  EXPECT_GE(fx.fabric->mkeyViolations(), 2u);  // the Set and its retry
+  EXPECT_EQ(fx.fabric->portAttrs(foreign, PortNum{1}).lid.value, 0);
 }
 
 TEST(Programmer, LeavesTheResultAtWhatTheFabricHolds) {

@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "mad/mad_engine.h"
+#include "mad/notice.h"
 #include "mad/smp.h"
 
 namespace ibsm::mad {
@@ -357,6 +358,87 @@ TEST(FakeFabric, LinkChangesSendTrap128FromSwitchesWithLids) {
   EXPECT_FALSE(port.receive(0ms));
   EXPECT_EQ(f.trapsSent(), 2u);
   EXPECT_EQ(f.trapsLost(), 1u);
+}
+
+TEST(FakeFabric, IgnoresMkeyLikeIbsimUnlessEnforced) {
+  Fabric fx = buildFabric();
+  FakeFabric f(fx.topo);
+  PortInfoSet s;
+  s.mkey = MkeyInfo{0x1234, 2, 60};
+  auto r = ask(f, portInfoSet(f, 1, path({1, 2, 2}), s));  // h1
+  ASSERT_TRUE(r);
+  EXPECT_EQ(status(*r), 0);
+  EXPECT_EQ(decodePortInfoMkeyInfo(smpData(*r)), MkeyInfo{});  // dropped, as ibsim does
+  EXPECT_EQ(f.portMkey(fx.h1, PortNum{1}), MkeyInfo{});
+  EXPECT_TRUE(ask(f, portInfoSet(f, 1, path({1, 2, 2}), PortInfoSet{})));  // and never checked
+  EXPECT_EQ(f.mkeyViolations(), 0u);
+}
+
+TEST(FakeFabric, EnforcesMkeyAsIbaSays) {
+  Fabric fx = buildFabric();
+  FakeFabricOptions o;
+  o.enforceMkey = true;
+  FakeFabric f(fx.topo, o);
+  bringUp(f, fx);  // LIDs and SM LID, so Trap 256 can reach the SM
+  FakeClock clock;
+  FakeMadPort port(clock);
+  f.attach(port);
+  const fabric::DrPath toS1 = path({1, 2}), toH1 = path({1, 2, 2});
+  constexpr uint64_t kKey = 0xfeedface;
+  auto keyed = [](MadPacket m, uint64_t key) {
+    setMadMkey(m, key);
+    return m;
+  };
+  // A Set with the M_Key fields, on a port that has none yet: kept.
+  PortInfoSet s;
+  s.mkey = MkeyInfo{kKey, 0, 60};
+  auto r = ask(f, portInfoSet(f, 0, toS1, s));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(decodePortInfoMkeyInfo(smpData(*r)), (MkeyInfo{kKey, 0, 60}));
+  EXPECT_EQ(f.portMkey(fx.s1, PortNum{0}), (MkeyInfo{kKey, 0, 60}));
+  EXPECT_EQ(f.portMkey(fx.s1, PortNum{3}), (MkeyInfo{kKey, 0, 60}));  // a switch has one, port 0's
+
+  // Protect bits 0: Gets pass with any key and show it; Sets need it (any attribute).
+  MadPacket get = makeDirectedSmp(kGet, kAttrPortInfo, 0, toS1);
+  r = ask(f, get);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(decodePortInfoMkey(smpData(*r)), kKey);
+  EXPECT_FALSE(ask(f, makeDirectedSmp(kSet, kAttrSwitchInfo, 0, toS1)));
+  EXPECT_FALSE(ask(f, keyed(makeDirectedSmp(kSet, kAttrLft, 0, toS1), 0x1)));
+  EXPECT_TRUE(ask(f, keyed(makeDirectedSmp(kSet, kAttrLft, 0, toS1), kKey)));
+  EXPECT_EQ(f.mkeyViolations(), 2u);
+  MadPacket viol = *ask(f, get);
+  EXPECT_EQ(mad_get_field(smpData(viol), 0, IB_PORT_MKEY_VIOL_F), 2u);
+  // Each violation sent Trap 256 to the SM: from s1 (LID 3), about the SM's LID, with what was tried.
+  for (uint64_t tried : {0ull, 1ull}) {
+    auto trap = port.receive(0ms);
+    ASSERT_TRUE(trap);
+    auto n = decodeNotice(*trap);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(n->trapNumber, 256);
+    EXPECT_EQ(n->type, 2);  // security
+    EXPECT_EQ(n->issuerLid, 3);
+    EXPECT_EQ(n->lidAddr, 1);
+    const uint8_t* d = smpData(*trap);
+    EXPECT_EQ(d[14], kSet);
+    uint64_t key = 0;
+    for (int i = 0; i < 8; ++i) key = key << 8 | d[22 + i];
+    EXPECT_EQ(key, tried);
+  }
+  EXPECT_FALSE(port.receive(0ms));
+
+  // Protect bits 1: Gets without the key pass but read the M_Key as 0; with it, the key.
+  s.mkey = MkeyInfo{kKey, 1, 60};
+  ASSERT_TRUE(ask(f, keyed(portInfoSet(f, 1, toH1, s), kKey)));
+  EXPECT_EQ(decodePortInfoMkey(smpData(*ask(f, makeDirectedSmp(kGet, kAttrPortInfo, 1, toH1)))), 0u);
+  EXPECT_EQ(decodePortInfoMkey(smpData(*ask(f, keyed(makeDirectedSmp(kGet, kAttrPortInfo, 1, toH1), kKey)))), kKey);
+  // Protect bits 2: no Get without the key either.
+  f.setPortMkey(fx.h1, PortNum{1}, MkeyInfo{kKey, 2, 0});
+  EXPECT_FALSE(ask(f, makeDirectedSmp(kGet, kAttrNodeInfo, 0, toH1)));
+  EXPECT_TRUE(ask(f, keyed(makeDirectedSmp(kGet, kAttrNodeInfo, 0, toH1), kKey)));
+  // Other ports are not affected.
+  EXPECT_TRUE(ask(f, makeDirectedSmp(kGet, kAttrNodeInfo, 0, path({1, 4}))));
+  EXPECT_EQ(f.mkeyViolations(), 3u);
 }
 
 TEST(FakeFabric, DropRateIsDeterministic) {

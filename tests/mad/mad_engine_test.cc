@@ -219,6 +219,30 @@ TEST_F(EngineTest, SendErrorCompletesRequest) {
   EXPECT_EQ(engine.counters().sendErrors, 1u);
 }
 
+TEST_F(EngineTest, SmpRequestsCarryTheMkey) {
+  port.setResponder([](const MadPacket& req) { return std::vector<MadPacket>{makeResponse(req)}; });
+  MadEngine engine(port, clock, options);
+  auto noop = [](const MadResult&) {};
+  engine.submit(nodeInfoGet(), noop);  // before a key is set: none
+  engine.setSmpMkey(0x1122334455667788);
+  engine.submit(nodeInfoGet(), noop);
+  engine.submit(makeLidRoutedSmp(kSet, kAttrPortInfo, 0, 5), noop);
+  engine.submit(makeDirectedSmp(kGet, kAttrNodeInfo, 0, fabric::DrPath{}, 0x99), noop);  // its own key stays
+  MadPacket sa;
+  sa.bytes[0] = 1;
+  sa.bytes[1] = kClassSubnAdm;
+  sa.bytes[2] = 2;
+  sa.bytes[3] = kGet;
+  engine.submit(sa, noop);  // not an SMP: bytes 24..31 are SA's, left alone
+  ASSERT_TRUE(engine.sendUnmatched(makeLidRoutedSmp(kTrapRepress, kAttrNotice, 0, 5)));
+  ASSERT_TRUE(engine.sendUnmatched(makeResponse(nodeInfoGet())));  // an answer of ours: no key
+  engine.runUntilIdle();
+  std::vector<uint64_t> keys;
+  for (const MadPacket& m : port.sent()) keys.push_back(getMadMkey(m));
+  // In the order sent: the window (4) holds the first four; the two unmatched go at once; the SA MAD last.
+  EXPECT_EQ(keys, (std::vector<uint64_t>{0, 0x1122334455667788, 0x1122334455667788, 0x99, 0x1122334455667788, 0, 0}));
+}
+
 TEST_F(EngineTest, CompletionMaySubmitMore) {
   port.setResponder([](const MadPacket& req) { return std::vector<MadPacket>{makeResponse(req)}; });
   MadEngine engine(port, clock, options);

@@ -111,7 +111,7 @@ Formatted status(const json& r, int64_t now) {
                     num(m, "dropped") + ", unsolicited " + num(m, "unsolicited"));
   if (const json& t = at(r, "traps"); t.is_object())
     row("Traps", "received " + num(t, "received") + ", malformed " + num(t, "malformed") + ", duplicates " +
-                     num(t, "duplicates"));
+                     num(t, "duplicates") + ", bad M_Key " + num(t, "bad_mkey"));
   if (const json& a = at(r, "ar"); a.is_object())
     row("AR switches", num(a, "capable") + " capable, " + num(a, "incapable") + " not (" + num(a, "probes") +
                            " probes sent)");
