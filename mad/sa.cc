@@ -54,6 +54,7 @@ constexpr uint16_t kPathRecordWidths[] = {32, 32, 128, 128, 16, 16, 1, 3, 20, 8,
 constexpr uint16_t kServiceRecordWidths[] = {64, 128, 16, 16, 32, 128, 512, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
                                              8,  8,   8,  16, 16, 16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 64, 64};
 constexpr uint16_t kInformInfoRecordWidths[] = {128, 16, 48};
+constexpr uint16_t kPkeyTableRecordWidths[] = {16, 16, 8, 24, 512};
 
 bool bitsEqual(const uint8_t* a, const uint8_t* b, size_t bitOff, size_t bits) {
   for (size_t i = bitOff; i < bitOff + bits; ++i) {
@@ -167,6 +168,7 @@ std::span<const uint16_t> recordFieldWidths(uint16_t attrId) {
     case kSaAttrPathRecord: return kPathRecordWidths;
     case kSaAttrServiceRecord: return kServiceRecordWidths;
     case kSaAttrInformInfoRecord: return kInformInfoRecordWidths;
+    case kSaAttrPkeyTableRecord: return kPkeyTableRecordWidths;
     default: return {};
   }
 }
@@ -183,6 +185,7 @@ size_t recordSize(uint16_t attrId) {
     case kSaAttrPathRecord: return kPathRecordSize;
     case kSaAttrServiceRecord: return kServiceRecordSize;
     case kSaAttrInformInfoRecord: return kInformInfoRecordSize;
+    case kSaAttrPkeyTableRecord: return kPkeyTableRecordSize;
     case kSaAttrInformInfo: return kInformInfoSize;
     case kSaAttrClassPortInfo: return kClassPortInfoSize;
     default: return 0;
@@ -360,6 +363,18 @@ ServiceRecord decodeServiceRecord(const uint8_t* rec) {
   std::memcpy(r.name.data(), rec + 48, 64);
   std::memcpy(r.data.data(), rec + 112, 64);
   return r;
+}
+
+void encodePkeyTableRecord(const PkeyTableRecord& r, uint8_t* rec) {
+  std::memset(rec, 0, kPkeyTableRecordSize);
+  put16(rec, r.lid);
+  put16(rec + 2, r.block);
+  rec[4] = r.port;
+  encodePkeyBlock(r.pkeys, rec + 8);
+}
+
+PkeyTableRecord decodePkeyTableRecord(const uint8_t* rec) {
+  return PkeyTableRecord{take16(rec), take16(rec + 2), rec[4], decodePkeyBlock(rec + 8)};
 }
 
 void encodeInformInfo(const InformInfo& i, uint8_t* rec) {

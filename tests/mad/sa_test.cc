@@ -201,5 +201,44 @@ TEST(SaCodec, MultiPathRequestValidated) {
   EXPECT_FALSE(decodeMultiPathRecord(rec, sizeof rec));
 }
 
+TEST(SaCodec, PkeyTableRecordLayoutAndMask) {
+  PkeyTableRecord r;
+  r.lid = 0x0102;
+  r.block = 1;
+  r.port = 3;
+  r.pkeys[0] = 0xFFFF;
+  r.pkeys[5] = 0x8002;
+  uint8_t rec[kPkeyTableRecordSize];
+  encodePkeyTableRecord(r, rec);
+  // LID 0-1, BlockNum 2-3, PortNum 4, reserved 5-7, the P_KeyTable block from 8 (IBA 15.2.5.11).
+  EXPECT_EQ(rec[0], 0x01);
+  EXPECT_EQ(rec[1], 0x02);
+  EXPECT_EQ(rec[2], 0x00);
+  EXPECT_EQ(rec[3], 0x01);
+  EXPECT_EQ(rec[4], 3);
+  EXPECT_EQ(rec[8], 0xFF);
+  EXPECT_EQ(rec[18], 0x80);
+  EXPECT_EQ(rec[19], 0x02);
+  PkeyTableRecord back = decodePkeyTableRecord(rec);
+  EXPECT_EQ(back.lid, r.lid);
+  EXPECT_EQ(back.block, 1);
+  EXPECT_EQ(back.port, 3);
+  EXPECT_EQ(back.pkeys, r.pkeys);
+  EXPECT_EQ(recordSize(kSaAttrPkeyTableRecord), 72u);
+
+  PkeyTableRecord want;
+  want.lid = 0x0102;
+  want.block = 0;
+  want.port = 3;
+  uint8_t q[kPkeyTableRecordSize];
+  encodePkeyTableRecord(want, q);
+  EXPECT_TRUE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid | kPktrPort, q, rec));
+  EXPECT_FALSE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid | kPktrBlock, q, rec));
+  want.port = 2;
+  encodePkeyTableRecord(want, q);
+  EXPECT_FALSE(recordMatches(kSaAttrPkeyTableRecord, kPktrPort, q, rec));
+  EXPECT_TRUE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid, q, rec));
+}
+
 }  // namespace
 }  // namespace ibsm::mad
