@@ -103,14 +103,17 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
     return {};
   }
   auto rmpp = mad::decodeRmpp(req);
-  if (rmpp.active() && rmpp.type != mad::kRmppData) return rmppControl(req, h);
+  // Active without an RMPP type: the sender's RMPP layer never filled the header (osmtest's MultiPathRecord
+  // through umad2sim, which has no RMPP); the MAD itself is a whole request.
+  const bool rmppData = rmpp.active() && rmpp.type == mad::kRmppData;
+  if (rmpp.active() && !rmppData && rmpp.type != mad::kRmppNone) return rmppControl(req, h);
   ++counters_.requests;
   if (h.classVersion != mad::kSaClassVersion) {
     ++counters_.errors;
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusBadVersion)};
   }
   // A multi-segment request (RMPP DATA that is not first-and-last) is not reassembled: refuse it clearly.
-  if (rmpp.active() && (rmpp.flags & (mad::kRmppFirst | mad::kRmppLast)) != (mad::kRmppFirst | mad::kRmppLast)) {
+  if (rmppData && (rmpp.flags & (mad::kRmppFirst | mad::kRmppLast)) != (mad::kRmppFirst | mad::kRmppLast)) {
     ++counters_.errors;
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusReqInvalid)};
   }

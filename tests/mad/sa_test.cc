@@ -196,7 +196,14 @@ TEST(SaCodec, MultiPathRequestValidated) {
   uint8_t rec[kSaDataSize] = {};
   rec[15] = 1;
   rec[16] = 1;
-  EXPECT_TRUE(decodeMultiPathRecord(rec, sizeof rec));
+  putGid(rec + 24, Gid{kDefaultGidPrefix, 0x100001});  // the GIDs follow the fixed part at byte 24
+  putGid(rec + 40, Gid{kDefaultGidPrefix, 0x100003});
+  auto m = decodeMultiPathRecord(rec, sizeof rec);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->sgids.size(), 1u);
+  ASSERT_EQ(m->dgids.size(), 1u);
+  EXPECT_EQ(m->sgids[0].guid, 0x100001u);
+  EXPECT_EQ(m->dgids[0].guid, 0x100003u);
   rec[16] = 20;  // GIDs past the MAD
   EXPECT_FALSE(decodeMultiPathRecord(rec, sizeof rec));
 }
