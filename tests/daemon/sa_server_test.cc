@@ -157,6 +157,27 @@ TEST(SaServer, ErrorsAreAnswered) {
   EXPECT_EQ(f.sa->counters().malformed, 1u);
 }
 
+// osmtest sends its MultiPathRecord GetMulti with RMPP Active set and nothing else in the RMPP header (the
+// kernel would fill it in; umad2sim does not): a whole request, answered.
+TEST(SaServer, RequestWithAnUnfilledRmppHeaderIsAnswered) {
+  SaFixture f;
+  uint8_t rec[mad::kSaDataSize] = {};
+  rec[15] = rec[16] = 1;
+  mad::putGid(rec + 24, mad::Gid{mad::kDefaultGidPrefix, 0x100001});
+  mad::putGid(rec + 40, mad::Gid{mad::kDefaultGidPrefix, 0x100003});
+  mad::MadPacket m = f.request(mad::kSaGetMulti, mad::kSaAttrMultiPathRecord, 0, rec, sizeof rec);
+  mad::RmppHeader r;
+  r.flags = mad::kRmppActive;
+  mad::encodeRmpp(r, m);
+  auto out = f.sa->handle(m);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(f.status(out[0]), 0);
+  EXPECT_EQ(mad::parseHeader(out[0])->method, mad::kSaGetMultiResp);
+  mad::PathRecord p = mad::decodePathRecord(mad::saData(out[0]));
+  EXPECT_EQ(p.sgid.guid, 0x100001u);
+  EXPECT_EQ(p.dgid.guid, 0x100003u);
+}
+
 TEST(SaServer, LinkRecordsAreEveryLinkBothWays) {
   SaFixture f;
   auto links = f.table(mad::kSaAttrLinkRecord);
