@@ -93,6 +93,7 @@ struct Sweep {
     node.vendorId = info.vendorId;
     node.deviceId = info.deviceId;
     node.revision = info.revision;
+    node.partitionCap = info.partitionCap;
     node.numPorts = info.numPorts;
     node.route = path;
     auto added = builder.addNode(std::move(node));

@@ -215,6 +215,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
         i.priority = sm.options().priority;
         i.smKey = sm.options().smKey;
         i.state = static_cast<uint8_t>(sm.state());
+        i.actCount = sm.actCount();
         return i;
       });
   sa.setHandler(mad::kSaAttrMcMemberRecord, daemon::makeMcMemberHandler(sm.mcastGroups()));

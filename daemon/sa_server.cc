@@ -103,14 +103,17 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
     return {};
   }
   auto rmpp = mad::decodeRmpp(req);
-  if (rmpp.active() && rmpp.type != mad::kRmppData) return rmppControl(req, h);
+  // Active without an RMPP type: the sender's RMPP layer never filled the header (osmtest's MultiPathRecord
+  // through umad2sim, which has no RMPP); the MAD itself is a whole request.
+  const bool rmppData = rmpp.active() && rmpp.type == mad::kRmppData;
+  if (rmpp.active() && !rmppData && rmpp.type != mad::kRmppNone) return rmppControl(req, h);
   ++counters_.requests;
   if (h.classVersion != mad::kSaClassVersion) {
     ++counters_.errors;
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusBadVersion)};
   }
   // A multi-segment request (RMPP DATA that is not first-and-last) is not reassembled: refuse it clearly.
-  if (rmpp.active() && (rmpp.flags & (mad::kRmppFirst | mad::kRmppLast)) != (mad::kRmppFirst | mad::kRmppLast)) {
+  if (rmppData && (rmpp.flags & (mad::kRmppFirst | mad::kRmppLast)) != (mad::kRmppFirst | mad::kRmppLast)) {
     ++counters_.errors;
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusReqInvalid)};
   }
@@ -230,6 +233,7 @@ SaServer::Answer SaServer::dispatch(const Query& q) {
     case mad::kSaAttrLftRecord: return readOnly(&SaServer::lftRecords);
     case mad::kSaAttrGuidInfoRecord: return readOnly(&SaServer::guidInfoRecords);
     case mad::kSaAttrSmInfoRecord: return readOnly(&SaServer::smInfoRecords);
+    case mad::kSaAttrPkeyTableRecord: return readOnly(&SaServer::pkeyTableRecords);
     case mad::kSaAttrPathRecord: return readOnly(&SaServer::pathRecords);
     case mad::kSaAttrInformInfoRecord: return readOnly(&SaServer::informInfoRecords);
     case mad::kSaAttrMultiPathRecord:
@@ -268,6 +272,7 @@ SaServer::Answer SaServer::nodeRecords(const Query& q) {
     ni.nodeGuid = n.guid;
     ni.portGuid = portGuidOf(n, e.port);
     ni.deviceId = n.deviceId;
+    ni.partitionCap = n.partitionCap;
     ni.revision = n.revision;
     ni.vendorId = n.vendorId;
     ni.localPort = e.port.value;
@@ -408,6 +413,43 @@ SaServer::Answer SaServer::smInfoRecords(const Query& q) {
   if (q.sa.smKey != info.smKey) info.smKey = 0;
   mad::encodeSmInfoRecord(q.snapshot->lids.base(topo.smNode(), smPort).value, info, a.add());
   SA_FILTER(mad::kSaAttrSmInfoRecord, a, q);
+  return a;
+}
+
+// One record per block of every P_Key table the SM read: for a switch each of its ports under the LID of port 0,
+// for a CA the port its LID belongs to (PortNum is then the port, and not matched: the LID names it).
+SaServer::Answer SaServer::pkeyTableRecords(const Query& q) {
+  Answer a;
+  a.recordSize = mad::kPkeyTableRecordSize;
+  const size_t stride = mad::recordStride(a.recordSize);
+  // P_KeyTableRecords are given to trusted requesters only (IBA 15.2.5.11): those presenting the SM_Key.
+  if (q.sa.smKey != (smInfo_ ? smInfo_().smKey : 0)) return fail(mad::kStatusReqInvalid);
+  if (!q.snapshot || !q.snapshot->pkeys) return a;
+  const auto& topo = *q.snapshot->topology;
+  const uint8_t* query = mad::saData(q.mad);
+  for (NodeIndex i = 0; i < topo.size(); ++i) {
+    const auto& n = topo.node(i);
+    const uint64_t mask = n.isSwitch() ? q.sa.compMask : q.sa.compMask & ~uint64_t{mad::kPktrPort};
+    for (size_t p = n.isSwitch() ? 0 : 1; p < n.ports.size(); ++p) {
+      const std::vector<uint16_t>* table = q.snapshot->pkeys->find(n.guid, static_cast<uint8_t>(p));
+      uint16_t lid = q.snapshot->lids.base(i, PortNum{static_cast<uint8_t>(n.isSwitch() ? 0 : p)}).value;
+      if (!table || !lid) continue;
+      for (size_t b = 0; b * mad::kPkeyBlockEntries < table->size(); ++b) {
+        mad::PkeyTableRecord r;
+        r.lid = lid;
+        r.block = static_cast<uint16_t>(b);
+        r.port = static_cast<uint8_t>(p);
+        std::copy_n(table->begin() + static_cast<long>(b * mad::kPkeyBlockEntries), mad::kPkeyBlockEntries,
+                    r.pkeys.begin());
+        mad::encodePkeyTableRecord(r, a.add());
+        if (!mad::recordMatches(mad::kSaAttrPkeyTableRecord, mask, query, a.records.data() + (a.count - 1) * stride)) {
+          a.records.resize(a.records.size() - stride);
+          --a.count;
+        }
+        if (a.count > options_.maxRecords) return fail(mad::kStatusNoResources);
+      }
+    }
+  }
   return a;
 }
 
@@ -623,8 +665,9 @@ SaServer::Answer SaServer::serviceRecords(const Query& q) {
       if (auto e = endportByLid(*q.snapshot, q.mad.addr.lid))
         rec.gid = Gid{options_.gidPrefix, portGuidOf(q.snapshot->topology->node(e->node), e->port).value};
     }
-    // osmtest registers with a zero GID prefix: the port GUID is what must exist (the record keeps the GID).
-    Gid check = rec.gid.prefix ? rec.gid : Gid{options_.gidPrefix, rec.gid.guid};
+    // The port GUID is what must exist; the prefix is not checked (the record keeps the GID as given):
+    // OpenSM's osmtest sends the subnet prefix in host byte order (0x80fe on the wire), as OpenSM accepts.
+    Gid check{options_.gidPrefix, rec.gid.guid};
     if (q.snapshot && !endportByGid(*q.snapshot, check, options_.gidPrefix)) return fail(mad::kStatusInvalidGid);
     std::erase_if(services_, [&](const Service& s) {
       return s.rec.id == rec.id && s.rec.gid == rec.gid && s.rec.pkey == rec.pkey;

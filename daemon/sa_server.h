@@ -2,7 +2,7 @@
 // request -> responses logic with an injected clock; SaAgent below is the thin glue to the MadEngine.
 //
 // Built in: ClassPortInfo, NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord, LFTRecord,
-// GUIDInfoRecord, SMInfoRecord, PathRecord, MultiPathRecord, ServiceRecord (Set/Get/GetTable/Delete, leases),
+// GUIDInfoRecord, SMInfoRecord, P_KeyTableRecord (trusted requests only), PathRecord, MultiPathRecord, ServiceRecord (Set/Get/GetTable/Delete, leases),
 // InformInfo (Set: subscribe/unsubscribe) and InformInfoRecord. Other attributes (MCMemberRecord) plug in
 // with setHandler(). Every request is answered: unknown attribute/method and bad queries get the MAD status
 // of IBA 13.4.7 / 15.2.1.3. GetTable answers go out as RMPP (IBA 13.6): the first window at once, the rest
@@ -106,6 +106,7 @@ class SaServer {
   Answer lftRecords(const Query& q);
   Answer guidInfoRecords(const Query& q);
   Answer smInfoRecords(const Query& q);
+  Answer pkeyTableRecords(const Query& q);
   Answer pathRecords(const Query& q);
   Answer multiPathRecords(const Query& q);
   Answer serviceRecords(const Query& q);

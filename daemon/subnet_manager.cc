@@ -23,7 +23,7 @@ constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask agai
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
     : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
       programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), mcastProgrammer_(engine, clock),
-      sm_(smStateOptions(options_)) {
+      pkeyProgrammer_(engine, clock), sm_(smStateOptions(options_)) {
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   portGuid_ = options_.portGuid;
@@ -114,7 +114,11 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   ProgramOptions program = options_.program;
   program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = sm_.masterTerms();
+  // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
+  PkeyReport pkeys = pkeyProgrammer_.program(topo);
+  for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
+  report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
   report.subnetUp = report.program.errors.empty();
   if (report.program.mkeyIgnored)
     report.warnings.push_back("MKEY001 " + std::to_string(report.program.mkeyIgnored) +
@@ -134,6 +138,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   snap->topology = found.topology;
   snap->lids = std::move(assigned->lids);
   snap->tables = std::move(routed->tables);
+  snap->pkeys = pkeyProgrammer_.tables();
   snapshot_ = std::move(snap);
   last_ = std::move(found);
   return report;

@@ -15,6 +15,7 @@
 #include "daemon/ar_programmer.h"
 #include "daemon/discoverer.h"
 #include "daemon/mcast_programmer.h"
+#include "daemon/pkey_programmer.h"
 #include "daemon/programmer.h"
 #include "daemon/sm_state_machine.h"
 #include "mad/mad_engine.h"
@@ -75,6 +76,7 @@ struct SubnetSnapshot {
   fabric::TopologyPtr topology;
   routing::LidAssignment lids;
   routing::RoutingTables tables;
+  std::shared_ptr<const PkeyTables> pkeys;  // P_Key tables of the managed ports (null: none read)
 };
 
 class SubnetManager {
@@ -131,6 +133,7 @@ class SubnetManager {
   void forgetSwitchTables() {
     cache_.clear();
     arProgrammer_.forgetTables();
+    pkeyProgrammer_.forgetTables();
   }
 
  private:
@@ -167,6 +170,7 @@ class SubnetManager {
   ArProgrammer arProgrammer_;
   McastGroups mcastGroups_;
   McastProgrammer mcastProgrammer_;
+  PkeyProgrammer pkeyProgrammer_;
   McastReport lastMcast_;
   uint64_t mcastVersion_ = 0;     // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // sm_.masterTerms() at the last ClientReregister run

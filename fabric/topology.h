@@ -72,6 +72,7 @@ struct SwitchAttrs {
   uint16_t linearFdbCap = 0;
   uint16_t linearFdbTop = 0;
   uint16_t multicastFdbCap = 0;
+  uint16_t partitionEnforcementCap = 0;  // P_Key table size of the external ports (0: none)
   uint8_t lifeTime = 0;
   bool enhancedPort0 = false;
   bool portStateChange = false;
@@ -84,6 +85,7 @@ struct Node {
   uint32_t vendorId = 0;
   uint16_t deviceId = 0;
   uint32_t revision = 0;
+  uint16_t partitionCap = 0;  // NodeInfo.PartitionCap: P_Key table size of a CA port or switch port 0
   std::string description;
   uint8_t numPorts = 0;
   std::vector<Port> ports;  // ports[p] is port p; ports[0] is a switch's management port (unused on a CA)

@@ -20,6 +20,9 @@ constexpr int kTransportDrop = 110;                   // umad2sim's status for a
 constexpr uint8_t kLinkUp = 5, kPolling = 2;
 constexpr unsigned kLidHopLimit = 16;
 constexpr size_t kLftBlock = 64;
+// ibsim's P_Key table sizes, used where the topology does not say: NodeInfo.PartitionCap of a CA and of a
+// switch, SwitchInfo.PartitionEnforcementCap.
+constexpr uint16_t kCaPartitionCap = 64, kSwitchPartitionCap = 8, kSwitchPartitionEnforcementCap = 64;
 
 using fields::get;
 using fields::get64;
@@ -40,6 +43,12 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
     const fabric::Node& node = t.node(n);
     NodeState& st = nodes_[n];
     st.portInfo.resize(node.numPorts + 1u);
+    // P_Key tables as ibsim boots them: every entry unused but entry 0, the default P_Key.
+    st.pkeys.resize(node.numPorts + 1u);
+    for (unsigned p = node.isSwitch() ? 0 : 1; p <= node.numPorts; ++p) {
+      st.pkeys[p].assign(pkeyTableSize(n, p), 0);
+      if (!st.pkeys[p].empty()) st.pkeys[p][0] = kDefaultPkey;
+    }
     for (unsigned p = 0; p <= node.numPorts; ++p) {
       const fabric::Port& port = node.ports[p];
       fabric::PortAttrs a = port.attrs;
@@ -73,6 +82,7 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
       fabric::SwitchAttrs s = node.sw;
       if (s.linearFdbCap == 0) s.linearFdbCap = options_.linearFdbCap;
       if (s.multicastFdbCap == 0) s.multicastFdbCap = 1024;
+      if (s.partitionEnforcementCap == 0) s.partitionEnforcementCap = kSwitchPartitionEnforcementCap;
       if (options_.boot) {
         s.linearFdbTop = 0;
         s.lifeTime = 0;
@@ -266,7 +276,7 @@ FakeFabric::Answer FakeFabric::dispatch(Endpoint at, uint8_t method, uint16_t at
       else
         ni.portGuid = node.ports[at.port].guid.value ? node.ports[at.port].guid
                                                      : fabric::Guid{node.guid.value + at.port};
-      ni.partitionCap = 1;
+      ni.partitionCap = pkeyTableSize(at.node, node.isSwitch() ? 0 : at.port);
       ni.deviceId = node.deviceId;
       ni.revision = node.revision;
       ni.vendorId = node.vendorId;
@@ -288,6 +298,8 @@ FakeFabric::Answer FakeFabric::dispatch(Endpoint at, uint8_t method, uint16_t at
     case kAttrMft:
       if (!node.isSwitch()) break;
       return multicastFdb(at.node, method, attrMod, data);
+    case kAttrPKeyTable:
+      return pkeyTable(at, method, attrMod, data);
     case kAttrArInfo:
     case kAttrArGroupTable:
     case kAttrArLft:
@@ -442,6 +454,47 @@ FakeFabric::Answer FakeFabric::multicastFdb(NodeIndex sw, uint8_t method, uint32
   auto it = st.mft.find(attrMod);
   encodeMftBlock(it == st.mft.end() ? MftBlock{} : it->second, a.data.data());
   return a;
+}
+
+uint16_t FakeFabric::pkeyTableSize(NodeIndex node, unsigned port) const {
+  const fabric::Node& n = topo_->node(node);
+  if (n.isSwitch() && port > 0)
+    return n.sw.partitionEnforcementCap ? n.sw.partitionEnforcementCap : kSwitchPartitionEnforcementCap;
+  if (n.partitionCap) return n.partitionCap;
+  return n.isSwitch() ? kSwitchPartitionCap : kCaPartitionCap;
+}
+
+// As ibsim: on a switch the port is in bits 16-31 of the modifier, a CA answers for the port the SMP came in
+// through; a block past the table is refused.
+FakeFabric::Answer FakeFabric::pkeyTable(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* req) {
+  const fabric::Node& node = topo_->node(at.node);
+  Answer a;
+  a.kind = Answer::kReply;
+  const unsigned port = node.isSwitch() ? attrMod >> 16 : at.port, block = attrMod & 0xFFFF;
+  if (port > node.numPorts || block * kPkeyBlockEntries >= nodes_[at.node].pkeys[port].size()) {
+    a.status = kStatusInvalidField;
+    return a;
+  }
+  std::vector<uint16_t>& table = nodes_[at.node].pkeys[port];
+  const size_t first = block * kPkeyBlockEntries, n = std::min<size_t>(kPkeyBlockEntries, table.size() - first);
+  if (method == kSet) {
+    PkeyBlock in = decodePkeyBlock(req);
+    std::copy_n(in.begin(), n, table.begin() + static_cast<long>(first));
+  }
+  PkeyBlock out{};
+  std::copy_n(table.begin() + static_cast<long>(first), n, out.begin());
+  encodePkeyBlock(out, a.data.data());
+  return a;
+}
+
+std::vector<uint16_t> FakeFabric::pkeys(NodeIndex node, PortNum port) const {
+  return nodes_[node].pkeys.at(port.value);
+}
+
+void FakeFabric::setPkeys(NodeIndex node, PortNum port, const std::vector<uint16_t>& entries) {
+  std::vector<uint16_t>& table = nodes_[node].pkeys.at(port.value);
+  std::fill(table.begin(), table.end(), 0);
+  std::copy_n(entries.begin(), std::min(entries.size(), table.size()), table.begin());
 }
 
 std::vector<unsigned> FakeFabric::mftPorts(NodeIndex sw, uint16_t mlid) const {

@@ -12,6 +12,8 @@
 //    above Down on switch port 0 or on a port without link; a PortInfo Set reaching a CA through another port
 //    than the target one is refused with 0x1C). Other attributes come back at once with transport status 110
 //    (umad2sim's answer for MADs no SMA handles);
+//  - P_KeyTable (Get/Set) per port with ibsim's sizes (CA 64 entries, switch port 0 8, switch ports 64, unless
+//    the topology gives PartitionCap / PartitionEnforcementCap) and its boot content: 0xFFFF in entry 0;
 //  - MulticastForwardingTable blocks are stored (Get/Set; a block past MulticastFDBCap or a position past
 //    NumPorts is refused with 0x1C); multicast packets themselves are never forwarded, as in ibsim;
 //  - the vendor adaptive-routing attributes (AdaptiveRoutingInfo, ARGroupTable, ARLinearForwardingTable) are
@@ -29,7 +31,7 @@
 // emulated (there is no clock): protect bits never fall back. Without enforceMkey the fields are dropped on a
 // Set and never checked, as in ibsim 0.10.
 //
-// Not emulated: P_Key tables, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
+// Not emulated: P_Key enforcement, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
 // base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
 #pragma once
 
@@ -108,6 +110,8 @@ class FakeFabric {
   void rejectArBlock(NodeIndex sw, uint16_t attrId, uint32_t block, bool reject = true);
   // Gives the management port of (node, port) an M_Key, as another SM would have (enforceMkey).
   void setPortMkey(NodeIndex node, PortNum port, const MkeyInfo& mkey);
+  // Replaces a port's P_Key table (entries past the given ones become 0, unused).
+  void setPkeys(NodeIndex node, PortNum port, const std::vector<uint16_t>& entries);
   // Traps produced while no port was attached (each a SubnTrap(Notice) MAD), oldest first.
   std::vector<MadPacket> takeTraps();
 
@@ -142,6 +146,7 @@ class FakeFabric {
   ArInfo arInfo(NodeIndex sw) const;
   ArPortMask arGroup(NodeIndex sw, uint16_t group) const;
   ArLftEntry arLft(NodeIndex sw, uint16_t lid) const;
+  std::vector<uint16_t> pkeys(NodeIndex node, PortNum port) const;  // the whole table
   // Ports in the switch's MFT entry for mlid (nothing where no block was written).
   std::vector<unsigned> mftPorts(NodeIndex sw, uint16_t mlid) const;
 
@@ -158,6 +163,7 @@ class FakeFabric {
     std::vector<ArLftEntry> arLft;        // grows as blocks are written
     std::set<std::pair<uint16_t, uint32_t>> rejected;
     std::map<uint32_t, MftBlock> mft;     // by attribute modifier (position << 28 | block)
+    std::vector<std::vector<uint16_t>> pkeys;  // [port]: the P_Key table
   };
   struct Endpoint {
     NodeIndex node;
@@ -180,6 +186,8 @@ class FakeFabric {
   Answer switchInfo(NodeIndex sw, uint8_t method, const uint8_t* data);
   Answer linearFdb(NodeIndex sw, uint8_t method, uint32_t block, const uint8_t* data);
   Answer multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* data);
+  Answer pkeyTable(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* data);
+  uint16_t pkeyTableSize(NodeIndex node, unsigned port) const;
   Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
   bool setPortState(NodeIndex node, unsigned port, uint8_t state);
   void setLinkState(NodeIndex node, unsigned port, uint8_t state, uint8_t physState);

@@ -54,6 +54,7 @@ constexpr uint16_t kPathRecordWidths[] = {32, 32, 128, 128, 16, 16, 1, 3, 20, 8,
 constexpr uint16_t kServiceRecordWidths[] = {64, 128, 16, 16, 32, 128, 512, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
                                              8,  8,   8,  16, 16, 16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 64, 64};
 constexpr uint16_t kInformInfoRecordWidths[] = {128, 16, 48};
+constexpr uint16_t kPkeyTableRecordWidths[] = {16, 16, 8, 24, 512};
 
 bool bitsEqual(const uint8_t* a, const uint8_t* b, size_t bitOff, size_t bits) {
   for (size_t i = bitOff; i < bitOff + bits; ++i) {
@@ -167,6 +168,7 @@ std::span<const uint16_t> recordFieldWidths(uint16_t attrId) {
     case kSaAttrPathRecord: return kPathRecordWidths;
     case kSaAttrServiceRecord: return kServiceRecordWidths;
     case kSaAttrInformInfoRecord: return kInformInfoRecordWidths;
+    case kSaAttrPkeyTableRecord: return kPkeyTableRecordWidths;
     default: return {};
   }
 }
@@ -183,6 +185,7 @@ size_t recordSize(uint16_t attrId) {
     case kSaAttrPathRecord: return kPathRecordSize;
     case kSaAttrServiceRecord: return kServiceRecordSize;
     case kSaAttrInformInfoRecord: return kInformInfoRecordSize;
+    case kSaAttrPkeyTableRecord: return kPkeyTableRecordSize;
     case kSaAttrInformInfo: return kInformInfoSize;
     case kSaAttrClassPortInfo: return kClassPortInfoSize;
     default: return 0;
@@ -316,9 +319,11 @@ PathRecord decodePathRecord(const uint8_t* rec) {
 
 fabric::Result<MultiPathRequest> decodeMultiPathRecord(const uint8_t* rec, size_t len) {
   // Layout (IBA 15.2.5.20): RawTraffic/FlowLabel/HopLimit 0..3, TClass 4, Reversible/NumbPath 5, P_Key 6..7,
-  // QoSClass/SL 8..9, MTU 10, Rate 11, PacketLifeTime 12, reserved 13, IndependenceSelector/reserved 14,
-  // SGIDCount 15, DGIDCount 16, reserved 17..23, ServiceID 24..31 (1.2.1), then GIDs from byte 40.
-  if (len < 40) return fabric::makeError("MultiPathRecord too short");
+  // QoSClass/SL 8..9, MTU 10, Rate 11, PacketLifeTime 12, ServiceID bits 56-63 at 13, IndependenceSelector 14,
+  // SGIDCount 15, DGIDCount 16, ServiceID bits 0-55 at 17..23, then the GIDs from byte 24 (libibmad's
+  // IB_SA_MP_GID0_F, as OpenSM's osmtest sends them).
+  constexpr size_t kGids = 24;
+  if (len < kGids) return fabric::makeError("MultiPathRecord too short");
   MultiPathRequest m;
   m.base.tclass = rec[4];
   m.numbPath = rec[5] & 0x7F;
@@ -330,12 +335,12 @@ fabric::Result<MultiPathRequest> decodeMultiPathRecord(const uint8_t* rec, size_
   m.base.rate = rec[11] & 0x3F;
   m.base.pltSelector = rec[12] >> 6;
   m.base.packetLifeTime = rec[12] & 0x3F;
-  m.sgidCount = rec[15];
-  m.dgidCount = rec[16];
-  size_t need = 40 + 16 * (static_cast<size_t>(m.sgidCount) + m.dgidCount);
+  m.sgidCount = static_cast<uint8_t>(get(rec, IB_SA_MP_NSRC_F));
+  m.dgidCount = static_cast<uint8_t>(get(rec, IB_SA_MP_NDEST_F));
+  size_t need = kGids + 16 * (static_cast<size_t>(m.sgidCount) + m.dgidCount);
   if (need > len) return fabric::makeError("MultiPathRecord GID counts exceed the MAD");
-  for (size_t i = 0; i < m.sgidCount; ++i) m.sgids.push_back(takeGid(rec + 40 + 16 * i));
-  for (size_t i = 0; i < m.dgidCount; ++i) m.dgids.push_back(takeGid(rec + 40 + 16 * (m.sgidCount + i)));
+  for (size_t i = 0; i < m.sgidCount; ++i) m.sgids.push_back(takeGid(rec + kGids + 16 * i));
+  for (size_t i = 0; i < m.dgidCount; ++i) m.dgids.push_back(takeGid(rec + kGids + 16 * (m.sgidCount + i)));
   return m;
 }
 
@@ -360,6 +365,18 @@ ServiceRecord decodeServiceRecord(const uint8_t* rec) {
   std::memcpy(r.name.data(), rec + 48, 64);
   std::memcpy(r.data.data(), rec + 112, 64);
   return r;
+}
+
+void encodePkeyTableRecord(const PkeyTableRecord& r, uint8_t* rec) {
+  std::memset(rec, 0, kPkeyTableRecordSize);
+  put16(rec, r.lid);
+  put16(rec + 2, r.block);
+  rec[4] = r.port;
+  encodePkeyBlock(r.pkeys, rec + 8);
+}
+
+PkeyTableRecord decodePkeyTableRecord(const uint8_t* rec) {
+  return PkeyTableRecord{take16(rec), take16(rec + 2), rec[4], decodePkeyBlock(rec + 8)};
 }
 
 void encodeInformInfo(const InformInfo& i, uint8_t* rec) {

@@ -46,6 +46,7 @@ enum SaAttr : uint16_t {
   kSaAttrLinkRecord = 0x20,
   kSaAttrGuidInfoRecord = 0x30,
   kSaAttrServiceRecord = 0x31,
+  kSaAttrPkeyTableRecord = 0x33,
   kSaAttrPathRecord = 0x35,
   kSaAttrMcMemberRecord = 0x38,
   kSaAttrMultiPathRecord = 0x3A,
@@ -116,6 +117,7 @@ inline constexpr size_t kGuidInfoRecordSize = 72;
 inline constexpr size_t kSmInfoRecordSize = 4 + 21;
 inline constexpr size_t kPathRecordSize = 64;
 inline constexpr size_t kServiceRecordSize = 176;
+inline constexpr size_t kPkeyTableRecordSize = 72;
 inline constexpr size_t kInformInfoSize = 36;
 inline constexpr size_t kInformInfoRecordSize = 80;  // SubscriberGID 16, Enum 2, reserved 6, InformInfo 36, pad
 inline constexpr size_t kNoticeSize = 80;
@@ -223,6 +225,17 @@ struct ServiceRecord {
 };
 void encodeServiceRecord(const ServiceRecord& r, uint8_t* rec);
 ServiceRecord decodeServiceRecord(const uint8_t* rec);
+
+// P_KeyTableRecord (IBA 15.2.5.11): LID (for a switch, of port 0), BlockNum, PortNum (the switch port; for a
+// CA the port the LID belongs to), one P_KeyTable block. Component mask: LID 0, BlockNum 1, PortNum 2.
+struct PkeyTableRecord {
+  uint16_t lid = 0, block = 0;
+  uint8_t port = 0;
+  PkeyBlock pkeys{};
+};
+enum PkeyTableMask : uint64_t { kPktrLid = 1ULL << 0, kPktrBlock = 1ULL << 1, kPktrPort = 1ULL << 2 };
+void encodePkeyTableRecord(const PkeyTableRecord& r, uint8_t* rec);
+PkeyTableRecord decodePkeyTableRecord(const uint8_t* rec);
 
 struct InformInfo {
   Gid gid;

@@ -233,6 +233,7 @@ fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* d) {
   s.linearFdbCap = static_cast<uint16_t>(get(d, IB_SW_LINEAR_FDB_CAP_F));
   s.linearFdbTop = static_cast<uint16_t>(get(d, IB_SW_LINEAR_FDB_TOP_F));
   s.multicastFdbCap = static_cast<uint16_t>(get(d, IB_SW_MCAST_FDB_CAP_F));
+  s.partitionEnforcementCap = static_cast<uint16_t>(get(d, IB_SW_PARTITION_ENFORCE_CAP_F));
   s.lifeTime = static_cast<uint8_t>(get(d, IB_SW_LIFE_TIME_F));
   s.portStateChange = get(d, IB_SW_STATE_CHANGE_F);
   s.enhancedPort0 = get(d, IB_SW_ENHANCED_PORT0_F);
@@ -243,6 +244,7 @@ void encodeSwitchInfo(const fabric::SwitchAttrs& s, uint8_t* d) {
   set(d, IB_SW_LINEAR_FDB_CAP_F, s.linearFdbCap);
   set(d, IB_SW_LINEAR_FDB_TOP_F, s.linearFdbTop);
   set(d, IB_SW_MCAST_FDB_CAP_F, s.multicastFdbCap);
+  set(d, IB_SW_PARTITION_ENFORCE_CAP_F, s.partitionEnforcementCap);
   set(d, IB_SW_LIFE_TIME_F, s.lifeTime);
   set(d, IB_SW_STATE_CHANGE_F, s.portStateChange);
   set(d, IB_SW_ENHANCED_PORT0_F, s.enhancedPort0);
@@ -275,6 +277,19 @@ MftBlock decodeMftBlock(const uint8_t* d) {
 
 void encodeMftBlock(const MftBlock& b, uint8_t* d) {
   for (unsigned i = 0; i < kMftBlockMlids; ++i) {
+    d[2 * i] = static_cast<uint8_t>(b[i] >> 8);
+    d[2 * i + 1] = static_cast<uint8_t>(b[i]);
+  }
+}
+
+PkeyBlock decodePkeyBlock(const uint8_t* d) {
+  PkeyBlock b{};
+  for (unsigned i = 0; i < kPkeyBlockEntries; ++i) b[i] = static_cast<uint16_t>(d[2 * i] << 8 | d[2 * i + 1]);
+  return b;
+}
+
+void encodePkeyBlock(const PkeyBlock& b, uint8_t* d) {
+  for (unsigned i = 0; i < kPkeyBlockEntries; ++i) {
     d[2 * i] = static_cast<uint8_t>(b[i] >> 8);
     d[2 * i + 1] = static_cast<uint8_t>(b[i]);
   }

@@ -96,6 +96,16 @@ inline uint32_t mftAttrMod(uint32_t block, uint32_t position) { return position 
 MftBlock decodeMftBlock(const uint8_t* data);
 void encodeMftBlock(const MftBlock& block, uint8_t* data);
 
+// P_KeyTable (IBA 14.2.5.7): 32 P_Keys per block, big-endian; bit 15 of a P_Key is the full-member bit and
+// 0x0000 an unused entry. The attribute modifier holds the block number, and on a switch the port in bits 16-31
+// (port 0 has NodeInfo.PartitionCap entries, the external ports SwitchInfo.PartitionEnforcementCap).
+inline constexpr unsigned kPkeyBlockEntries = 32;
+inline constexpr uint16_t kDefaultPkey = 0xFFFF;  // the default partition, full member
+using PkeyBlock = std::array<uint16_t, kPkeyBlockEntries>;
+inline uint32_t pkeyAttrMod(uint8_t port, uint16_t block) { return uint32_t{port} << 16 | block; }
+PkeyBlock decodePkeyBlock(const uint8_t* data);
+void encodePkeyBlock(const PkeyBlock& block, uint8_t* data);
+
 // SMInfo (IBA 14.2.5.13).
 struct SmInfo {
   fabric::Guid guid;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "daemon/pkey_programmer.h"
 #include "tests/daemon/fake_fabric_fixture.h"
 
 namespace ibsm::daemon {
@@ -25,16 +26,21 @@ struct SaFixture : testing::FakeFabricFixture {
     spec.n = 2;
     start(testing::generate(spec));
     auto up = bringUp(cache);
-    snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{up.found.topology, up.lids, up.tables});
+    PkeyProgrammer pkeys(*engine, clock);
+    EXPECT_TRUE(pkeys.program(*up.found.topology).warnings.empty());
+    snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables()});
     sa = std::make_unique<SaServer>(
         clock, [this] { return snap; },
-        [] {
+        [this] {
           mad::SmInfo i;
           i.priority = 3;
           i.state = 3;
+          i.actCount = 7;
+          i.smKey = smKey;
           return i;
         });
   }
+  uint64_t smKey = 0;
   mad::MadPacket request(uint8_t method, uint16_t attr, uint64_t mask = 0, const uint8_t* rec = nullptr,
                          size_t len = 0) {
     mad::MadPacket m = mad::makeSaMad(method, attr);
@@ -149,6 +155,27 @@ TEST(SaServer, ErrorsAreAnswered) {
   shortMad.size = 10;
   EXPECT_TRUE(f.sa->handle(shortMad).empty());
   EXPECT_EQ(f.sa->counters().malformed, 1u);
+}
+
+// osmtest sends its MultiPathRecord GetMulti with RMPP Active set and nothing else in the RMPP header (the
+// kernel would fill it in; umad2sim does not): a whole request, answered.
+TEST(SaServer, RequestWithAnUnfilledRmppHeaderIsAnswered) {
+  SaFixture f;
+  uint8_t rec[mad::kSaDataSize] = {};
+  rec[15] = rec[16] = 1;
+  mad::putGid(rec + 24, mad::Gid{mad::kDefaultGidPrefix, 0x100001});
+  mad::putGid(rec + 40, mad::Gid{mad::kDefaultGidPrefix, 0x100003});
+  mad::MadPacket m = f.request(mad::kSaGetMulti, mad::kSaAttrMultiPathRecord, 0, rec, sizeof rec);
+  mad::RmppHeader r;
+  r.flags = mad::kRmppActive;
+  mad::encodeRmpp(r, m);
+  auto out = f.sa->handle(m);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(f.status(out[0]), 0);
+  EXPECT_EQ(mad::parseHeader(out[0])->method, mad::kSaGetMultiResp);
+  mad::PathRecord p = mad::decodePathRecord(mad::saData(out[0]));
+  EXPECT_EQ(p.sgid.guid, 0x100001u);
+  EXPECT_EQ(p.dgid.guid, 0x100003u);
 }
 
 TEST(SaServer, LinkRecordsAreEveryLinkBothWays) {
@@ -276,7 +303,7 @@ TEST(SaServer, InformInfoSubscribersGetReports) {
   routing::LidAssignment lids = f.snap->lids;
   auto host = f.snap->topology->findPort(fabric::Guid{0x100005});
   lids.set(host->first, host->second, routing::LidRange{fabric::Lid{0}, 0});
-  f.snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{f.snap->topology, lids, f.snap->tables});
+  f.snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys});
   reports = f.sa->reportsForSnapshot();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(mad::saData(reports[0])[5], 65);
@@ -326,11 +353,78 @@ TEST(SaServer, SmInfoRecordAndClassPortInfo) {
   mad::SmInfo i = mad::decodeSmInfoRecord(recs[0].data(), &lid);
   EXPECT_EQ(i.priority, 3);
   EXPECT_EQ(i.state, 3);
+  EXPECT_EQ(i.actCount, 7u);
   EXPECT_NE(i.guid.value, 0u);
   EXPECT_NE(lid, 0);
   auto cpi = f.sa->handle(f.request(mad::kGet, mad::kSaAttrClassPortInfo));
   EXPECT_EQ(f.status(cpi[0]), 0);
   EXPECT_EQ(mad::saData(cpi[0])[1], mad::kSaClassVersion);
+}
+
+// P_KeyTableRecords from the tables the SM read (FakeFabric boots them as ibsim: CA ports 64 entries, switch
+// port 0 8, switch ports 64; 0xFFFF in entry 0).
+TEST(SaServer, PkeyTableRecordsForEndportsAndSwitchPorts) {
+  SaFixture f;
+  auto query = [&](uint64_t mask, uint16_t lid, uint16_t block, uint8_t port) {
+    mad::PkeyTableRecord q;
+    q.lid = lid;
+    q.block = block;
+    q.port = port;
+    uint8_t rec[mad::kPkeyTableRecordSize];
+    mad::encodePkeyTableRecord(q, rec);
+    std::vector<mad::PkeyTableRecord> out;
+    for (const auto& r : f.table(mad::kSaAttrPkeyTableRecord, mask, rec, sizeof rec))
+      out.push_back(mad::decodePkeyTableRecord(r.data()));
+    return out;
+  };
+  // A CA's LID: its port's two blocks; PortNum is the port and is not matched (the LID names the port).
+  const uint16_t h0 = f.lidOf(0x100001);
+  for (uint8_t asked : {0, 1, 5}) {
+    auto ca = query(mad::kPktrLid | mad::kPktrPort, h0, 0, asked);
+    ASSERT_EQ(ca.size(), 2u);
+    EXPECT_EQ(ca[0].lid, h0);
+    EXPECT_EQ(ca[0].port, 1);
+    EXPECT_EQ(ca[0].block, 0);
+    EXPECT_EQ(ca[1].block, 1);
+    EXPECT_EQ(ca[0].pkeys[0], 0xFFFF);
+    EXPECT_EQ(ca[1].pkeys[0], 0);
+  }
+  // A switch's LID: port 0 (1 block) and its 4 linked ports (2 blocks each); one port, one block.
+  const uint16_t sw = f.lidOf(0x200000);
+  auto all = query(mad::kPktrLid, sw, 0, 0);
+  EXPECT_EQ(all.size(), 1u + 4 * 2);
+  auto one = query(mad::kPktrLid | mad::kPktrPort | mad::kPktrBlock, sw, 1, 3);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].port, 3);
+  EXPECT_EQ(one[0].block, 1);
+  EXPECT_EQ(query(mad::kPktrLid | mad::kPktrPort, sw, 0, 0).size(), 1u);
+  // Every table: leaves 9 blocks, spines (2 linked ports) 5, hosts 2.
+  EXPECT_EQ(query(0, 0, 0, 0).size(), 2u * 9 + 2 * 5 + 4 * 2);
+  // Get of exactly one record.
+  mad::PkeyTableRecord q;
+  q.lid = h0;
+  q.block = 0;
+  uint8_t rec[mad::kPkeyTableRecordSize];
+  mad::encodePkeyTableRecord(q, rec);
+  auto got = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPkeyTableRecord, mad::kPktrLid | mad::kPktrBlock, rec,
+                                    sizeof rec));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(f.status(got[0]), 0);
+  EXPECT_EQ(mad::decodePkeyTableRecord(mad::saData(got[0])).pkeys[0], 0xFFFF);
+  EXPECT_EQ(mad::decodeSaHeader(got[0]).attrOffset, 9);  // 72 bytes
+}
+
+TEST(SaServer, PkeyTableRecordsOnlyForTrustedRequesters) {
+  SaFixture f;
+  f.smKey = 1;  // as OpenSM's default SM_Key
+  auto ask = [&](uint64_t key) {
+    mad::MadPacket m = f.request(mad::kGetTable, mad::kSaAttrPkeyTableRecord);
+    mad::encodeSaHeader(mad::SaHeader{key, 0, 0}, m);
+    return f.status(f.sa->handle(m).at(0));
+  };
+  EXPECT_EQ(ask(0), mad::kStatusReqInvalid);
+  EXPECT_EQ(ask(2), mad::kStatusReqInvalid);
+  EXPECT_EQ(ask(1), 0);
 }
 
 }  // namespace

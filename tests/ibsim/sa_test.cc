@@ -1,10 +1,12 @@
 // The SA of ibsmd (daemon mode) on ibsim, queried with saquery from another host: NodeRecords, LinkRecords,
 // PortInfoRecords, SMInfoRecord and PathRecords must agree with what ibnetdiscover reads from the fabric.
 // umad2sim has no RMPP and cuts MADs to 256 bytes, so queries are made so that their answer fits one MAD (as
-// with OpenSM here, only the first segment of a larger answer reaches saquery). Then osmtest -f c.
+// with OpenSM here, only the first segment of a larger answer reaches saquery). Then osmtest -f c. And the
+// P_KeyTableRecords of every port agree with the tables smpquery reads from the SMAs.
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "routing/lid_assignment.h"
@@ -120,6 +122,69 @@ TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
   EXPECT_NE(inv.find("DEFINE_NODE"), std::string::npos) << inv;
   EXPECT_NE(inv.find("node_guid               0x0000000000200000"), std::string::npos) << inv;
   EXPECT_NE(inv.find("DEFINE_LINK"), std::string::npos) << inv;
+  sim->stop(sm);
+}
+
+// The first 32 P_Keys after `marker` in a dump: saquery's "PKey Table:" lines, or smpquery's "   0: ..." rows.
+std::vector<uint64_t> pkeysAfter(const std::string& out, const std::string& marker) {
+  std::vector<uint64_t> keys;
+  size_t at = out.find(marker);
+  if (at == std::string::npos) return keys;
+  std::istringstream in(out.substr(at + marker.size()));
+  for (std::string w; keys.size() < 32 && in >> w;)
+    if (w.rfind("0x", 0) == 0) keys.push_back(num(w));
+  return keys;
+}
+
+TEST(IbsimSa, PkeyTableRecordsAgreeWithSmpquery) {
+  auto sim = startFabric("--kary-ntree 2,2");
+  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
+                         "--sweep-interval", "0"});
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 15s;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sim->output(sm);
+    ASSERT_TRUE(sim->running(sm)) << sim->output(sm);
+    std::this_thread::sleep_for(50ms);
+  }
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  auto topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  auto lids = routing::LidAssignment::fromTopology(*topo);
+  size_t checked = 0;
+  for (fabric::NodeIndex i = 0; i < topo->size(); ++i) {
+    const auto& n = topo->node(i);
+    const uint16_t lid = lids.base(i, fabric::PortNum{static_cast<uint8_t>(n.isSwitch() ? 0 : 1)}).value;
+    ASSERT_NE(lid, 0) << n.description;
+    // A CA's port 1; a switch's port 0 and its linked ports. Block 0 of each: one record, one MAD.
+    std::vector<unsigned> ports{n.isSwitch() ? 0u : 1u};
+    if (n.isSwitch())
+      for (unsigned q = 1; q < n.ports.size(); ++q)
+        if (n.ports[q].connected()) ports.push_back(q);
+    for (unsigned q : ports) {
+      std::string key = std::to_string(lid) + "/" + std::to_string(q) + "/0";
+      RunResult sa = sim->run({"saquery", "PKTR", key}, diag);
+      ASSERT_EQ(sa.exitCode, 0) << key << sa.err;
+      EXPECT_EQ(num(field(sa.out, "LID")), lid) << sa.out;
+      EXPECT_EQ(num(field(sa.out, "Port")), q) << sa.out;
+      std::vector<std::string> smp{"smpquery", "pkeys", std::to_string(lid)};
+      if (n.isSwitch()) smp.push_back(std::to_string(q));
+      RunResult sma = sim->run(smp, diag);
+      ASSERT_EQ(sma.exitCode, 0) << sma.err;
+      std::vector<uint64_t> fromSa = pkeysAfter(sa.out, "PKey Table:"), fromSma = pkeysAfter(sma.out, "0:");
+      ASSERT_EQ(fromSa.size(), 32u) << sa.out;
+      // smpquery shows the table's capacity (8 entries on switch port 0); the block's other entries are unused.
+      ASSERT_FALSE(fromSma.empty()) << sma.out;
+      fromSma.resize(32, 0);
+      EXPECT_EQ(fromSa, fromSma) << key << "\n" << sa.out << sma.out;
+      EXPECT_EQ(fromSa[0], 0xFFFFu) << sa.out;  // the default partition, full member
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4u /* hosts */ + 4 /* switch port 0 */ + 2 * topo->links().size() - 4 /* host ends */);
   sim->stop(sm);
 }
 

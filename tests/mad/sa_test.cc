@@ -196,9 +196,55 @@ TEST(SaCodec, MultiPathRequestValidated) {
   uint8_t rec[kSaDataSize] = {};
   rec[15] = 1;
   rec[16] = 1;
-  EXPECT_TRUE(decodeMultiPathRecord(rec, sizeof rec));
+  putGid(rec + 24, Gid{kDefaultGidPrefix, 0x100001});  // the GIDs follow the fixed part at byte 24
+  putGid(rec + 40, Gid{kDefaultGidPrefix, 0x100003});
+  auto m = decodeMultiPathRecord(rec, sizeof rec);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->sgids.size(), 1u);
+  ASSERT_EQ(m->dgids.size(), 1u);
+  EXPECT_EQ(m->sgids[0].guid, 0x100001u);
+  EXPECT_EQ(m->dgids[0].guid, 0x100003u);
   rec[16] = 20;  // GIDs past the MAD
   EXPECT_FALSE(decodeMultiPathRecord(rec, sizeof rec));
+}
+
+TEST(SaCodec, PkeyTableRecordLayoutAndMask) {
+  PkeyTableRecord r;
+  r.lid = 0x0102;
+  r.block = 1;
+  r.port = 3;
+  r.pkeys[0] = 0xFFFF;
+  r.pkeys[5] = 0x8002;
+  uint8_t rec[kPkeyTableRecordSize];
+  encodePkeyTableRecord(r, rec);
+  // LID 0-1, BlockNum 2-3, PortNum 4, reserved 5-7, the P_KeyTable block from 8 (IBA 15.2.5.11).
+  EXPECT_EQ(rec[0], 0x01);
+  EXPECT_EQ(rec[1], 0x02);
+  EXPECT_EQ(rec[2], 0x00);
+  EXPECT_EQ(rec[3], 0x01);
+  EXPECT_EQ(rec[4], 3);
+  EXPECT_EQ(rec[8], 0xFF);
+  EXPECT_EQ(rec[18], 0x80);
+  EXPECT_EQ(rec[19], 0x02);
+  PkeyTableRecord back = decodePkeyTableRecord(rec);
+  EXPECT_EQ(back.lid, r.lid);
+  EXPECT_EQ(back.block, 1);
+  EXPECT_EQ(back.port, 3);
+  EXPECT_EQ(back.pkeys, r.pkeys);
+  EXPECT_EQ(recordSize(kSaAttrPkeyTableRecord), 72u);
+
+  PkeyTableRecord want;
+  want.lid = 0x0102;
+  want.block = 0;
+  want.port = 3;
+  uint8_t q[kPkeyTableRecordSize];
+  encodePkeyTableRecord(want, q);
+  EXPECT_TRUE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid | kPktrPort, q, rec));
+  EXPECT_FALSE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid | kPktrBlock, q, rec));
+  want.port = 2;
+  encodePkeyTableRecord(want, q);
+  EXPECT_FALSE(recordMatches(kSaAttrPkeyTableRecord, kPktrPort, q, rec));
+  EXPECT_TRUE(recordMatches(kSaAttrPkeyTableRecord, kPktrLid, q, rec));
 }
 
 }  // namespace

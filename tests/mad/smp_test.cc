@@ -108,12 +108,16 @@ TEST(Smp, SwitchInfoAndSmInfoRoundTrip) {
   s.linearFdbTop = 300;
   s.lifeTime = 18;
   s.enhancedPort0 = true;
+  s.partitionEnforcementCap = 64;
   encodeSwitchInfo(s, d);
   auto t = decodeSwitchInfo(d);
   EXPECT_EQ(t.linearFdbCap, 49152);
   EXPECT_EQ(t.linearFdbTop, 300);
   EXPECT_EQ(t.lifeTime, 18);
   EXPECT_TRUE(t.enhancedPort0);
+  EXPECT_EQ(t.partitionEnforcementCap, 64);
+  EXPECT_EQ(d[14], 0);  // PartitionEnforcementCap: bytes 14-15 (IBA 14.2.5.4)
+  EXPECT_EQ(d[15], 64);
 
   uint8_t e[64] = {};
   SmInfo i{fabric::Guid{0xabc}, 0x1122334455667788ull, 9, 14, 3};
@@ -123,6 +127,22 @@ TEST(Smp, SwitchInfoAndSmInfoRoundTrip) {
   EXPECT_EQ(j.smKey, i.smKey);
   EXPECT_EQ(j.priority, 14);
   EXPECT_EQ(j.state, 3);
+}
+
+TEST(Smp, PkeyBlockIsBigEndianWithPortInTheModifier) {
+  PkeyBlock b{};
+  b[0] = kDefaultPkey;
+  b[1] = 0x8001;
+  b[31] = 0x7FFF;
+  uint8_t d[64] = {};
+  encodePkeyBlock(b, d);
+  EXPECT_EQ(d[0], 0xFF);
+  EXPECT_EQ(d[1], 0xFF);
+  EXPECT_EQ(d[2], 0x80);
+  EXPECT_EQ(d[3], 0x01);
+  EXPECT_EQ(d[62], 0x7F);
+  EXPECT_EQ(decodePkeyBlock(d), b);
+  EXPECT_EQ(pkeyAttrMod(3, 1), 0x00030001u);
 }
 
 }  // namespace
