@@ -269,6 +269,9 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under a file-size limit (ulimit -f, systemd LimitFSIZE=) a write past it would kill the daemon with
+  // SIGXFSZ; ignored, the write fails with EFBIG and the state/dump writers log it and keep the old file.
+  std::signal(SIGXFSZ, SIG_IGN);
   Args args = parseArgs(argc, argv);
   if (args.checkConfig) {
     std::fputs(config::toYaml(args.cfg).c_str(), stdout);

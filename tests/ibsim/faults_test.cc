@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <regex>
 #include <thread>
@@ -202,8 +203,9 @@ TEST(FaultsTest, DamagedGuid2LidIsKeptAsideAndReplaced) {
   }
 }
 
-// A full disk while guid2lid and the dumps are written (RLIMIT_FSIZE of 1 KiB on ibsmd, SIGXFSZ ignored as a
-// daemon would see ENOSPC): STATE002 and DUMP002 are logged, the SM still comes up, and the previous files are
+// A full disk while guid2lid and the dumps are written (RLIMIT_FSIZE of 1 KiB on ibsmd, started with SIGXFSZ at
+// its default action, so the test also proves ibsmd ignores the signal itself and sees EFBIG as it would see
+// ENOSPC): STATE002 and DUMP002 are logged, the SM still comes up, and the previous files are
 // intact (the temp file + rename never leaves a half-written one). Between the runs a host is unlinked, so
 // the second run had different dumps to write.
 TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
@@ -219,7 +221,8 @@ TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
   const fabric::Node& host = f.built->node(f.built->cas().back());
   f.sim->console("Unlink \"" + simId(host) + "\"");
 
-  std::string cmd = "trap '' XFSZ; ulimit -f 1; LD_PRELOAD=" + std::string(kUmad2Sim) + " exec " + binPath("ibsmd") +
+  std::signal(SIGXFSZ, SIG_DFL);  // inherited by the shell and ibsmd, whatever the test runner set
+  std::string cmd = "ulimit -f 1; LD_PRELOAD=" + std::string(kUmad2Sim) + " exec " + binPath("ibsmd") +
                     " --once --routing minhop --state-dir " + f.state;
   RunOptions o;
   o.preload = false;
