@@ -31,7 +31,23 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
   mkey_ = options_.program.mkey;
 }
 
+// A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
+// on its own, 1 s later, then after 2, 4, ... up to 30 s, whatever the sweep interval: nothing else might ever
+// ask it to.
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
+  constexpr mad::Duration kFirstRetry = std::chrono::seconds(1), kMaxRetry = std::chrono::seconds(30);
+  auto r = heavySweep(cause);
+  if (r ? r->subnetUp || sm_.state() != SmState::kMaster : sm_.state() == SmState::kStandby) {
+    retryAt_.reset();
+    retryDelay_ = kFirstRetry;
+  } else {
+    retryAt_ = clock_.now() + retryDelay_;
+    retryDelay_ = std::min<mad::Duration>(retryDelay_ * 2, kMaxRetry);
+  }
+  return r;
+}
+
+fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) {
   const mad::TimePoint start = clock_.now();
   SweepReport report;
   auto found = discoverer_.discover();
@@ -289,6 +305,10 @@ void SubnetManager::programMulticast(const fabric::Topology& topo) {
 
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
+  if (retryAt_ && clock_.now() >= *retryAt_ && sm_.state() != SmState::kStandby) {
+    (void)sweep("retry: the last sweep left the subnet not up");
+    return;
+  }
   if (haTick()) return;
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);

@@ -137,6 +137,7 @@ class SubnetManager {
   }
 
  private:
+  fabric::Result<SweepReport> heavySweep(const std::string& cause);
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   void programMulticast(const fabric::Topology& topo);
@@ -205,7 +206,9 @@ class SubnetManager {
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::function<void(const mad::Notice&)> noticeHandler_;
   uint64_t smSets_ = 0;  // SMInfo Sets received
-  uint64_t saNotMaster_ = 0;  // SA requests answered Busy because we are not the master
+  uint64_t saNotMaster_ = 0;
+  std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
+  mad::Duration retryDelay_ = std::chrono::seconds(1);  // SA requests answered Busy because we are not the master
 };
 
 }  // namespace ibsm::daemon

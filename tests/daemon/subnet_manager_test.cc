@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "mad/fields.h"
 #include "mad/notice.h"
+#include "mad/smp.h"
 #include "tests/daemon/fake_fabric_fixture.h"
 
 namespace ibsm::daemon {
@@ -18,7 +20,8 @@ struct SmFixture : FakeFabricFixture {
   std::unique_ptr<SubnetManager> sm;
   std::vector<TopologyEvent> events;
 
-  void up() {
+  // beforeSweep runs once the fake fabric exists (e.g. to install a lossy responder).
+  void up(bool expectUp = true, const std::function<void()>& beforeSweep = {}) {
     tools::FabricSpec spec;
     spec.shape = tools::Shape::kFatTree;
     spec.levels = 2;
@@ -30,9 +33,10 @@ struct SmFixture : FakeFabricFixture {
     sm = std::make_unique<SubnetManager>(*engine, clock, o);
     engine->setUnsolicitedHandler([this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
     sm->setEventHandler([this](const TopologyEvent& e) { events.push_back(e); });
+    if (beforeSweep) beforeSweep();
     auto r = sm->sweep();
     ASSERT_TRUE(r) << r.error().message;
-    ASSERT_TRUE(r->subnetUp);
+    ASSERT_EQ(r->subnetUp, expectUp);
     events.clear();
   }
   uint16_t switchLid() const {
@@ -102,6 +106,36 @@ TEST(SubnetManager, AGoodTrapLeadsToOneTargetedUpdateAfterTheBatchDelay) {
   EXPECT_NE(f.events[0].cause.find("trap 128"), std::string::npos) << f.events[0].cause;
   EXPECT_TRUE(f.events[0].ok);
   EXPECT_EQ(f.events[0].lftEntriesChanged, 0u);  // nothing changed in the fabric
+}
+
+// The first sweep loses every answer to the ARMED Sets of one host port (a port that refuses or a lossy link):
+// the subnet is not up, and with no sweep interval nothing would ever try again; the SM sweeps again by itself
+// after 1 s, and then the subnet is up.
+TEST(SubnetManager, ASweepThatLeftTheSubnetNotUpIsRetried) {
+  SmFixture f;
+  bool lossy = true;
+  auto lossyResponder = [&] { f.port.setResponder([&](const mad::MadPacket& sent) {
+    auto h = mad::parseHeader(sent);
+    auto answers = f.fabric->handle(sent);
+    if (lossy && h && h->method == mad::kSet && h->attrId == mad::kAttrPortInfo &&
+        mad::fields::get(mad::smpData(sent), IB_PORT_STATE_F) == static_cast<uint32_t>(fabric::PortState::kArmed) &&
+        h->attrMod == 1)
+      return std::vector<mad::MadPacket>{};
+    return answers;
+  }); };
+  f.up(/*expectUp=*/false, lossyResponder);
+  lossy = false;
+  f.clock.advance(500ms);
+  f.sm->tick();
+  EXPECT_TRUE(f.events.empty());  // not yet
+  f.clock.advance(600ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_NE(f.events[0].cause.find("retry"), std::string::npos) << f.events[0].cause;
+  EXPECT_TRUE(f.events[0].ok);
+  f.clock.advance(60s);
+  f.sm->tick();
+  EXPECT_EQ(f.events.size(), 1u);  // up: no more retries
 }
 
 }  // namespace
