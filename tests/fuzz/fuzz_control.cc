@@ -7,9 +7,7 @@
 #include <string_view>
 
 #include "daemon/control_protocol.h"
-#include "fabric/topology_file.h"
-#include "routing/engine.h"
-#include "routing/lid_assignment.h"
+#include "tests/fuzz/fuzz_snapshot.h"
 
 using namespace ibsm;
 
@@ -38,24 +36,10 @@ Hca 1 "H4" # "h4 HCA-1"
 [1] "S2"[2]
 )";
 
-std::shared_ptr<const daemon::SubnetSnapshot> makeSnapshot() {
-  auto topo = fabric::parseTopology(kNet, "fuzz-net");
-  if (!topo.ok()) __builtin_trap();
-  auto snap = std::make_shared<daemon::SubnetSnapshot>();
-  snap->topology = *topo;
-  auto lids = routing::assignLids(**topo, {}, 0);
-  if (!lids.ok()) __builtin_trap();
-  snap->lids = lids->lids;
-  auto routed = routing::computeChain({"minhop"}, **topo, snap->lids, routing::Options{});
-  if (!routed.ok()) __builtin_trap();
-  snap->tables = routed->tables;
-  return snap;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto snap = makeSnapshot();
+  static const auto snap = fuzzing::makeSnapshot(kNet, "fuzz-net");
   static daemon::EventLog events;
   std::string_view all(reinterpret_cast<const char*>(data), size);
   daemon::ReadHandler handler;

@@ -14,11 +14,9 @@
 #include "daemon/mcast_groups.h"
 #include "daemon/mcast_sa.h"
 #include "daemon/sa_server.h"
-#include "fabric/topology_file.h"
 #include "mad/mcmember.h"
 #include "mad/sa.h"
-#include "routing/engine.h"
-#include "routing/lid_assignment.h"
+#include "tests/fuzz/fuzz_snapshot.h"
 
 using namespace ibsm;
 
@@ -71,20 +69,6 @@ caguid=0x100000
 Ca	1 "H-0000000000100000"		# "H1"
 [1](100001) 	"S-0000000000200000"[1]		# lid 0 lmc 0 "S1" lid 0 4xSDR
 )";
-
-std::shared_ptr<const daemon::SubnetSnapshot> makeSnapshot() {
-  auto topo = fabric::parseTopology(kNet, "fuzz-sa-net");
-  if (!topo.ok()) __builtin_trap();
-  auto snap = std::make_shared<daemon::SubnetSnapshot>();
-  snap->topology = *topo;
-  auto lids = routing::assignLids(**topo, {}, 0);
-  if (!lids.ok()) __builtin_trap();
-  snap->lids = lids->lids;
-  auto routed = routing::computeChain({"minhop"}, **topo, snap->lids, routing::Options{});
-  if (!routed.ok()) __builtin_trap();
-  snap->tables = routed->tables;
-  return snap;
-}
 
 // Op byte of a chunk.
 constexpr uint8_t kOpRaw = 0x80;      // keep the MAD's class and base version as fuzzed (else forced to SA, 1)
@@ -149,7 +133,7 @@ void decoders(const mad::MadPacket& m, size_t len) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto snap = makeSnapshot();
+  static const auto snap = fuzzing::makeSnapshot(kNet, "fuzz-sa-net");
   mad::FakeClock clock;
   bool withSnap = true;
   daemon::McastGroups groups;
