@@ -34,25 +34,41 @@ uint64_t num(const std::string& s) {
   }
 }
 
-TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
-  auto sim = startFabric("--kary-ntree 2,2");
+// ibsmd as a daemon on a 2-ary 2-tree, up, and the fabric as ibnetdiscover reads it from kHost.
+struct SaFabric {
+  std::unique_ptr<Ibsim> sim = startFabric("--kary-ntree 2,2");
   std::string sock = sim->dir() + "/ibsm.sock";
   pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
                          "--sweep-interval", "0"});
   RunOptions diag;
-  diag.simHost = kHost;
-  diag.timeout = 15s;
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sim->output(sm);
-    ASSERT_TRUE(sim->running(sm)) << sim->output(sm);
-    std::this_thread::sleep_for(50ms);
+  fabric::TopologyPtr topo;
+  routing::LidAssignment lids;
+
+  // Waits for SUBNET UP and reads the fabric; false (after a test failure) if either does not happen.
+  bool up() {
+    diag.simHost = kHost;
+    diag.timeout = 15s;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline || !sim->running(sm)) {
+        ADD_FAILURE() << "no SUBNET UP: " << sim->output(sm);
+        return false;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    RunResult disc = sim->run({"ibnetdiscover"}, diag);
+    EXPECT_EQ(disc.exitCode, 0) << disc.err;
+    topo = parseOrFail(disc.out, "ibnetdiscover");
+    if (!topo) return false;
+    lids = routing::LidAssignment::fromTopology(*topo);
+    return true;
   }
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  auto topo = parseOrFail(disc.out, "ibnetdiscover");
-  ASSERT_TRUE(topo);
-  auto lids = routing::LidAssignment::fromTopology(*topo);
+};
+
+TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
+  SaFabric f;
+  ASSERT_TRUE(f.up());
+  auto& [sim, sock, sm, diag, topo, lids] = f;
   auto saquery = [&](std::vector<std::string> args) {
     args.insert(args.begin(), "saquery");
     RunResult r = sim->run(args, diag);
@@ -137,23 +153,9 @@ std::vector<uint64_t> pkeysAfter(const std::string& out, const std::string& mark
 }
 
 TEST(IbsimSa, PkeyTableRecordsAgreeWithSmpquery) {
-  auto sim = startFabric("--kary-ntree 2,2");
-  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
-                         "--sweep-interval", "0"});
-  RunOptions diag;
-  diag.simHost = kHost;
-  diag.timeout = 15s;
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sim->output(sm);
-    ASSERT_TRUE(sim->running(sm)) << sim->output(sm);
-    std::this_thread::sleep_for(50ms);
-  }
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  auto topo = parseOrFail(disc.out, "ibnetdiscover");
-  ASSERT_TRUE(topo);
-  auto lids = routing::LidAssignment::fromTopology(*topo);
+  SaFabric f;
+  ASSERT_TRUE(f.up());
+  auto& [sim, sock, sm, diag, topo, lids] = f;
   size_t checked = 0;
   for (fabric::NodeIndex i = 0; i < topo->size(); ++i) {
     const auto& n = topo->node(i);
