@@ -29,10 +29,6 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo) {
     const fabric::Node& n = topo.node(i);
     if (n.isSwitch()) {
       if (n.partitionCap) out.push_back({i, 0, blocks(n.partitionCap), &n.route});
-      if (!n.sw.partitionEnforcementCap) continue;
-      for (unsigned p = 1; p < n.ports.size(); ++p)
-        if (n.ports[p].connected())
-          out.push_back({i, static_cast<uint8_t>(p), blocks(n.sw.partitionEnforcementCap), &n.route});
       continue;
     }
     if (!n.partitionCap) continue;

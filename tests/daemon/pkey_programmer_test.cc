@@ -39,9 +39,9 @@ TEST(PkeyProgrammer, ReadsEveryManagedPortOnceAndSendsNothingWhenTablesAreRight)
   PkeyProgrammer p(*f.engine, f.clock);
   PkeyReport r = p.program(f.topo());
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
-  // Switch port 0 (1 block), linked switch ports (2 blocks each: 4 on a leaf, 2 on a spine), host ports (2).
-  EXPECT_EQ(r.portsRead, 2u * (1 + 4) + 2 * (1 + 2) + 4);
-  EXPECT_EQ(r.phase.smps, 2u * (1 + 4 * 2) + 2 * (1 + 2 * 2) + 4 * 2);
+  // Switch port 0 (1 block) of 4 switches, host ports (2 blocks) of 4 hosts; no switch external port.
+  EXPECT_EQ(r.portsRead, 4u + 4);
+  EXPECT_EQ(r.phase.smps, 4u * 1 + 4 * 2);
   EXPECT_EQ(r.blocksSet, 0u);
   EXPECT_EQ(f.fabric->receivedSets(mad::kAttrPKeyTable), 0u);
   auto tables = p.tables();
@@ -65,7 +65,8 @@ TEST(PkeyProgrammer, WritesTheDefaultPkeyOnlyWhereItIsMissing) {
   const fabric::NodeIndex spine = f.fakeIndex(f.topo(), f.sw("spine-0"));
   f.fabric->setPkeys(h1, fabric::PortNum{1}, {});                          // empty: entry 0
   f.fabric->setPkeys(h2, fabric::PortNum{1}, std::vector<uint16_t>(40, 0x8005));  // full to 40: entry 40, block 1
-  f.fabric->setPkeys(spine, fabric::PortNum{2}, {0x7FFF});                 // limited member: upgraded
+  f.fabric->setPkeys(spine, fabric::PortNum{0}, {0x7FFF});                 // limited member: upgraded
+  f.fabric->setPkeys(spine, fabric::PortNum{2}, {0x7FFF});                 // an external port: left alone
   PkeyProgrammer p(*f.engine, f.clock);
   PkeyReport r = p.program(f.topo());
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
@@ -75,17 +76,17 @@ TEST(PkeyProgrammer, WritesTheDefaultPkeyOnlyWhereItIsMissing) {
   auto t2 = f.fabric->pkeys(h2, fabric::PortNum{1});
   EXPECT_EQ(t2[39], 0x8005);
   EXPECT_EQ(t2[40], 0xFFFF);
-  EXPECT_EQ(f.fabric->pkeys(spine, fabric::PortNum{2})[0], 0xFFFF);
-  EXPECT_EQ(f.fabric->pkeys(spine, fabric::PortNum{1})[0], 0xFFFF);  // untouched
+  EXPECT_EQ(f.fabric->pkeys(spine, fabric::PortNum{0})[0], 0xFFFF);
+  EXPECT_EQ(f.fabric->pkeys(spine, fabric::PortNum{2})[0], 0x7FFF);  // untouched
   // The published tables are what the ports hold now.
   const auto* held = p.tables()->find(f.topo().node(f.host(2)).guid, 1);
   ASSERT_TRUE(held);
   EXPECT_EQ(*held, t2);
-  // Which Sets went where: block 1 of host-2's port, block 0 of spine-0 port 2.
+  // Which Sets went where: block 1 of host-2's port, block 0 of spine-0 port 0.
   bool spineBlock = false, hostBlock = false;
   for (const auto& e : f.fabric->log()) {
     if (e.attrId != mad::kAttrPKeyTable || e.method != mad::kSet) continue;
-    if (e.node == spine) spineBlock = e.attrMod == mad::pkeyAttrMod(2, 0);
+    if (e.node == spine) spineBlock = e.attrMod == mad::pkeyAttrMod(0, 0);
     if (e.node == h2) hostBlock = e.attrMod == 1;
   }
   EXPECT_TRUE(spineBlock);
