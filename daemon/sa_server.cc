@@ -88,6 +88,13 @@ uint8_t* SaServer::Answer::add() {
   return records.data() + records.size() - stride;
 }
 
+void SaServer::Answer::keepIfMatches(uint16_t attrId, uint64_t mask, const uint8_t* query) {
+  size_t stride = mad::recordStride(recordSize);
+  if (mad::recordMatches(attrId, mask, query, records.data() + records.size() - stride)) return;
+  records.resize(records.size() - stride);
+  --count;
+}
+
 SaServer::SaServer(const mad::Clock& clock, SnapshotFn snapshot, SmInfoFn smInfo, SaOptions options)
     : clock_(clock), snapshot_(std::move(snapshot)), smInfo_(std::move(smInfo)), options_(options) {}
 
@@ -247,20 +254,10 @@ SaServer::Answer SaServer::dispatch(const Query& q) {
   }
 }
 
-// Each table builds candidate records and keeps those whose masked fields equal the query's.
-#define SA_FILTER(attr, a, q)                                                                  \
-  do {                                                                                         \
-    if (!mad::recordMatches(attr, (q).sa.compMask, mad::saData((q).mad), (a).records.data() + \
-                                                                             ((a).count - 1) * stride)) { \
-      (a).records.resize((a).records.size() - stride);                                        \
-      --(a).count;                                                                             \
-    }                                                                                          \
-  } while (0)
 
 SaServer::Answer SaServer::nodeRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kNodeRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   for (const Endport& e : endports(*q.snapshot)) {
@@ -277,7 +274,7 @@ SaServer::Answer SaServer::nodeRecords(const Query& q) {
     ni.vendorId = n.vendorId;
     ni.localPort = e.port.value;
     mad::encodeNodeRecord(q.snapshot->lids.base(e.node, e.port).value, ni, n.description, a.add());
-    SA_FILTER(mad::kSaAttrNodeRecord, a, q);
+    a.keepIfMatches(mad::kSaAttrNodeRecord, q.sa.compMask, mad::saData(q.mad));
   }
   return a;
 }
@@ -285,7 +282,6 @@ SaServer::Answer SaServer::nodeRecords(const Query& q) {
 SaServer::Answer SaServer::portInfoRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kPortInfoRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   for (NodeIndex i = 0; i < topo.size(); ++i) {
@@ -310,11 +306,7 @@ SaServer::Answer SaServer::portInfoRecords(const Query& q) {
       uint32_t wantCaps = mad::portInfoCapMask(mad::saData(q.mad) + 4);
       if ((q.sa.compMask & kPirCapMaskBit) && (attrs.capMask & wantCaps) != wantCaps) continue;
       mad::encodePortInfoRecord(lid, pn.value, pi, a.add());
-      if (!mad::recordMatches(mad::kSaAttrPortInfoRecord, q.sa.compMask & ~kPirCapMaskBit, mad::saData(q.mad),
-                              a.records.data() + (a.count - 1) * stride)) {
-        a.records.resize(a.records.size() - stride);
-        --a.count;
-      }
+      a.keepIfMatches(mad::kSaAttrPortInfoRecord, q.sa.compMask & ~kPirCapMaskBit, mad::saData(q.mad));
     }
   }
   return a;
@@ -323,7 +315,6 @@ SaServer::Answer SaServer::portInfoRecords(const Query& q) {
 SaServer::Answer SaServer::linkRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kLinkRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   auto lidOf = [&](NodeIndex n, PortNum p) {
@@ -336,7 +327,7 @@ SaServer::Answer SaServer::linkRecords(const Query& q) {
       mad::LinkRecord r{lidOf(from, fp), fp.value, tp.value, lidOf(to, tp)};
       if (!r.fromLid || !r.toLid) continue;
       mad::encodeLinkRecord(r, a.add());
-      SA_FILTER(mad::kSaAttrLinkRecord, a, q);
+      a.keepIfMatches(mad::kSaAttrLinkRecord, q.sa.compMask, mad::saData(q.mad));
     }
   }
   return a;
@@ -345,7 +336,6 @@ SaServer::Answer SaServer::linkRecords(const Query& q) {
 SaServer::Answer SaServer::switchInfoRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kSwitchInfoRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   for (NodeIndex s : topo.switches()) {
@@ -357,7 +347,7 @@ SaServer::Answer SaServer::switchInfoRecords(const Query& q) {
       attrs.linearFdbTop = static_cast<uint16_t>(q.snapshot->tables.lft[s].size() - 1);
     mad::encodeSwitchInfo(attrs, si);
     mad::encodeSwitchInfoRecord(lid, si, a.add());
-    SA_FILTER(mad::kSaAttrSwitchInfoRecord, a, q);
+    a.keepIfMatches(mad::kSaAttrSwitchInfoRecord, q.sa.compMask, mad::saData(q.mad));
   }
   return a;
 }
@@ -365,7 +355,6 @@ SaServer::Answer SaServer::switchInfoRecords(const Query& q) {
 SaServer::Answer SaServer::lftRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kLftRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   for (NodeIndex s : topo.switches()) {
@@ -378,7 +367,7 @@ SaServer::Answer SaServer::lftRecords(const Query& q) {
       std::copy(lft.begin() + static_cast<long>(block * 64),
                 lft.begin() + static_cast<long>(std::min(lft.size(), block * 64 + 64)), ports);
       mad::encodeLftRecord(lid, static_cast<uint16_t>(block), ports, a.add());
-      SA_FILTER(mad::kSaAttrLftRecord, a, q);
+      a.keepIfMatches(mad::kSaAttrLftRecord, q.sa.compMask, mad::saData(q.mad));
       if (a.count > options_.maxRecords) return fail(mad::kStatusNoResources);
     }
   }
@@ -388,13 +377,12 @@ SaServer::Answer SaServer::lftRecords(const Query& q) {
 SaServer::Answer SaServer::guidInfoRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kGuidInfoRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot) return a;
   const auto& topo = *q.snapshot->topology;
   for (const Endport& e : endports(*q.snapshot)) {
     mad::encodeGuidInfoRecord(q.snapshot->lids.base(e.node, e.port).value, 0,
                               {portGuidOf(topo.node(e.node), e.port).value}, a.add());
-    SA_FILTER(mad::kSaAttrGuidInfoRecord, a, q);
+    a.keepIfMatches(mad::kSaAttrGuidInfoRecord, q.sa.compMask, mad::saData(q.mad));
   }
   return a;
 }
@@ -402,7 +390,6 @@ SaServer::Answer SaServer::guidInfoRecords(const Query& q) {
 SaServer::Answer SaServer::smInfoRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kSmInfoRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   if (!q.snapshot || !smInfo_) return a;
   const auto& topo = *q.snapshot->topology;
   if (topo.smNode() == fabric::kNoNode) return a;
@@ -412,16 +399,15 @@ SaServer::Answer SaServer::smInfoRecords(const Query& q) {
   // SM_Key is shown only to a requester that presents it (IBA 14.4.1, 15.4.2).
   if (q.sa.smKey != info.smKey) info.smKey = 0;
   mad::encodeSmInfoRecord(q.snapshot->lids.base(topo.smNode(), smPort).value, info, a.add());
-  SA_FILTER(mad::kSaAttrSmInfoRecord, a, q);
+  a.keepIfMatches(mad::kSaAttrSmInfoRecord, q.sa.compMask, mad::saData(q.mad));
   return a;
 }
 
-// One record per block of every P_Key table the SM read: for a switch each of its ports under the LID of port 0,
-// for a CA the port its LID belongs to (PortNum is then the port, and not matched: the LID names it).
+// One record per block of every P_Key table the SM read: a switch's port 0, and for a CA the port its LID
+// belongs to (PortNum is then the port, and not matched: the LID names it).
 SaServer::Answer SaServer::pkeyTableRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kPkeyTableRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   // P_KeyTableRecords are given to trusted requesters only (IBA 15.2.5.11): those presenting the SM_Key.
   if (q.sa.smKey != (smInfo_ ? smInfo_().smKey : 0)) return fail(mad::kStatusReqInvalid);
   if (!q.snapshot || !q.snapshot->pkeys) return a;
@@ -442,10 +428,7 @@ SaServer::Answer SaServer::pkeyTableRecords(const Query& q) {
         std::copy_n(table->begin() + static_cast<long>(b * mad::kPkeyBlockEntries), mad::kPkeyBlockEntries,
                     r.pkeys.begin());
         mad::encodePkeyTableRecord(r, a.add());
-        if (!mad::recordMatches(mad::kSaAttrPkeyTableRecord, mask, query, a.records.data() + (a.count - 1) * stride)) {
-          a.records.resize(a.records.size() - stride);
-          --a.count;
-        }
+        a.keepIfMatches(mad::kSaAttrPkeyTableRecord, mask, query);
         if (a.count > options_.maxRecords) return fail(mad::kStatusNoResources);
       }
     }
@@ -642,7 +625,6 @@ void SaServer::expireLeases(mad::TimePoint now) {
 SaServer::Answer SaServer::serviceRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kServiceRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   expireLeases(q.now);
   const uint8_t* query = mad::saData(q.mad);
   const uint8_t method = q.header.method;
@@ -653,7 +635,7 @@ SaServer::Answer SaServer::serviceRecords(const Query& q) {
         out.lease = static_cast<uint32_t>(
             std::chrono::duration_cast<std::chrono::seconds>(s.expires - q.now).count());
       mad::encodeServiceRecord(out, a.add());
-      SA_FILTER(mad::kSaAttrServiceRecord, a, q);
+      a.keepIfMatches(mad::kSaAttrServiceRecord, q.sa.compMask, mad::saData(q.mad));
     }
     return a;
   }
@@ -729,11 +711,10 @@ SaServer::Answer SaServer::informInfo(const Query& q) {
 SaServer::Answer SaServer::informInfoRecords(const Query& q) {
   Answer a;
   a.recordSize = mad::kInformInfoRecordSize;
-  const size_t stride = mad::recordStride(a.recordSize);
   uint16_t e = 0;
   for (const Subscriber& s : subscribers_) {
     mad::encodeInformInfoRecord(s.gid, e++, s.info, a.add());
-    SA_FILTER(mad::kSaAttrInformInfoRecord, a, q);
+    a.keepIfMatches(mad::kSaAttrInformInfoRecord, q.sa.compMask, mad::saData(q.mad));
   }
   return a;
 }

@@ -53,6 +53,8 @@ class SaServer {
     std::vector<uint8_t> records;
     size_t count = 0;
     uint8_t* add();  // appends one zeroed record and returns it
+    // Drops the record add() appended last unless its fields under mask equal the query's (IBA 15.2.1.2).
+    void keepIfMatches(uint16_t attrId, uint64_t mask, const uint8_t* query);
   };
   using Handler = std::function<Answer(const Query&)>;
 
