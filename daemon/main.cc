@@ -243,12 +243,10 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   log.info("SM000", "ibsmd " IBSM_VERSION " starting, config " + state.status().configPath);
   auto started = service.start();
   if (!started) die(1, started.error().message);
-  // Received MADs (SA queries, SMInfo, traps) are handled as soon as they arrive, not at the next idle pass.
+  // Received MADs (SA queries, SMInfo, traps) wake the loop as they arrive, so the idle pass below (which runs
+  // after every wake-up; sm.tick() drains the queue) handles them at once instead of within 10 ms.
   if (engine.eventFd() >= 0) {
-    auto added = loop.addFd(engine.eventFd(), [&] {
-      sm.tick();
-      saAgent.poll();
-    });
+    auto added = loop.addFd(engine.eventFd(), [] {});
     if (!added) die(1, added.error().message);
   }
   // Unsolicited MADs (SMInfo queries, traps) are handled whenever the engine is polled.

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -35,12 +36,8 @@ std::optional<uint64_t> parseMkeyFile(const std::string& text) {
   if (s.ends_with('\n')) s.remove_suffix(1);
   if (s.size() != 18 || !s.starts_with("0x")) return std::nullopt;
   uint64_t v = 0;
-  for (char c : s.substr(2)) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  if (v == 0) return std::nullopt;
+  auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
+  if (ec != std::errc() || end != s.data() + s.size() || v == 0) return std::nullopt;
   return v;
 }
 

@@ -206,9 +206,9 @@ class SubnetManager {
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::function<void(const mad::Notice&)> noticeHandler_;
   uint64_t smSets_ = 0;  // SMInfo Sets received
-  uint64_t saNotMaster_ = 0;
+  uint64_t saNotMaster_ = 0;  // SA requests answered Busy because we are not the master
   std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
-  mad::Duration retryDelay_ = std::chrono::seconds(1);  // SA requests answered Busy because we are not the master
+  mad::Duration retryDelay_ = std::chrono::seconds(1);  // until the next retry after that one (doubles to 30 s)
 };
 
 }  // namespace ibsm::daemon

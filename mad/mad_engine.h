@@ -2,7 +2,8 @@
 // order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half), times
 // out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody asked for
 // to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a response)
-// whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it. Single-threaded: call poll() from the event loop; completions run inside poll().
+// whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it. Single-threaded:
+// call poll() from the event loop; completions run inside poll().
 #pragma once
 
 #include <cstdint>
