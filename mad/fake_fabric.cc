@@ -340,11 +340,7 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
         mad_set_field64(pi, 0, IB_PORT_GID_PREFIX_F, mad_get_field64(const_cast<uint8_t*>(req), 0, IB_PORT_GID_PREFIX_F));
         set(pi, IB_PORT_LMC_F, get(req, IB_PORT_LMC_F));
         set(pi, IB_PORT_SUBN_TIMEOUT_F, get(req, IB_PORT_SUBN_TIMEOUT_F));
-        if (options_.enforceMkey) {  // ibsim drops these
-          set64(pi, IB_PORT_MKEY_F, get64(req, IB_PORT_MKEY_F));
-          set(pi, IB_PORT_MKEY_PROT_BITS_F, get(req, IB_PORT_MKEY_PROT_BITS_F));
-          set(pi, IB_PORT_MKEY_LEASE_F, get(req, IB_PORT_MKEY_LEASE_F));
-        }
+        if (options_.enforceMkey) setPortInfoMkey(pi, decodePortInfoMkeyInfo(req));  // ibsim drops these
       }
       if (!node.isSwitch() || port != 0) {
         if (uint32_t v = get(req, IB_PORT_OPER_VLS_F)) set(pi, IB_PORT_OPER_VLS_F, v);
@@ -702,10 +698,7 @@ void FakeFabric::sendTrap256(Endpoint at, const MadHeader& h, uint64_t smpKey) {
 }
 
 void FakeFabric::setPortMkey(NodeIndex node, PortNum port, const MkeyInfo& mkey) {
-  uint8_t* pi = nodes_.at(node).portInfo.at(mgmtPort(Endpoint{node, port.value})).data();
-  set64(pi, IB_PORT_MKEY_F, mkey.key);
-  set(pi, IB_PORT_MKEY_PROT_BITS_F, mkey.protectBits);
-  set(pi, IB_PORT_MKEY_LEASE_F, mkey.leasePeriod);
+  setPortInfoMkey(nodes_.at(node).portInfo.at(mgmtPort(Endpoint{node, port.value})).data(), mkey);
 }
 
 MkeyInfo FakeFabric::portMkey(NodeIndex node, PortNum port) const {

@@ -180,6 +180,12 @@ MkeyInfo decodePortInfoMkeyInfo(const uint8_t* d) {
                   static_cast<uint16_t>(get(d, IB_PORT_MKEY_LEASE_F))};
 }
 
+void setPortInfoMkey(uint8_t* d, const MkeyInfo& m) {
+  set64(d, IB_PORT_MKEY_F, m.key);
+  set(d, IB_PORT_MKEY_PROT_BITS_F, m.protectBits);
+  set(d, IB_PORT_MKEY_LEASE_F, m.leasePeriod);
+}
+
 uint64_t getMadMkey(const MadPacket& mad) { return get64(mad.bytes.data(), IB_MAD_MKEY_F); }
 void setMadMkey(MadPacket& mad, uint64_t mkey) { set64(mad.bytes.data(), IB_MAD_MKEY_F, mkey); }
 
@@ -220,11 +226,7 @@ void applyPortInfoSet(const PortInfoSet& s, uint8_t* d) {
   if (s.subnetTimeout) set(d, IB_PORT_SUBN_TIMEOUT_F, *s.subnetTimeout);
   if (s.hoqLife) set(d, IB_PORT_HOQ_LIFE_F, *s.hoqLife);
   if (s.clientReregister) set(d, IB_PORT_CLIENT_REREG_F, *s.clientReregister);
-  if (s.mkey) {
-    set64(d, IB_PORT_MKEY_F, s.mkey->key);
-    set(d, IB_PORT_MKEY_PROT_BITS_F, s.mkey->protectBits);
-    set(d, IB_PORT_MKEY_LEASE_F, s.mkey->leasePeriod);
-  }
+  if (s.mkey) setPortInfoMkey(d, *s.mkey);
   // LinkSpeedActive / LinkWidthActive are read-only; a Set with speed enable 0 means "no change".
 }
 

@@ -69,6 +69,7 @@ struct MkeyInfo {
   bool operator==(const MkeyInfo&) const = default;
 };
 MkeyInfo decodePortInfoMkeyInfo(const uint8_t* data);
+void setPortInfoMkey(uint8_t* data, const MkeyInfo& mkey);
 // The M_Key an SMP carries in its header; setMadMkey writes it.
 uint64_t getMadMkey(const MadPacket& mad);
 void setMadMkey(MadPacket& mad, uint64_t mkey);
