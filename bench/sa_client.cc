@@ -17,7 +17,9 @@
 
 namespace {
 
-void put(const char* name, const std::string& value) { std::printf("%s....%s\n", name, value.c_str()); }
+void put(const char* name, const std::string& value) {
+  std::printf("%s....%s\n", name, value.c_str());
+}
 std::string hex(uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));

@@ -1,22 +1,24 @@
 /* LD_PRELOAD shim for benchmarks: counts the MADs a program sends through libibumad and prints the count at
  * exit ("umad_count: sent N MADs" on stderr), so tools that report nothing (ibnetdiscover, opensm) can be
- * compared by SMPs with ibsmd. With UMAD_COUNT_FILE set, the running count is also kept in that file (8 bytes,
- * host order, shared mapping) so a benchmark can read it while the program runs. Preload it after
+ * compared by SMPs with ibsmd. With UMAD_COUNT_FILE set, the running count is also kept in that file (8
+ * bytes, host order, shared mapping) so a benchmark can read it while the program runs. Preload it after
  * libumad2sim.so. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 static atomic_long sent;
-static atomic_long* live;  /* the UMAD_COUNT_FILE mapping, if any */
+static atomic_long* live; /* the UMAD_COUNT_FILE mapping, if any */
 static int (*real_send)(int, int, void*, int, int, int);
 
-static void report(void) { fprintf(stderr, "umad_count: sent %ld MADs\n", (long)atomic_load(&sent)); }
+static void report(void) {
+  fprintf(stderr, "umad_count: sent %ld MADs\n", (long)atomic_load(&sent));
+}
 
 __attribute__((constructor)) static void init(void) {
   atexit(report);

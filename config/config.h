@@ -41,12 +41,13 @@ struct SmConfig {
   uint64_t key = 0;                // SM_Key
   uint32_t pollIntervalMs = 1000;  // standby: how often to poll the master
   uint32_t pollRetries = 3;        // standby: unanswered polls before taking over
-  // M_Key protection of the managed ports (IBA 14.2.4): one key for the whole subnet, 0 = off. With mKeyRandom
-  // the key is generated once and kept in <state_dir>/mkey (mKey stays 0 here; the daemon resolves it).
+  // M_Key protection of the managed ports (IBA 14.2.4): one key for the whole subnet, 0 = off. With
+  // mKeyRandom the key is generated once and kept in <state_dir>/mkey (mKey stays 0 here; the daemon resolves
+  // it).
   uint64_t mKey = 0;
   bool mKeyRandom = false;
-  uint8_t mKeyProtectBits = 0;   // 0..3: PortInfo MKeyProtectBits
-  uint16_t mKeyLeaseS = 0;       // PortInfo MKeyLeasePeriod in seconds, 0 = never expires
+  uint8_t mKeyProtectBits = 0;  // 0..3: PortInfo MKeyProtectBits
+  uint16_t mKeyLeaseS = 0;      // PortInfo MKeyLeasePeriod in seconds, 0 = never expires
   bool operator==(const SmConfig&) const = default;
 };
 

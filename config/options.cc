@@ -318,7 +318,8 @@ std::vector<Option> makeTable() {
                },
                [](const Config& c) { return c.sm.mKeyRandom ? std::string("random") : hex64(c.sm.mKey); }});
   t.push_back(uintOption(
-      "sm.m_key_protection_level", false, nullptr, 0, 3, [](auto& c) -> auto& { return c.sm.mKeyProtectBits; }));
+      "sm.m_key_protection_level", false, nullptr, 0, 3,
+      [](auto& c) -> auto& { return c.sm.mKeyProtectBits; }));
   t.push_back(uintOption(
       "sm.m_key_lease_period", false, nullptr, 0, 65535, [](auto& c) -> auto& { return c.sm.mKeyLeaseS; }));
   t.push_back(uintOption(

@@ -13,9 +13,12 @@ using mad::MadResult;
 
 const char* toString(ArCapability c) {
   switch (c) {
-    case ArCapability::kUnknown: return "unknown";
-    case ArCapability::kCapable: return "capable";
-    case ArCapability::kIncapable: return "incapable";
+    case ArCapability::kUnknown:
+      return "unknown";
+    case ArCapability::kCapable:
+      return "capable";
+    case ArCapability::kIncapable:
+      return "incapable";
   }
   return "?";
 }
@@ -62,7 +65,9 @@ struct Plan {
   std::vector<mad::ArLftBlock> lft;
 };
 
-std::string describe(const fabric::Node& n) { return fabric::toString(n.guid) + " (" + n.description + ")"; }
+std::string describe(const fabric::Node& n) {
+  return fabric::toString(n.guid) + " (" + n.description + ")";
+}
 
 // "" when the switch can hold these groups, else why not.
 std::string checkGroups(const routing::ArTable& ar, const fabric::Node& node, const mad::ArInfo& info) {
@@ -109,8 +114,9 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
         bool ok = r.ok() && r.header.status == 0;
         if (!ok) {
           ++st.errors;
-          report.errors.push_back("AR002 " + what + " on " + where +
-                                  (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+          report.errors.push_back(
+              "AR002 " + what + " on " + where +
+              (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
         }
         done(ok);
       });
@@ -142,7 +148,8 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
               return;
             }
             if (r.header.status != 0) {
-              report.warnings.push_back("AR001 " + describe(nd) + " answers AdaptiveRoutingInfo with status " +
+              report.warnings.push_back("AR001 " + describe(nd) +
+                                        " answers AdaptiveRoutingInfo with status " +
                                         std::to_string(r.header.status) + ": no adaptive routing");
               return;
             }
@@ -166,7 +173,8 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
   });
   probesSent_ += report.probed;
   if (noAnswer)
-    report.warnings.push_back("AR001 " + std::to_string(noAnswer) + " switch(es) do not answer AdaptiveRoutingInfo " +
+    report.warnings.push_back("AR001 " + std::to_string(noAnswer) +
+                              " switch(es) do not answer AdaptiveRoutingInfo " +
                               "(one short attempt each): plain LFTs only");
 
   // What each capable switch should hold.
@@ -183,7 +191,8 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
     p.node = n;
     if (st.parked) {
       report.fellBack.push_back(node.guid);
-    } else if (routingHasAr && n < tables.ar.size() && !tables.ar[n].groups.empty() && n < tables.lft.size()) {
+    } else if (routingHasAr && n < tables.ar.size() && !tables.ar[n].groups.empty() &&
+               n < tables.lft.size()) {
       const routing::ArTable& ar = tables.ar[n];
       if (std::string why = checkGroups(ar, node, st.info); !why.empty()) {
         report.warnings.push_back("AR003 " + describe(node) + ": " + why + "; plain LFTs on this switch");
@@ -229,8 +238,9 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
           ++report.groupBlocksSkipped;
           continue;
         }
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArGroupTable,
-                                                  mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), node.route);
+        mad::MadPacket smp =
+            mad::makeDirectedSmp(mad::kSet, mad::kAttrArGroupTable,
+                                 mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), node.route);
         mad::encodeArGroupBlock(p.groups[b], mad::smpData(smp));
         send(p.node, std::move(smp), "ARGroupTable block " + std::to_string(b),
              [&, b, block = p.groups[b]](bool ok) {

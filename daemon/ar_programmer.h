@@ -10,14 +10,16 @@
 //
 // Programming, per capable switch, in NVIDIA's order: group table blocks first, then ARLFT blocks, then
 // AdaptiveRoutingInfo.enable. Only blocks that differ from what the switch is known to hold are sent (the SM
-// never reads them back, so a block is known only once a Set of it succeeded). The enable Set is repeated when
-// the switch's plain LFT changed since AR was last enabled, because with no_fallback = 0 a plain LFT Set turns
-// AR off on the switch.
+// never reads them back, so a block is known only once a Set of it succeeded). The enable Set is repeated
+// when the switch's plain LFT changed since AR was last enabled, because with no_fallback = 0 a plain LFT Set
+// turns AR off on the switch.
 //
 // Safety policy (a switch is never left half-programmed with AR on):
-//  - the switch's GroupCap is lower than the number of groups routing made for it, or a group holds a port the
+//  - the switch's GroupCap is lower than the number of groups routing made for it, or a group holds a port
+//  the
 //    switch does not have: the switch stays on plain LFTs (AR turned off if it was on), AR003;
-//  - a group or ARLFT block is rejected (MAD status) or not answered: the remaining AR blocks of that switch are
+//  - a group or ARLFT block is rejected (MAD status) or not answered: the remaining AR blocks of that switch
+//  are
 //    not sent, AR is turned off on it (plain LFTs, which the Programmer keeps current, take over), the failed
 //    blocks are marked unknown and the failure is reported (AR002 per SMP, AR003 per switch). The next run
 //    tries again; after ArOptions::maxFailures runs in a row that failed, the switch is parked on plain LFTs
@@ -48,8 +50,8 @@ enum class ArCapability : uint8_t { kUnknown, kCapable, kIncapable };
 const char* toString(ArCapability c);
 
 struct ArReport {
-  std::vector<PhaseStats> phases;  // "ar-probe", "ar-groups", "ar-lft", "ar-enable"
-  size_t probed = 0;               // probes sent in this run
+  std::vector<PhaseStats> phases;     // "ar-probe", "ar-groups", "ar-lft", "ar-enable"
+  size_t probed = 0;                  // probes sent in this run
   size_t capable = 0, incapable = 0;  // switches of this topology, after the probe
   size_t groupBlocksSent = 0, groupBlocksSkipped = 0;
   size_t lftBlocksSent = 0, lftBlocksSkipped = 0;
@@ -71,8 +73,8 @@ class ArProgrammer {
   bool enabled(fabric::Guid sw) const;  // AR on, as far as this SM knows
   // The switch is new (rebooted, replaced): probe and program it from scratch next time.
   void forget(fabric::Guid sw) { switches_.erase(sw); }
-  // Forget what the switches hold (with SubnetManager::forgetSwitchTables, which rewrites every plain LFT block
-  // and so turns AR off): every AR block is sent and AR enabled again; capabilities are kept.
+  // Forget what the switches hold (with SubnetManager::forgetSwitchTables, which rewrites every plain LFT
+  // block and so turns AR off): every AR block is sent and AR enabled again; capabilities are kept.
   void forgetTables();
   void setOptions(ArOptions options) { options_ = options; }
   // AdaptiveRoutingInfo probes sent over this SM's life: at most one per switch lifetime.
@@ -83,14 +85,14 @@ class ArProgrammer {
  private:
   struct SwitchState {
     ArCapability capability = ArCapability::kUnknown;
-    mad::ArInfo info;                        // as probed, then as last written
-    std::vector<mad::ArGroupBlock> groups;   // what the switch holds, per block
+    mad::ArInfo info;                       // as probed, then as last written
+    std::vector<mad::ArGroupBlock> groups;  // what the switch holds, per block
     std::vector<bool> groupKnown;
     std::vector<mad::ArLftBlock> lft;
     std::vector<bool> lftKnown;
     bool enabled = false;
-    bool enableUnknown = false;              // an enable/disable Set was not acknowledged
-    std::vector<uint8_t> plainLft;           // tables.lft[n] when AR was last enabled
+    bool enableUnknown = false;     // an enable/disable Set was not acknowledged
+    std::vector<uint8_t> plainLft;  // tables.lft[n] when AR was last enabled
     unsigned failures = 0;
     bool parked = false;
   };

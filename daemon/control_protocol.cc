@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -41,14 +41,20 @@ size_t nesting(std::string_view s) {
   bool inString = false, escaped = false;
   for (char c : s) {
     if (inString) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') inString = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
       continue;
     }
-    if (c == '"') inString = true;
-    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{')
+      deepest = std::max(deepest, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
     if (deepest > kMaxNesting) break;
   }
   return deepest;
@@ -80,21 +86,25 @@ bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 bool allHex(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 // A LID from a JSON number or a decimal string; nullopt when the value is not LID-shaped; throws when it is
 // but is out of range.
 std::optional<Lid> lidValue(const Json& v) {
   uint64_t n = 0;
-  if (v.is_number_unsigned()) n = v.get<uint64_t>();
+  if (v.is_number_unsigned())
+    n = v.get<uint64_t>();
   else if (v.is_number_integer()) {
     int64_t i = v.get<int64_t>();
-    if (i < 0) throw Failure(ErrorCode::kBadRequest, "LID " + std::to_string(i) + " is out of range 1..49151");
+    if (i < 0)
+      throw Failure(ErrorCode::kBadRequest, "LID " + std::to_string(i) + " is out of range 1..49151");
     n = static_cast<uint64_t>(i);
   } else if (v.is_string() && allDigits(v.get_ref<const std::string&>())) {
     const std::string& s = v.get_ref<const std::string&>();
-    if (s.size() > 6) return std::nullopt;  // too long for a LID: a GUID of decimal-looking hex digits, or a name
+    if (s.size() > 6)
+      return std::nullopt;  // too long for a LID: a GUID of decimal-looking hex digits, or a name
     n = std::stoull(s);
   } else {
     return std::nullopt;
@@ -121,7 +131,9 @@ std::string nodeLabel(const Node& n) {
 // Endport (or node) as JSON: what every listing uses to name a node.
 Json nodeRef(const Topology& topo, const LidAssignment& lids, NodeIndex n, std::optional<PortNum> port = {}) {
   const Node& node = topo.node(n);
-  Json j = {{"guid", fabric::toString(node.guid)}, {"description", node.description}, {"type", nodeTypeName(node.type)}};
+  Json j = {{"guid", fabric::toString(node.guid)},
+            {"description", node.description},
+            {"type", nodeTypeName(node.type)}};
   PortNum p = port ? *port : PortNum{0};
   if (!port && !node.isSwitch()) {
     for (unsigned i = 1; i <= node.numPorts; ++i)
@@ -179,20 +191,24 @@ const Json& requiredArg(const Request& r, const char* name) {
   const Json* v = arg(r, name);
   if (!v) throw Failure(ErrorCode::kBadRequest, r.command + ": missing argument '" + name + "'");
   if (!v->is_string() && !v->is_number_integer())
-    throw Failure(ErrorCode::kBadRequest, r.command + ": argument '" + name + "' must be a string or a number");
+    throw Failure(ErrorCode::kBadRequest,
+                  r.command + ": argument '" + name + "' must be a string or a number");
   return *v;
 }
 uint64_t uintArg(const Request& r, const char* name, uint64_t dflt, uint64_t max) {
   const Json* v = arg(r, name);
   if (!v) return dflt;
-  if (!v->is_number_integer() || (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0))
-    throw Failure(ErrorCode::kBadRequest, r.command + ": argument '" + name + "' must be a non-negative integer");
+  if (!v->is_number_integer() ||
+      (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0))
+    throw Failure(ErrorCode::kBadRequest,
+                  r.command + ": argument '" + name + "' must be a non-negative integer");
   return std::min<uint64_t>(v->get<uint64_t>(), max);
 }
 std::string stringArg(const Request& r, const char* name, std::string dflt) {
   const Json* v = arg(r, name);
   if (!v) return dflt;
-  if (!v->is_string()) throw Failure(ErrorCode::kBadRequest, r.command + ": argument '" + name + "' must be a string");
+  if (!v->is_string())
+    throw Failure(ErrorCode::kBadRequest, r.command + ": argument '" + name + "' must be a string");
   return v->get<std::string>();
 }
 
@@ -206,11 +222,13 @@ NodeIndex needSwitch(const SubnetSnapshot& s, const Json& name) {
   NodeIndex n = needNode(s, name);
   if (!s.topology->node(n).isSwitch())
     throw Failure(ErrorCode::kNotFound, describeName(name) + " is a " +
-                                            std::string(nodeTypeName(s.topology->node(n).type)) + ", not a switch");
+                                            std::string(nodeTypeName(s.topology->node(n).type)) +
+                                            ", not a switch");
   return n;
 }
 
-// ---- the commands ------------------------------------------------------------------------------------------
+// ---- the commands
+// ------------------------------------------------------------------------------------------
 
 Json doStatus(const ControlView& v) {
   const StatusInfo& st = v.status;
@@ -229,17 +247,29 @@ Json doStatus(const ControlView& v) {
   j["last_sweep"] = st.lastSweep ? toJson(*st.lastSweep) : Json(nullptr);
   j["sweep_interval_s"] = st.sweepIntervalS;
   const mad::MadCounters& m = st.mad;
-  j["mad"] = {{"sent", m.sent},         {"received", m.received}, {"responses", m.responses},
-              {"timeouts", m.timeouts}, {"retries", m.retries},   {"failed", m.failed},
-              {"dropped", m.dropped},   {"unexpected", m.unexpected}, {"unsolicited", m.unsolicited},
+  j["mad"] = {{"sent", m.sent},
+              {"received", m.received},
+              {"responses", m.responses},
+              {"timeouts", m.timeouts},
+              {"retries", m.retries},
+              {"failed", m.failed},
+              {"dropped", m.dropped},
+              {"unexpected", m.unexpected},
+              {"unsolicited", m.unsolicited},
               {"send_errors", m.sendErrors}};
-  j["traps"] = {{"received", st.traps.received}, {"malformed", st.traps.malformed}, {"duplicates", st.traps.duplicates},
+  j["traps"] = {{"received", st.traps.received},
+                {"malformed", st.traps.malformed},
+                {"duplicates", st.traps.duplicates},
                 {"bad_mkey", st.traps.badMkey}};
   j["ar"] = {{"probes", st.ar.probes}, {"capable", st.ar.capable}, {"incapable", st.ar.incapable}};
   Json sms = Json::array();
   for (const auto& o : st.otherSms)
-    sms.push_back({{"guid", fabric::toString(o.guid)}, {"lid", o.lid},           {"priority", o.priority},
-                   {"state", o.state},                 {"answered", o.answered}, {"sm_key_ok", o.keyOk}});
+    sms.push_back({{"guid", fabric::toString(o.guid)},
+                   {"lid", o.lid},
+                   {"priority", o.priority},
+                   {"state", o.state},
+                   {"answered", o.answered},
+                   {"sm_key_ok", o.keyOk}});
   j["other_sms"] = std::move(sms);
   j["master_guid"] = st.master ? Json(fabric::toString(*st.master)) : Json(nullptr);
   j["act_count"] = st.actCount;
@@ -261,9 +291,14 @@ Json doStatus(const ControlView& v) {
     for (NodeIndex n = 0; n < t.size(); ++n)
       for (unsigned p = 0; p <= t.node(n).numPorts; ++p)
         if (s.lids.base(n, PortNum{static_cast<uint8_t>(p)}).value) ++endports;
-    j["fabric"] = {{"nodes", t.size()},         {"switches", t.switches().size()}, {"cas", t.cas().size()},
-                   {"ca_ports", caPorts},       {"links", t.links().size()},       {"endports_with_lid", endports},
-                   {"max_lid", s.lids.maxLid().value}, {"lmc", s.lids.lmc()}};
+    j["fabric"] = {{"nodes", t.size()},
+                   {"switches", t.switches().size()},
+                   {"cas", t.cas().size()},
+                   {"ca_ports", caPorts},
+                   {"links", t.links().size()},
+                   {"endports_with_lid", endports},
+                   {"max_lid", s.lids.maxLid().value},
+                   {"lmc", s.lids.lmc()}};
     j["routing"] = {{"engine", s.tables.engine}, {"ar", !s.tables.ar.empty()}};
     if (t.smNode() != fabric::kNoNode) j["sm_port"] = nodeRef(t, s.lids, t.smNode(), t.smPort());
   } else {
@@ -281,10 +316,14 @@ Json doNodes(const SubnetSnapshot& s, const Request& r) {
   for (NodeIndex n = 0; n < t.size(); ++n) {
     const Node& node = t.node(n);
     if (!type.empty() && type != nodeTypeName(node.type)) continue;
-    Json j = {{"guid", fabric::toString(node.guid)},     {"type", nodeTypeName(node.type)},
-              {"description", node.description},         {"ports", node.numPorts},
-              {"system_guid", fabric::toString(node.systemGuid)}, {"vendor_id", node.vendorId},
-              {"device_id", node.deviceId},              {"revision", node.revision}};
+    Json j = {{"guid", fabric::toString(node.guid)},
+              {"type", nodeTypeName(node.type)},
+              {"description", node.description},
+              {"ports", node.numPorts},
+              {"system_guid", fabric::toString(node.systemGuid)},
+              {"vendor_id", node.vendorId},
+              {"device_id", node.deviceId},
+              {"revision", node.revision}};
     size_t linked = 0;
     Json endports = Json::array();
     for (unsigned p = node.isSwitch() ? 0 : 1; p <= node.numPorts; ++p) {
@@ -293,7 +332,9 @@ Json doNodes(const SubnetSnapshot& s, const Request& r) {
       if (node.isSwitch() && p > 0) continue;
       routing::LidRange range = s.lids.range(n, pn);
       if (!node.isSwitch() && !node.ports[p].connected() && !range.base.value) continue;
-      endports.push_back({{"port", p}, {"guid", fabric::toString(node.ports[p].guid)}, {"lid", range.base.value},
+      endports.push_back({{"port", p},
+                          {"guid", fabric::toString(node.ports[p].guid)},
+                          {"lid", range.base.value},
                           {"lmc", range.lmc}});
     }
     j["linked_ports"] = linked;
@@ -385,7 +426,8 @@ std::vector<Lid> lidsNamed(const SubnetSnapshot& s, const Json& v) {
   std::vector<Lid> out;
   for (unsigned p = node.isSwitch() ? 0 : 1; p <= (node.isSwitch() ? 0u : node.numPorts); ++p) {
     routing::LidRange r = s.lids.range(n, PortNum{static_cast<uint8_t>(p)});
-    for (unsigned i = 0; r.base.value && i < r.count(); ++i) out.push_back(Lid{static_cast<uint16_t>(r.base.value + i)});
+    for (unsigned i = 0; r.base.value && i < r.count(); ++i)
+      out.push_back(Lid{static_cast<uint16_t>(r.base.value + i)});
   }
   if (out.empty()) throw Failure(ErrorCode::kNotFound, describeName(v) + " has no LID");
   return out;
@@ -402,7 +444,9 @@ Json doRoutes(const SubnetSnapshot& s, const Request& r) {
   auto entry = [&](Lid lid) {
     uint8_t port = lft && lid.value < lft->size() ? (*lft)[lid.value] : routing::kNoPort;
     if (port > node.numPorts) {
-      if (!only.empty()) routes.push_back({{"lid", lid.value}, {"port", nullptr}, {"destination", lidOwnerRef(t, s.lids, lid)}});
+      if (!only.empty())
+        routes.push_back(
+            {{"lid", lid.value}, {"port", nullptr}, {"destination", lidOwnerRef(t, s.lids, lid)}});
       return;
     }
     Json e = {{"lid", lid.value}, {"port", port}, {"destination", lidOwnerRef(t, s.lids, lid)}};
@@ -442,7 +486,8 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     sw = src->node;
   } else {
     const fabric::Port& p = srcNode.ports[src->port.value];
-    if (!p.connected()) problem = "the source port is not linked";
+    if (!p.connected())
+      problem = "the source port is not linked";
     else if (t.node(p.peerNode).isSwitch()) {
       sw = p.peerNode;
       inPort = p.peerPort.value;
@@ -470,11 +515,14 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     if (out > node.numPorts) {
       problem = nodeLabel(node) + " has no route to LID " + std::to_string(lid.value);
     } else if (out == 0) {
-      if (owner.node == sw) reached = true;
-      else problem = nodeLabel(node) + " delivers LID " + std::to_string(lid.value) + " to itself but does not own it";
+      if (owner.node == sw)
+        reached = true;
+      else
+        problem =
+            nodeLabel(node) + " delivers LID " + std::to_string(lid.value) + " to itself but does not own it";
     } else if (!node.ports[out].connected()) {
-      problem = nodeLabel(node) + " routes LID " + std::to_string(lid.value) + " to port " + std::to_string(out) +
-                ", which is not linked";
+      problem = nodeLabel(node) + " routes LID " + std::to_string(lid.value) + " to port " +
+                std::to_string(out) + ", which is not linked";
     } else {
       const fabric::Port& p = node.ports[out];
       if (t.node(p.peerNode).isSwitch()) {
@@ -483,8 +531,8 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
       } else if (owner.node == p.peerNode && owner.port == p.peerPort) {
         reached = true;
       } else {
-        problem = nodeLabel(node) + " port " + std::to_string(out) + " leads to " + nodeLabel(t.node(p.peerNode)) +
-                  ", which does not own LID " + std::to_string(lid.value);
+        problem = nodeLabel(node) + " port " + std::to_string(out) + " leads to " +
+                  nodeLabel(t.node(p.peerNode)) + ", which does not own LID " + std::to_string(lid.value);
       }
     }
     sw = next;
@@ -553,15 +601,24 @@ std::string dotEscape(std::string_view s) {
 
 const char* toString(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kBadRequest: return "bad_request";
-    case ErrorCode::kTooLarge: return "too_large";
-    case ErrorCode::kUnknownCommand: return "unknown_command";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kPermissionDenied: return "permission_denied";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kBusy: return "busy";
-    case ErrorCode::kFailed: return "failed";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kBadRequest:
+      return "bad_request";
+    case ErrorCode::kTooLarge:
+      return "too_large";
+    case ErrorCode::kUnknownCommand:
+      return "unknown_command";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kBusy:
+      return "busy";
+    case ErrorCode::kFailed:
+      return "failed";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }
@@ -579,7 +636,10 @@ const std::vector<CommandInfo>& commands() {
       {"events", Access::kRead, {"limit", "since", "kind"}, "recent events (sweeps, reloads, requests)"},
       {"check", Access::kRead, {}, "the route checker on the live tables"},
       {"topology", Access::kRead, {"format"}, "the fabric as ibnetdiscover text or Graphviz (format dot)"},
-      {"resweep", Access::kChange, {"heavy"}, "sweep now (heavy: forget what the switches hold, rewrite all)"},
+      {"resweep",
+       Access::kChange,
+       {"heavy"},
+       "sweep now (heavy: forget what the switches hold, rewrite all)"},
       {"reroute", Access::kChange, {}, "recompute and reprogram the routes now"},
       {"loglevel", Access::kChange, {"level"}, "set the log level: error, warn, info or debug"},
   };
@@ -599,13 +659,15 @@ std::variant<Request, RequestError> parseRequest(std::string_view line) {
                             std::to_string(kMaxRequestBytes),
                         nullptr};
   if (nesting(line) > kMaxNesting)
-    return RequestError{ErrorCode::kBadRequest, "request nests deeper than " + std::to_string(kMaxNesting), nullptr};
+    return RequestError{ErrorCode::kBadRequest, "request nests deeper than " + std::to_string(kMaxNesting),
+                        nullptr};
   Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return RequestError{ErrorCode::kBadRequest, "request is not valid JSON", nullptr};
   if (!j.is_object()) return RequestError{ErrorCode::kBadRequest, "request must be a JSON object", nullptr};
   Request r;
   if (auto it = j.find("id"); it != j.end()) {
-    if (it->is_structured()) return RequestError{ErrorCode::kBadRequest, "'id' must be a string or a number", nullptr};
+    if (it->is_structured())
+      return RequestError{ErrorCode::kBadRequest, "'id' must be a string or a number", nullptr};
     r.id = *it;
   }
   for (auto it = j.begin(); it != j.end(); ++it)
@@ -616,7 +678,8 @@ std::variant<Request, RequestError> parseRequest(std::string_view line) {
     return RequestError{ErrorCode::kBadRequest, "'command' must be a non-empty string", r.id};
   r.command = cmd->get<std::string>();
   const CommandInfo* info = findCommand(r.command);
-  if (!info) return RequestError{ErrorCode::kUnknownCommand, "unknown command '" + printable(r.command) + "'", r.id};
+  if (!info)
+    return RequestError{ErrorCode::kUnknownCommand, "unknown command '" + printable(r.command) + "'", r.id};
   if (auto a = j.find("args"); a != j.end() && !a->is_null()) {
     if (!a->is_object()) return RequestError{ErrorCode::kBadRequest, "'args' must be an object", r.id};
     for (auto it = a->begin(); it != a->end(); ++it)
@@ -633,7 +696,8 @@ Json okResponse(const Json& id, Json result) {
 }
 
 Json errorResponse(const Json& id, ErrorCode code, std::string_view message) {
-  return {{"id", id}, {"ok", false}, {"error", {{"code", toString(code)}, {"message", std::string(message)}}}};
+  return {
+      {"id", id}, {"ok", false}, {"error", {{"code", toString(code)}, {"message", std::string(message)}}}};
 }
 
 std::string toLine(const Json& response) {
@@ -698,18 +762,21 @@ fabric::Result<NodeIndex> resolveNode(const Topology& topo, const LidAssignment&
   std::vector<NodeIndex> exact, word;
   for (NodeIndex n = 0; n < topo.size(); ++n) {
     const std::string& d = topo.node(n).description;
-    if (d == s) exact.push_back(n);
-    else if (firstWord(d) == s) word.push_back(n);
+    if (d == s)
+      exact.push_back(n);
+    else if (firstWord(d) == s)
+      word.push_back(n);
   }
   const std::vector<NodeIndex>& hits = exact.empty() ? word : exact;
   if (hits.size() == 1) return hits[0];
-  if (hits.empty()) return fabric::makeError("no node '" + printable(s) + "' (give a node description, GUID or LID)");
+  if (hits.empty())
+    return fabric::makeError("no node '" + printable(s) + "' (give a node description, GUID or LID)");
   std::string list;
   for (size_t i = 0; i < hits.size() && i < 3; ++i)
     list += (i ? ", " : "") + fabric::toString(topo.node(hits[i]).guid);
   if (hits.size() > 3) list += ", ...";
-  return fabric::makeError("'" + printable(s) + "' matches " + std::to_string(hits.size()) +
-                           " nodes (" + list + "); give a GUID or LID");
+  return fabric::makeError("'" + printable(s) + "' matches " + std::to_string(hits.size()) + " nodes (" +
+                           list + "); give a GUID or LID");
 }
 
 fabric::Result<Endport> resolveEndport(const Topology& topo, const LidAssignment& lids, const Json& name) {
@@ -725,7 +792,8 @@ fabric::Result<Endport> resolveEndport(const Topology& topo, const LidAssignment
   }
   if (name.is_string())
     if (auto g = fabric::parseGuid(name.get_ref<const std::string&>()))
-      if (auto p = topo.findPort(*g); p && p->first == *n && !topo.findNode(*g)) return Endport{*n, p->second};
+      if (auto p = topo.findPort(*g); p && p->first == *n && !topo.findNode(*g))
+        return Endport{*n, p->second};
   for (unsigned p = 1; p <= node.numPorts; ++p)
     if (node.ports[p].connected() && lids.base(*n, PortNum{static_cast<uint8_t>(p)}).value)
       return Endport{*n, PortNum{static_cast<uint8_t>(p)}};
@@ -744,34 +812,51 @@ PortState effectivePortState(const fabric::Port& port, bool portsActivated) {
 
 const char* portStateName(PortState s) {
   switch (s) {
-    case PortState::kNoChange: return "NOCHANGE";
-    case PortState::kDown: return "DOWN";
-    case PortState::kInit: return "INIT";
-    case PortState::kArmed: return "ARMED";
-    case PortState::kActive: return "ACTIVE";
+    case PortState::kNoChange:
+      return "NOCHANGE";
+    case PortState::kDown:
+      return "DOWN";
+    case PortState::kInit:
+      return "INIT";
+    case PortState::kArmed:
+      return "ARMED";
+    case PortState::kActive:
+      return "ACTIVE";
   }
   return "?";
 }
 
 const char* physStateName(uint8_t p) {
   switch (p) {
-    case 1: return "Sleep";
-    case 2: return "Polling";
-    case 3: return "Disabled";
-    case 4: return "PortConfigurationTraining";
-    case 5: return "LinkUp";
-    case 6: return "LinkErrorRecovery";
-    case 7: return "PhyTest";
-    default: return "?";
+    case 1:
+      return "Sleep";
+    case 2:
+      return "Polling";
+    case 3:
+      return "Disabled";
+    case 4:
+      return "PortConfigurationTraining";
+    case 5:
+      return "LinkUp";
+    case 6:
+      return "LinkErrorRecovery";
+    case 7:
+      return "PhyTest";
+    default:
+      return "?";
   }
 }
 
 const char* nodeTypeName(NodeType t) {
   switch (t) {
-    case NodeType::kSwitch: return "SW";
-    case NodeType::kCa: return "CA";
-    case NodeType::kRouter: return "RT";
-    default: return "?";
+    case NodeType::kSwitch:
+      return "SW";
+    case NodeType::kCa:
+      return "CA";
+    case NodeType::kRouter:
+      return "RT";
+    default:
+      return "?";
   }
 }
 
@@ -789,7 +874,8 @@ std::vector<std::vector<uint64_t>> linkLoads(const SubnetSnapshot& snap) {
   for (NodeIndex n : t.cas())
     for (unsigned p = 1; p <= t.node(n).numPorts; ++p) {
       const fabric::Port& port = t.node(n).ports[p];
-      if (port.connected() && t.node(port.peerNode).isSwitch() && snap.lids.base(n, PortNum{static_cast<uint8_t>(p)}).value)
+      if (port.connected() && t.node(port.peerNode).isSwitch() &&
+          snap.lids.base(n, PortNum{static_cast<uint8_t>(p)}).value)
         sources.push_back({n, p, port.peerNode});
     }
   std::vector<uint64_t> inject(t.size(), 0);
@@ -828,17 +914,20 @@ std::string formatDot(const SubnetSnapshot& snap, const std::vector<std::vector<
   uint64_t maxLoad = 1;
   for (const auto& v : loads)
     for (uint64_t x : v) maxLoad = std::max(maxLoad, x);
-  std::string out = "graph ibsm {\n  graph [overlap=false, splines=true, label=\"ibsm: " +
-                    dotEscape(snap.tables.engine) + " routes, link labels: ports and routes each way\"];\n"
-                    "  node [fontsize=10];\n  edge [fontsize=8];\n";
+  std::string out =
+      "graph ibsm {\n  graph [overlap=false, splines=true, label=\"ibsm: " + dotEscape(snap.tables.engine) +
+      " routes, link labels: ports and routes each way\"];\n"
+      "  node [fontsize=10];\n  edge [fontsize=8];\n";
   char buf[512];
   for (NodeIndex n = 0; n < t.size(); ++n) {
     const Node& node = t.node(n);
     Lid lid = node.isSwitch() ? snap.lids.base(n, PortNum{0}) : Lid{};
     if (!node.isSwitch())
-      for (unsigned p = 1; p <= node.numPorts && !lid.value; ++p) lid = snap.lids.base(n, PortNum{static_cast<uint8_t>(p)});
-    std::snprintf(buf, sizeof buf, "  \"%s\" [label=\"%s\\nLID %u\", shape=%s%s];\n", fabric::toString(node.guid).c_str(),
-                  dotEscape(nodeLabel(node)).c_str(), lid.value, node.isSwitch() ? "box" : "ellipse",
+      for (unsigned p = 1; p <= node.numPorts && !lid.value; ++p)
+        lid = snap.lids.base(n, PortNum{static_cast<uint8_t>(p)});
+    std::snprintf(buf, sizeof buf, "  \"%s\" [label=\"%s\\nLID %u\", shape=%s%s];\n",
+                  fabric::toString(node.guid).c_str(), dotEscape(nodeLabel(node)).c_str(), lid.value,
+                  node.isSwitch() ? "box" : "ellipse",
                   node.isSwitch() ? ", style=filled, fillcolor=\"#dbe8f6\"" : "");
     out += buf;
   }
@@ -901,7 +990,8 @@ Json ReadHandler::dispatch(const Request& r, const ControlView& v) {
       routing::CheckReport rep = routing::checkRoutes(*s.topology, s.lids, s.tables);
       Json report = Json::parse(routing::formatReportJson(rep), nullptr, false);
       if (report.is_discarded()) throw Failure(ErrorCode::kInternal, "route checker report is not JSON");
-      check_ = Json{{"ok", rep.ok()}, {"report", std::move(report)}, {"text", routing::formatReportText(rep)}};
+      check_ =
+          Json{{"ok", rep.ok()}, {"report", std::move(report)}, {"text", routing::formatReportText(rep)}};
     }
     return *check_;
   }
@@ -911,7 +1001,8 @@ Json ReadHandler::dispatch(const Request& r, const ControlView& v) {
       if (!loads_) loads_ = linkLoads(s);
       return {{"format", "dot"}, {"text", formatDot(s, *loads_)}};
     }
-    if (format == "ibnetdiscover") return {{"format", "ibnetdiscover"}, {"text", fabric::formatTopology(*s.topology)}};
+    if (format == "ibnetdiscover")
+      return {{"format", "ibnetdiscover"}, {"text", fabric::formatTopology(*s.topology)}};
     throw Failure(ErrorCode::kBadRequest, "topology: format must be ibnetdiscover or dot");
   }
   throw Failure(ErrorCode::kInternal, "'" + c + "' is not a read-only command");

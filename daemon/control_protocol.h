@@ -12,14 +12,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "daemon/event_log.h"
 #include "daemon/subnet_manager.h"
@@ -33,8 +32,8 @@ inline constexpr size_t kMaxRequestBytes = 64 * 1024;  // one request line, newl
 inline constexpr int kProtocolVersion = 1;
 
 enum class ErrorCode {
-  kBadRequest,        // not JSON, not an object, wrong field types, unknown fields or arguments
-  kTooLarge,          // the line exceeded kMaxRequestBytes
+  kBadRequest,  // not JSON, not an object, wrong field types, unknown fields or arguments
+  kTooLarge,    // the line exceeded kMaxRequestBytes
   kUnknownCommand,
   kNotFound,          // a node, GUID or LID that the fabric does not have (or a name matching several nodes)
   kPermissionDenied,  // a state-changing request from a peer that is neither root nor in control.group
@@ -147,7 +146,7 @@ struct StatusInfo {
 
 struct ControlView {
   std::shared_ptr<const SubnetSnapshot> snapshot;  // null before the first sweep
-  bool portsActivated = false;  // the snapshot's sweep brought every linked port to ACTIVE
+  bool portsActivated = false;                     // the snapshot's sweep brought every linked port to ACTIVE
   StatusInfo status;
   const EventLog* events = nullptr;
 };
@@ -159,8 +158,8 @@ struct Endport {
   fabric::NodeIndex node = fabric::kNoNode;
   fabric::PortNum port;  // 0 for a switch
 };
-fabric::Result<fabric::NodeIndex> resolveNode(const fabric::Topology& topo, const routing::LidAssignment& lids,
-                                              const Json& name);
+fabric::Result<fabric::NodeIndex> resolveNode(const fabric::Topology& topo,
+                                              const routing::LidAssignment& lids, const Json& name);
 // As resolveNode, then the endport: the port a port GUID or LID names, a switch's port 0, or a CA's first
 // linked port that has a LID.
 fabric::Result<Endport> resolveEndport(const fabric::Topology& topo, const routing::LidAssignment& lids,

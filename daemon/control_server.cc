@@ -24,7 +24,9 @@ constexpr uint64_t kListenKey = 0;
 constexpr uint64_t kWakeKey = 1;
 constexpr size_t kReadChunk = 16384;
 
-std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string errnoText(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
 
 // Replies from the event loop thread, waiting to be written by the server thread. Shared with the Reply
 // callbacks so that a late reply after the server is gone is harmless.
@@ -80,7 +82,8 @@ fabric::Result<gid_t> lookupGroup(const std::string& name) {
 
 }  // namespace
 
-// ---- StatePublisher ------------------------------------------------------------------------------------------
+// ---- StatePublisher
+// ------------------------------------------------------------------------------------------
 
 void StatePublisher::publishSnapshot(std::shared_ptr<const SubnetSnapshot> snapshot, bool portsActivated) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -108,7 +111,8 @@ ControlView StatePublisher::view(const EventLog* events) const {
   return ControlView{snapshot_, portsActivated_, status_, events};
 }
 
-// ---- ControlServer -------------------------------------------------------------------------------------------
+// ---- ControlServer
+// -------------------------------------------------------------------------------------------
 
 struct ControlServer::Impl {
   struct Connection {
@@ -187,9 +191,9 @@ struct ControlServer::Impl {
       ++statConnections;
       if (conns.size() >= options.maxClients) {
         ++statBusy;
-        std::string line = toLine(errorResponse(nullptr, ErrorCode::kBusy,
-                                                "too many clients (" + std::to_string(options.maxClients) +
-                                                    "); try again"));
+        std::string line =
+            toLine(errorResponse(nullptr, ErrorCode::kBusy,
+                                 "too many clients (" + std::to_string(options.maxClients) + "); try again"));
         (void)!::write(fd, line.data(), line.size());
         ::close(fd);
         continue;
@@ -277,7 +281,8 @@ struct ControlServer::Impl {
       return false;
     }
     if (c.out.size() > options.maxOutputBytes) {
-      log.warn("CTL005", "dropping a control client (pid " + std::to_string(c.peer.pid) + ") that does not read");
+      log.warn("CTL005",
+               "dropping a control client (pid " + std::to_string(c.peer.pid) + ") that does not read");
       closeConn(id);
       return false;
     }
@@ -351,13 +356,18 @@ struct ControlServer::Impl {
       }
       for (int i = 0; i < n; ++i) {
         uint64_t key = evs[i].data.u64;
-        if (key == kListenKey) accept();
-        else if (key == kWakeKey) drainReplies();
+        if (key == kListenKey)
+          accept();
+        else if (key == kWakeKey)
+          drainReplies();
         else if (auto it = conns.find(key); it != conns.end()) {
           // Hang-up: the peer closed both directions, nobody would read an answer.
-          if (evs[i].events & (EPOLLHUP | EPOLLERR)) closeConn(key);
-          else if (evs[i].events & EPOLLIN) readable(key, it->second);
-          else if (evs[i].events & EPOLLOUT) flush(key, it->second);
+          if (evs[i].events & (EPOLLHUP | EPOLLERR))
+            closeConn(key);
+          else if (evs[i].events & EPOLLIN)
+            readable(key, it->second);
+          else if (evs[i].events & EPOLLOUT)
+            flush(key, it->second);
         }
       }
       closeIdle();
@@ -365,8 +375,8 @@ struct ControlServer::Impl {
   }
 };
 
-ControlServer::ControlServer(ControlServerOptions options, const StatePublisher& state, const EventLog& events,
-                             Logger& log, ChangeHandler onChange)
+ControlServer::ControlServer(ControlServerOptions options, const StatePublisher& state,
+                             const EventLog& events, Logger& log, ChangeHandler onChange)
     : options_(std::move(options)),
       impl_(std::make_unique<Impl>(options_, state, events, log, std::move(onChange))) {}
 
@@ -390,18 +400,21 @@ fabric::Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServe
   }
   std::error_code ec;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !std::filesystem::exists(parent, ec)) std::filesystem::create_directories(parent, ec);
+  if (!parent.empty() && !std::filesystem::exists(parent, ec))
+    std::filesystem::create_directories(parent, ec);
 
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   addr.sun_family = AF_UNIX;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return fabric::makeError("control socket path " + path + " exists and is not a socket");
+    if (!S_ISSOCK(st.st_mode))
+      return fabric::makeError("control socket path " + path + " exists and is not a socket");
     int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool live = probe >= 0 && ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     if (probe >= 0) ::close(probe);
     if (live) return fabric::makeError("another process (an ibsmd?) is listening on " + path);
-    if (::unlink(path.c_str()) != 0) return fabric::makeError(errnoText("cannot remove the stale socket " + path));
+    if (::unlink(path.c_str()) != 0)
+      return fabric::makeError(errnoText("cannot remove the stale socket " + path));
     log.info("CTL002", "removed a stale control socket " + path);
   }
   m.listenFd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -446,7 +459,8 @@ ControlServer::~ControlServer() {
   if (impl_->thread.joinable()) impl_->thread.join();
   // Remove the socket file only if it is still the one we bound (a new daemon may own the path by now).
   struct stat st {};
-  if (::lstat(options_.path.c_str(), &st) == 0 && st.st_dev == impl_->socketDev && st.st_ino == impl_->socketIno)
+  if (::lstat(options_.path.c_str(), &st) == 0 && st.st_dev == impl_->socketDev &&
+      st.st_ino == impl_->socketIno)
     ::unlink(options_.path.c_str());
 }
 

@@ -1,9 +1,9 @@
-// The control socket: a Unix stream socket (mode 0660, group control.group) speaking the JSON-lines protocol of
-// control_protocol.h. It runs on its own thread so that any number of clients never stall a sweep: read-only
-// requests are answered there from the view the event loop last published (StatePublisher); state-changing
-// requests are checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS) and handed to a
-// ChangeHandler, which runs them on the event loop thread and replies when done. Requests on one connection
-// are answered in order; a connection waiting for a change sends nothing else until that reply.
+// The control socket: a Unix stream socket (mode 0660, group control.group) speaking the JSON-lines protocol
+// of control_protocol.h. It runs on its own thread so that any number of clients never stall a sweep:
+// read-only requests are answered there from the view the event loop last published (StatePublisher);
+// state-changing requests are checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS) and handed
+// to a ChangeHandler, which runs them on the event loop thread and replies when done. Requests on one
+// connection are answered in order; a connection waiting for a change sends nothing else until that reply.
 #pragma once
 
 #include <sys/types.h>
@@ -45,7 +45,7 @@ struct ControlServerOptions {
   std::string path;                  // absolute, at most 107 bytes
   std::optional<std::string> group;  // control.group: owner group of the socket and who may change state
   mode_t mode = 0660;
-  size_t maxClients = 256;           // more are answered "busy" and closed
+  size_t maxClients = 256;  // more are answered "busy" and closed
   std::chrono::milliseconds idleTimeout{60000};
   size_t maxOutputBytes = 256u << 20;  // a client that does not read its answers is dropped past this
 };
@@ -58,8 +58,9 @@ class ControlServer {
   // Removes a stale socket file (one nobody listens on), refuses to take over a live one or a path that is
   // not a socket, binds, sets mode and group, and starts the thread.
   static fabric::Result<std::unique_ptr<ControlServer>> start(ControlServerOptions options,
-                                                              const StatePublisher& state, const EventLog& events,
-                                                              Logger& log, ChangeHandler onChange);
+                                                              const StatePublisher& state,
+                                                              const EventLog& events, Logger& log,
+                                                              ChangeHandler onChange);
   ~ControlServer();  // stops the thread, closes every connection, removes the socket file
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -72,8 +73,8 @@ class ControlServer {
 
  private:
   struct Impl;
-  ControlServer(ControlServerOptions options, const StatePublisher& state, const EventLog& events, Logger& log,
-                ChangeHandler onChange);
+  ControlServer(ControlServerOptions options, const StatePublisher& state, const EventLog& events,
+                Logger& log, ChangeHandler onChange);
   ControlServerOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -45,7 +45,8 @@ struct Sweep {
   static bool answered(const MadResult& r) { return r.ok() && r.header.status == 0; }
 
   void warnNoAnswer(const char* what, const DrPath& path, const MadResult& r) {
-    if (failOnNoAnswer && !fatal) fatal = std::string("no ") + what + " from directed route " + path.toString();
+    if (failOnNoAnswer && !fatal)
+      fatal = std::string("no ") + what + " from directed route " + path.toString();
     warnings.push_back(std::string("DISC001 no ") + what + " from directed route " + path.toString() +
                        (r.ok() ? " (MAD status " + std::to_string(r.header.status) + ")" : " (timeout)"));
   }
@@ -54,8 +55,10 @@ struct Sweep {
   void probe(const DrPath& path, NodeIndex parent, uint8_t parentPort) {
     get(mad::kAttrNodeInfo, 0, path, [this, path, parent, parentPort](const MadResult& r) {
       if (!answered(r)) {
-        if (parent == fabric::kNoNode) fatal = "the local port does not answer NodeInfo";
-        else warnNoAnswer("NodeInfo", path, r);
+        if (parent == fabric::kNoNode)
+          fatal = "the local port does not answer NodeInfo";
+        else
+          warnNoAnswer("NodeInfo", path, r);
         return;
       }
       auto info = mad::decodeNodeInfo(mad::smpData(r.response));
@@ -71,8 +74,8 @@ struct Sweep {
     if (auto known = builder.findNode(info.nodeGuid)) {
       const fabric::Node& n = builder.node(*known);
       if (n.type != info.type || n.numPorts != info.numPorts) {
-        warnings.push_back("DISC003 node " + fabric::toString(info.nodeGuid) + " answers differently on route " +
-                           path.toString() + "; ignoring that route");
+        warnings.push_back("DISC003 node " + fabric::toString(info.nodeGuid) +
+                           " answers differently on route " + path.toString() + "; ignoring that route");
         return;
       }
       // A CA met again through another of its ports: NodeInfo tells that port's GUID.
@@ -103,19 +106,24 @@ struct Sweep {
     }
     NodeIndex idx = *added;
     fabric::Node& n = builder.node(idx);
-    if (info.type == fabric::NodeType::kSwitch) n.ports[0].guid = info.portGuid;
+    if (info.type == fabric::NodeType::kSwitch)
+      n.ports[0].guid = info.portGuid;
     else {
       n.ports[info.localPort].guid = info.portGuid;
       n.ports[info.localPort].route = path;
     }
     portInfo.emplace_back(info.numPorts + 1u, RawAttr{});
     switchInfo.emplace_back();
-    if (parent == fabric::kNoNode) smPortNum = info.localPort;
-    else links.push_back({parent, parentPort, idx, info.localPort});
+    if (parent == fabric::kNoNode)
+      smPortNum = info.localPort;
+    else
+      links.push_back({parent, parentPort, idx, info.localPort});
 
     get(mad::kAttrNodeDescription, 0, path, [this, idx, path](const MadResult& r) {
-      if (answered(r)) builder.node(idx).description = mad::decodeNodeDescription(mad::smpData(r.response));
-      else warnNoAnswer("NodeDescription", path, r);
+      if (answered(r))
+        builder.node(idx).description = mad::decodeNodeDescription(mad::smpData(r.response));
+      else
+        warnNoAnswer("NodeDescription", path, r);
     });
     if (info.type == fabric::NodeType::kSwitch) {
       get(mad::kAttrSwitchInfo, 0, path, [this, idx, path](const MadResult& r) {
@@ -123,10 +131,12 @@ struct Sweep {
         std::copy_n(mad::smpData(r.response), 64, switchInfo[idx].begin());
         builder.node(idx).sw = mad::decodeSwitchInfo(mad::smpData(r.response));
       });
-      for (unsigned p = 0; p <= info.numPorts; ++p) queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, true);
+      for (unsigned p = 0; p <= info.numPorts; ++p)
+        queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, true);
     } else {
       // A CA or router: PortInfo of every port (the SMP cannot pass through it, so nothing to explore).
-      for (unsigned p = 1; p <= info.numPorts; ++p) queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, false);
+      for (unsigned p = 1; p <= info.numPorts; ++p)
+        queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, false);
     }
   }
 
@@ -210,12 +220,14 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     for (unsigned p = 1; p <= n.numPorts; ++p) {
       const fabric::Port& port = n.ports[p];
       if (port.connected() && newIndex[port.peerNode] != fabric::kNoNode)
-        (void)fresh.connect(newIndex[o], fabric::PortNum{static_cast<uint8_t>(p)}, newIndex[port.peerNode], port.peerPort);
+        (void)fresh.connect(newIndex[o], fabric::PortNum{static_cast<uint8_t>(p)}, newIndex[port.peerNode],
+                            port.peerPort);
     }
   }
   fresh.setSmPort(0, fabric::PortNum{sweep.smPortNum});
   if (order.size() < old.size())
-    sweep.warnings.push_back("DISC006 " + std::to_string(old.size() - order.size()) + " node(s) no longer reachable");
+    sweep.warnings.push_back("DISC006 " + std::to_string(old.size() - order.size()) +
+                             " node(s) no longer reachable");
   auto topo = std::move(fresh).build();
   if (!topo) return topo.error();
   result.topology = std::move(*topo);
@@ -237,9 +249,9 @@ fabric::Result<DiscoveryResult> Discoverer::discover() {
   return result;
 }
 
-fabric::Result<DiscoveryResult> Discoverer::rediscover(const DiscoveryResult& previous,
-                                                       const std::vector<NodeIndex>& changed,
-                                                       const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown) {
+fabric::Result<DiscoveryResult> Discoverer::rediscover(
+    const DiscoveryResult& previous, const std::vector<NodeIndex>& changed,
+    const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown) {
   const mad::TimePoint start = clock_.now();
   const mad::MadCounters before = engine_.counters();
   const fabric::Topology& topo = *previous.topology;
@@ -263,7 +275,8 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(const DiscoveryResult& pr
     if (!isChanged[i]) continue;
     const fabric::Node& n = topo.node(i);
     // Every port is read and explored again, the one towards the SM included (its link may be what changed).
-    for (unsigned p = 0; p <= n.numPorts; ++p) sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
+    for (unsigned p = 0; p <= n.numPorts; ++p)
+      sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
   }
   engine_.runUntilIdle();
   auto result = finish(*sweep);
@@ -271,7 +284,8 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(const DiscoveryResult& pr
   return result;
 }
 
-void Discoverer::fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start) const {
+void Discoverer::fillStats(DiscoveryStats& stats, const mad::MadCounters& before,
+                           mad::TimePoint start) const {
   const mad::MadCounters& after = engine_.counters();
   stats.smps = after.sent - before.sent;
   stats.timeouts = after.timeouts - before.timeouts;

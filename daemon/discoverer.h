@@ -14,9 +14,9 @@ namespace ibsm::daemon {
 using RawAttr = std::array<uint8_t, 64>;
 
 struct DiscoveryStats {
-  size_t smps = 0;       // requests sent (retries included)
+  size_t smps = 0;  // requests sent (retries included)
   size_t timeouts = 0;
-  size_t failed = 0;     // requests that got no answer at all
+  size_t failed = 0;  // requests that got no answer at all
   mad::Duration elapsed{};
   std::vector<std::string> warnings;
 };
@@ -42,9 +42,9 @@ class Discoverer {
   // ports are read again (and explored: a new neighbour is swept from there). Nodes no longer reachable are
   // dropped and directed routes recomputed. Fails if a changed switch does not answer — the caller then
   // falls back to a full sweep. `heldDown` ports are treated as down (flap damping).
-  fabric::Result<DiscoveryResult> rediscover(const DiscoveryResult& previous,
-                                             const std::vector<fabric::NodeIndex>& changed,
-                                             const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});
+  fabric::Result<DiscoveryResult> rediscover(
+      const DiscoveryResult& previous, const std::vector<fabric::NodeIndex>& changed,
+      const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});
 
  private:
   void fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start) const;

@@ -25,10 +25,14 @@ constexpr uint32_t kCapHasExtSpeeds = 1u << 14;  // PortInfo CapabilityMask.IsEx
 
 const char* lstType(fabric::NodeType t) {
   switch (t) {
-    case fabric::NodeType::kSwitch: return "SW";
-    case fabric::NodeType::kCa: return "CA";
-    case fabric::NodeType::kRouter: return "Rt";
-    default: return "**";
+    case fabric::NodeType::kSwitch:
+      return "SW";
+    case fabric::NodeType::kCa:
+      return "CA";
+    case fabric::NodeType::kRouter:
+      return "Rt";
+    default:
+      return "**";
   }
 }
 
@@ -45,19 +49,24 @@ std::vector<NodeIndex> opensmNodeOrder(const fabric::Topology& t) {
 }
 
 // The port whose LID and capability mask stand for the node: port 0 of a switch, the port itself on a CA.
-PortNum defaultPort(const Node& n, unsigned port) { return n.isSwitch() ? PortNum{0} : PortNum{static_cast<uint8_t>(port)}; }
+PortNum defaultPort(const Node& n, unsigned port) {
+  return n.isSwitch() ? PortNum{0} : PortNum{static_cast<uint8_t>(port)};
+}
 
-std::string nodeHalf(const SubnetSnapshot& s, NodeIndex n, unsigned port, bool wideVendor, fabric::Lid smLid) {
+std::string nodeHalf(const SubnetSnapshot& s, NodeIndex n, unsigned port, bool wideVendor,
+                     fabric::Lid smLid) {
   const Node& node = s.topology->node(n);
   fabric::Lid lid = s.lids.base(n, defaultPort(node, port));
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                wideVendor ? "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx PortGUID:%016llx VenID:%08X "
-                             "DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }"
-                           : "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx PortGUID:%016llx VenID:%06X "
-                             "DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }",
+                wideVendor
+                    ? "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx PortGUID:%016llx VenID:%08X "
+                      "DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }"
+                    : "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx PortGUID:%016llx VenID:%06X "
+                      "DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }",
                 lstType(node.type), lid.value && lid == smLid ? "-SM" : "", node.numPorts,
-                static_cast<unsigned long long>(node.systemGuid.value), static_cast<unsigned long long>(node.guid.value),
+                static_cast<unsigned long long>(node.systemGuid.value),
+                static_cast<unsigned long long>(node.guid.value),
                 static_cast<unsigned long long>(node.ports[port].guid.value), node.vendorId, node.deviceId,
                 node.revision, node.description.c_str(), lid.value, port);
   return buf;
@@ -66,30 +75,43 @@ std::string nodeHalf(const SubnetSnapshot& s, NodeIndex n, unsigned port, bool w
 const char* speedText(const fabric::PortAttrs& a, uint32_t capMask) {
   const char* s = a.speedActive == 1 ? "2.5" : a.speedActive == 2 ? "5" : a.speedActive == 4 ? "10" : "??";
   if (capMask & kCapHasExtSpeeds) {
-    if (a.speedExtActive == 1) s = "14";
-    else if (a.speedExtActive == 2) s = "25";
-    else if (a.speedExtActive != 0) s = "??";
+    if (a.speedExtActive == 1)
+      s = "14";
+    else if (a.speedExtActive == 2)
+      s = "25";
+    else if (a.speedExtActive != 0)
+      s = "??";
   }
   return s;
 }
 
 const char* widthText(uint8_t w) {
   switch (w) {
-    case 1: return "1x";
-    case 2: return "4x";
-    case 4: return "8x";
-    case 8: return "12x";
-    case 16: return "2x";
-    default: return "??";
+    case 1:
+      return "1x";
+    case 2:
+      return "4x";
+    case 4:
+      return "8x";
+    case 8:
+      return "12x";
+    case 16:
+      return "2x";
+    default:
+      return "??";
   }
 }
 
 const char* stateText(PortState s) {
   switch (s) {
-    case PortState::kActive: return "ACT";
-    case PortState::kArmed: return "ARM";
-    case PortState::kInit: return "INI";
-    default: return "DWN";
+    case PortState::kActive:
+      return "ACT";
+    case PortState::kArmed:
+      return "ARM";
+    case PortState::kInit:
+      return "INI";
+    default:
+      return "DWN";
   }
 }
 
@@ -111,7 +133,8 @@ std::string ranges(const std::vector<unsigned>& v) {
 std::string formatSubnetLst(const SubnetSnapshot& s, bool portsActivated) {
   const fabric::Topology& t = *s.topology;
   fabric::Lid smLid;
-  if (t.smNode() != fabric::kNoNode) smLid = s.lids.base(t.smNode(), t.node(t.smNode()).isSwitch() ? PortNum{0} : t.smPort());
+  if (t.smNode() != fabric::kNoNode)
+    smLid = s.lids.base(t.smNode(), t.node(t.smNode()).isSwitch() ? PortNum{0} : t.smPort());
   std::string out;
   for (NodeIndex n : opensmNodeOrder(t)) {
     const Node& node = t.node(n);
@@ -145,7 +168,8 @@ std::string formatArDump(const SubnetSnapshot& s) {
     const Node& node = t.node(sw);
     std::vector<std::vector<unsigned>> lids(ar.groups.size());
     for (unsigned l = 0; l < ar.lidToGroup.size(); ++l)
-      if (ar.lidToGroup[l] != routing::ArTable::kNoGroup && ar.lidToGroup[l] < lids.size()) lids[ar.lidToGroup[l]].push_back(l);
+      if (ar.lidToGroup[l] != routing::ArTable::kNoGroup && ar.lidToGroup[l] < lids.size())
+        lids[ar.lidToGroup[l]].push_back(l);
     char buf[256];
     std::snprintf(buf, sizeof buf, "Switch 0x%016llx '", static_cast<unsigned long long>(node.guid.value));
     out += buf;
@@ -235,7 +259,8 @@ void DumpWriter::writeOne(const std::string& dir, const std::string& name, const
   if (!written) {
     ++stats_.failures;
     lastHash_.erase(path);
-    log_.warn("DUMP002", "cannot write dump " + path + ": " + written.error().message + " (the previous file is kept)",
+    log_.warn("DUMP002",
+              "cannot write dump " + path + ": " + written.error().message + " (the previous file is kept)",
               {{"DUMP_FILE", path}});
     return;
   }

@@ -1,8 +1,8 @@
 // Dumps in OpenSM's formats, so that scripts written for OpenSM keep working, plus ibsm's AR-group dump. They
-// are written into paths.dump_dir after each sweep that changed them, atomically (temp file + rename: a reader
-// sees the old or the new file, never half of one), by a thread of their own so that formatting tens of MB
-// for a large fabric never delays the event loop. A failure to write is logged (DUMP002) and never fatal; the
-// previous file stays as it was.
+// are written into paths.dump_dir after each sweep that changed them, atomically (temp file + rename: a
+// reader sees the old or the new file, never half of one), by a thread of their own so that formatting tens
+// of MB for a large fabric never delays the event loop. A failure to write is logged (DUMP002) and never
+// fatal; the previous file stays as it was.
 //   guid2lid            copy of the persistent guid2lid map (skipped when it is the same file)
 //   opensm-lfts.dump    every switch's LFT (routing/lft_dump.h; what dump_lfts/ibroute print)
 //   opensm-subnet.lst   one line per port of every link, both ends, as OpenSM writes it
@@ -29,7 +29,8 @@ inline constexpr const char* kArDumpFile = "ibsm-ar-groups.dump";
 inline constexpr const char* kGuid2LidFile = "guid2lid";
 
 // opensm-subnet.lst: for every node (in OpenSM's order) and every linked port, one line
-//   { CA Ports:01 SystemGUID:... NodeGUID:... PortGUID:... VenID:000000 DevID:0000 Rev:000000A1 {host-0 HCA-1}
+//   { CA Ports:01 SystemGUID:... NodeGUID:... PortGUID:... VenID:000000 DevID:0000 Rev:000000A1 {host-0
+//   HCA-1}
 //     LID:0002 PN:01 } { SW-SM Ports:04 ... LID:0001 PN:01 } PHY=4x LOG=ACT SPD=10
 // "-SM" marks the node the SM runs on; LOG is the port state after the sweep (see effectivePortState).
 std::string formatSubnetLst(const SubnetSnapshot& snap, bool portsActivated);
@@ -58,9 +59,9 @@ class DumpWriter {
   void flush();
 
   struct Stats {
-    uint64_t rounds = 0;         // snapshots processed
+    uint64_t rounds = 0;  // snapshots processed
     uint64_t filesWritten = 0;
-    uint64_t filesUnchanged = 0; // same content as last written: not rewritten
+    uint64_t filesUnchanged = 0;  // same content as last written: not rewritten
     uint64_t failures = 0;
   };
   Stats stats() const;

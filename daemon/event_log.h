@@ -19,14 +19,16 @@ struct Event {
   std::chrono::system_clock::time_point time;
   std::string kind;     // "sweep", "config", "control", "trap", ...
   std::string message;  // one line for people
-  std::vector<std::pair<std::string, std::string>> fields;  // machine-readable details, e.g. {"cause","timer"}
+  std::vector<std::pair<std::string, std::string>>
+      fields;  // machine-readable details, e.g. {"cause","timer"}
 };
 
 class EventLog {
  public:
   explicit EventLog(size_t capacity = 1000) : capacity_(capacity ? capacity : 1) {}
   // Returns the new event's sequence number.
-  uint64_t add(std::string kind, std::string message, std::vector<std::pair<std::string, std::string>> fields = {});
+  uint64_t add(std::string kind, std::string message,
+               std::vector<std::pair<std::string, std::string>> fields = {});
   // The newest `limit` events with seq > afterSeq (and of `kind` when not empty), oldest first.
   std::vector<Event> recent(size_t limit, uint64_t afterSeq = 0, const std::string& kind = {}) const;
   uint64_t lastSeq() const;

@@ -21,7 +21,8 @@ class EventLoop {
   fabric::Result<void> addFd(int fd, Callback onReadable);
   void removeFd(int fd);
   // A repeating timer; returns its fd (for removeFd). The first expiry is after `first`.
-  fabric::Result<int> addTimer(std::chrono::milliseconds first, std::chrono::milliseconds interval, Callback onExpiry);
+  fabric::Result<int> addTimer(std::chrono::milliseconds first, std::chrono::milliseconds interval,
+                               Callback onExpiry);
   // Blocks SIGTERM, SIGINT and SIGHUP and delivers them through a signalfd.
   fabric::Result<void> handleSignals(std::function<void(int signo)> onSignal);
   // Runs until stop(); each wait is at most maxWait (so `idle` runs at least that often).

@@ -24,30 +24,36 @@ uint64_t fnv1a(std::string_view s, uint64_t seed) {
 }  // namespace
 
 Logger::Sink Logger::detectSink() {
-  // systemd sets JOURNAL_STREAM=<device>:<inode> of the stream it connected stdout/stderr to; if stderr is still
-  // that stream (not redirected by a wrapper), structured logging reaches the journal.
+  // systemd sets JOURNAL_STREAM=<device>:<inode> of the stream it connected stdout/stderr to; if stderr is
+  // still that stream (not redirected by a wrapper), structured logging reaches the journal.
   const char* js = std::getenv("JOURNAL_STREAM");
   if (!js || !*js) return Sink::kStderr;
   unsigned long long dev = 0, ino = 0;
   if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2) return Sink::kStderr;
   struct stat st {};
   if (fstat(STDERR_FILENO, &st) != 0) return Sink::kStderr;
-  return (static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino)
+  return (static_cast<unsigned long long>(st.st_dev) == dev &&
+          static_cast<unsigned long long>(st.st_ino) == ino)
              ? Sink::kJournal
              : Sink::kStderr;
 }
 
-Logger::Logger(Sink sink, LogLevel level, std::string ident) : sink_(sink), level_(level), ident_(std::move(ident)) {}
+Logger::Logger(Sink sink, LogLevel level, std::string ident)
+    : sink_(sink), level_(level), ident_(std::move(ident)) {}
 
 Logger::Logger(Callback callback, LogLevel level)
     : sink_(Sink::kCallback), level_(level), ident_("ibsmd"), callback_(std::move(callback)) {}
 
 int syslogPriority(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return 3;
-    case LogLevel::kWarn: return 4;
-    case LogLevel::kInfo: return 6;
-    case LogLevel::kDebug: return 7;
+    case LogLevel::kError:
+      return 3;
+    case LogLevel::kWarn:
+      return 4;
+    case LogLevel::kInfo:
+      return 6;
+    case LogLevel::kDebug:
+      return 7;
   }
   return 6;
 }
@@ -68,7 +74,8 @@ std::string journalMessageId(std::string_view id) {
   return buf;
 }
 
-void Logger::log(LogLevel level, std::string_view id, std::string_view message, std::vector<LogField> fields) {
+void Logger::log(LogLevel level, std::string_view id, std::string_view message,
+                 std::vector<LogField> fields) {
   if (!enabled(level)) return;
   if (sink_ == Sink::kCallback) {
     if (callback_) callback_(LogRecord{level, std::string(id), std::string(message), std::move(fields)});

@@ -1,8 +1,9 @@
 // The daemon's logger: levels, a stable message id per kind of line (operators grep for "CTL001", journald
-// filters on IBSM_MSGID=CTL001 or the derived MESSAGE_ID), and two sinks: plain stderr lines, or journald with
-// structured fields (PRIORITY, MESSAGE_ID, GUID, LID, ...) through sd_journal_send when stderr is connected to
-// the journal (JOURNAL_STREAM names it, as systemd sets it for a service). Thread-safe: the control server and
-// the dump writer log from their own threads. Not a singleton: main creates one and hands it out.
+// filters on IBSM_MSGID=CTL001 or the derived MESSAGE_ID), and two sinks: plain stderr lines, or journald
+// with structured fields (PRIORITY, MESSAGE_ID, GUID, LID, ...) through sd_journal_send when stderr is
+// connected to the journal (JOURNAL_STREAM names it, as systemd sets it for a service). Thread-safe: the
+// control server and the dump writer log from their own threads. Not a singleton: main creates one and hands
+// it out.
 #pragma once
 
 #include <atomic>

@@ -11,8 +11,8 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "config/config_loader.h"
 #include "daemon/control_server.h"
@@ -73,20 +73,24 @@ constexpr const char* kUsage =
 
 // The config file with the command-line overrides on top; also what SIGHUP re-reads.
 fabric::Result<config::Config> loadConfig(const Args& a) {
-  return config::loadConfigFile(a.configPath,
-                                a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults,
-                                a.overrides);
+  return config::loadConfigFile(
+      a.configPath, a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults, a.overrides);
 }
 
 Args parseArgs(int argc, char** argv) {
-  static const std::map<std::string, std::string> kFlagKeys = {
-      {"--port-guid", "port_guid"},          {"--routing", "routing.engines"},
-      {"--lmc", "routing.lmc"},              {"--state-dir", "paths.state_dir"},
-      {"--priority", "sm.priority"},         {"--sweep-interval", "sweep.interval_s"},
-      {"--socket", "control.socket"},        {"--mad-window", "mad.window"},
-      {"--mad-timeout-ms", "mad.timeout_ms"}, {"--mad-retries", "mad.retries"}};
+  static const std::map<std::string, std::string> kFlagKeys = {{"--port-guid", "port_guid"},
+                                                               {"--routing", "routing.engines"},
+                                                               {"--lmc", "routing.lmc"},
+                                                               {"--state-dir", "paths.state_dir"},
+                                                               {"--priority", "sm.priority"},
+                                                               {"--sweep-interval", "sweep.interval_s"},
+                                                               {"--socket", "control.socket"},
+                                                               {"--mad-window", "mad.window"},
+                                                               {"--mad-timeout-ms", "mad.timeout_ms"},
+                                                               {"--mad-retries", "mad.retries"}};
   Args a;
-  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env) a.overrides.push_back({"control.socket", env});
+  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
+    a.overrides.push_back({"control.socket", env});
   for (int i = 1; i < argc; ++i) {
     std::string opt = argv[i];
     auto value = [&]() -> std::string {
@@ -96,10 +100,14 @@ Args parseArgs(int argc, char** argv) {
     if (opt == "--help" || opt == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (opt == "--discover-only") a.discoverOnly = true;
-    else if (opt == "--once") a.once = true;
-    else if (opt == "--check-config") a.checkConfig = true;
-    else if (opt == "--topology-out") a.topologyOut = value();
+    } else if (opt == "--discover-only")
+      a.discoverOnly = true;
+    else if (opt == "--once")
+      a.once = true;
+    else if (opt == "--check-config")
+      a.checkConfig = true;
+    else if (opt == "--topology-out")
+      a.topologyOut = value();
     else if (opt == "--config") {
       a.configPath = value();
       a.configGiven = true;
@@ -110,9 +118,11 @@ Args parseArgs(int argc, char** argv) {
     } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
       std::string v = value();
       // Paths on the command line are relative to where ibsmd was started; the config wants absolute ones.
-      if ((opt == "--state-dir" || opt == "--socket") && !v.empty()) v = std::filesystem::absolute(v).string();
+      if ((opt == "--state-dir" || opt == "--socket") && !v.empty())
+        v = std::filesystem::absolute(v).string();
       a.overrides.push_back({k->second, v});
-    } else die(2, "unknown option '" + opt + "' (see --help)");
+    } else
+      die(2, "unknown option '" + opt + "' (see --help)");
   }
   if (!a.topologyOut.empty() && !a.discoverOnly) die(2, "--topology-out needs --discover-only");
   if (a.once && a.discoverOnly) die(2, "--once and --discover-only exclude each other");
@@ -147,7 +157,9 @@ mad::MadEngineOptions madOptions(const config::Config& c) {
   return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
 }
 
-double ms(mad::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(mad::Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 int discoverOnly(const Args& args, mad::MadEngine& engine, const mad::Clock& clock) {
   daemon::Discoverer discoverer(engine, clock);
@@ -172,14 +184,18 @@ void printReport(const daemon::SweepReport& r) {
   size_t shown = 0;
   for (const auto& e : r.program.errors)
     if (shown++ < 20) std::fprintf(stderr, "ibsmd: error: %s\n", e.c_str());
-  if (r.program.errors.size() > 20) std::fprintf(stderr, "ibsmd: ... %zu errors in all\n", r.program.errors.size());
+  if (r.program.errors.size() > 20)
+    std::fprintf(stderr, "ibsmd: ... %zu errors in all\n", r.program.errors.size());
   std::printf("sweep: %.1f ms, %zu SMPs (%zu timeouts)\n", ms(r.discovery.elapsed), r.discovery.smps,
               r.discovery.timeouts);
-  std::printf("lids: %zu changed; routing: %s in %.1f ms\n", r.lidsChanged, r.engine.c_str(), ms(r.routingTime));
+  std::printf("lids: %zu changed; routing: %s in %.1f ms\n", r.lidsChanged, r.engine.c_str(),
+              ms(r.routingTime));
   for (const auto& p : r.program.phases)
-    std::printf("program %-9s %7zu SMPs %5zu errors %8.1f ms\n", p.name.c_str(), p.smps, p.errors, ms(p.elapsed));
-  std::printf("lft blocks: %zu sent, %zu unchanged; ports armed %zu, activated %zu\n", r.program.lftBlocksSent,
-              r.program.lftBlocksSkipped, r.program.portsArmed, r.program.portsActivated);
+    std::printf("program %-9s %7zu SMPs %5zu errors %8.1f ms\n", p.name.c_str(), p.smps, p.errors,
+                ms(p.elapsed));
+  std::printf("lft blocks: %zu sent, %zu unchanged; ports armed %zu, activated %zu\n",
+              r.program.lftBlocksSent, r.program.lftBlocksSkipped, r.program.portsArmed,
+              r.program.portsActivated);
   std::printf("%s in %.1f ms, %zu SMPs\n", r.subnetUp ? "SUBNET UP" : "SUBNET NOT UP", ms(r.total),
               r.discovery.smps + r.program.smps());
   std::fflush(stdout);
@@ -189,7 +205,8 @@ void printReport(const daemon::SweepReport& r) {
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
-  engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  engine.setUnsolicitedHandler(
+      [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   auto report = sm.sweep();
   if (!report) {
     std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
@@ -202,12 +219,14 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
   return report->subnetUp ? 0 : 1;
 }
 
-// The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from its
-// own thread; the dump writer writes from its own.
+// The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from
+// its own thread; the dump writer writes from its own.
 int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
-              daemon::Logger& log, std::function<void()>& onReload, const std::optional<mad::MkeyInfo>& mkey) {
+              daemon::Logger& log, std::function<void()>& onReload,
+              const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
-  engine.setUnsolicitedHandler([&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  engine.setUnsolicitedHandler(
+      [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(
       clock, [&sm] { return sm.snapshot(); },
       [&sm] {
@@ -228,11 +247,13 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   state.updateStatus([&](daemon::StatusInfo& s) {
     s.started = std::chrono::system_clock::now();
     s.pid = static_cast<int>(getpid());
-    s.configPath = args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
+    s.configPath =
+        args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
   });
   daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
   daemon::Service service(loop, engine, sm, log, notify, events, state, dumps,
-                          std::make_shared<const config::Config>(args.cfg), [&args] { return loadConfig(args); });
+                          std::make_shared<const config::Config>(args.cfg),
+                          [&args] { return loadConfig(args); });
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
@@ -243,8 +264,8 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   log.info("SM000", "ibsmd " IBSM_VERSION " starting, config " + state.status().configPath);
   auto started = service.start();
   if (!started) die(1, started.error().message);
-  // Received MADs (SA queries, SMInfo, traps) wake the loop as they arrive, so the idle pass below (which runs
-  // after every wake-up; sm.tick() drains the queue) handles them at once instead of within 10 ms.
+  // Received MADs (SA queries, SMInfo, traps) wake the loop as they arrive, so the idle pass below (which
+  // runs after every wake-up; sm.tick() drains the queue) handles them at once instead of within 10 ms.
   if (engine.eventFd() >= 0) {
     auto added = loop.addFd(engine.eventFd(), [] {});
     if (!added) die(1, added.error().message);
@@ -287,7 +308,8 @@ int main(int argc, char** argv) {
     });
     if (!signals) die(1, signals.error().message);
   }
-  auto port = mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
+  auto port =
+      mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
   if (!port) die(1, port.error().message);
   args.localPortGuid = (*port)->localPort().portGuid;
   mad::SteadyClock clock;

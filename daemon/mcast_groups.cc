@@ -15,21 +15,29 @@ constexpr uint16_t kErrNoResources = 0x0100, kErrReqInvalid = 0x0200, kErrInvali
 // Whether `have` satisfies a selector on `want` (compare: -1/0/1 of have against want).
 bool selects(uint8_t selector, int compare) {
   switch (static_cast<mad::Selector>(selector)) {
-    case mad::Selector::kGreater: return compare > 0;
-    case mad::Selector::kLess: return compare < 0;
-    case mad::Selector::kExactly: return compare == 0;
-    case mad::Selector::kLargest: return true;
+    case mad::Selector::kGreater:
+      return compare > 0;
+    case mad::Selector::kLess:
+      return compare < 0;
+    case mad::Selector::kExactly:
+      return compare == 0;
+    case mad::Selector::kLargest:
+      return true;
   }
   return false;
 }
 
-int cmp(unsigned a, unsigned b) { return a < b ? -1 : a > b ? 1 : 0; }
+int cmp(unsigned a, unsigned b) {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 std::variant<McMemberRecord, McastError> fail(uint16_t status, std::string why) {
   return McastError{status, std::move(why)};
 }
 
-bool isMulticastGid(const mad::Gid& g) { return g.prefix >> 56 == 0xFF; }
+bool isMulticastGid(const mad::Gid& g) {
+  return g.prefix >> 56 == 0xFF;
+}
 
 }  // namespace
 
@@ -81,25 +89,35 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
   auto it = named ? groups_.find(req.mgid) : groups_.end();
   if (it == groups_.end()) {
     // Create (IBA o15-0.2.x): only a full member, and it must say what the group is.
-    if (!(req.joinState & mad::kJoinFull)) return fail(kErrReqInvalid, "only a full member may create a group");
+    if (!(req.joinState & mad::kJoinFull))
+      return fail(kErrReqInvalid, "only a full member may create a group");
     constexpr uint64_t kNeeded = mcm::kQkey | mcm::kPkey | mcm::kSl | mcm::kFlowLabel | mcm::kTClass;
     if ((mask & kNeeded) != kNeeded)
-      return fail(kErrInsufficientComponents, "creating a group needs Q_Key, P_Key, SL, FlowLabel and TClass");
+      return fail(kErrInsufficientComponents,
+                  "creating a group needs Q_Key, P_Key, SL, FlowLabel and TClass");
     if ((req.pkey & 0x7FFF) == 0) return fail(kErrReqInvalid, "invalid P_Key");
     McMemberRecord g = req;
-    g.scope = (mask & mcm::kScope) ? req.scope : named ? static_cast<uint8_t>(req.mgid.prefix >> 48 & 0xF) : 2;
+    g.scope = (mask & mcm::kScope) ? req.scope
+              : named              ? static_cast<uint8_t>(req.mgid.prefix >> 48 & 0xF)
+                                   : 2;
     if (!named)  // SM-assigned MGID (IBA 4.1.1): FF1<scope>:A01B:<P_Key>:..., unique per SM
-      g.mgid = {0xFF10A01B00000000ULL | static_cast<uint64_t>(g.scope) << 48 | static_cast<uint64_t>(g.pkey) << 16,
-                nextMgid_++};
+      g.mgid = {
+          0xFF10A01B00000000ULL | static_cast<uint64_t>(g.scope) << 48 | static_cast<uint64_t>(g.pkey) << 16,
+          nextMgid_++};
     // MTU and rate: what the selector asks for, within what the creator's link carries.
     g.mtuSelector = g.rateSelector = g.lifeSelector = static_cast<uint8_t>(mad::Selector::kExactly);
     g.mtu = port.mtuCap;
     if ((mask & mcm::kMtuSelector) && (mask & mcm::kMtu)) {
       switch (static_cast<mad::Selector>(req.mtuSelector)) {
-        case mad::Selector::kExactly: g.mtu = req.mtu; break;
-        case mad::Selector::kLess: g.mtu = std::min<uint8_t>(port.mtuCap, static_cast<uint8_t>(req.mtu - 1)); break;
+        case mad::Selector::kExactly:
+          g.mtu = req.mtu;
+          break;
+        case mad::Selector::kLess:
+          g.mtu = std::min<uint8_t>(port.mtuCap, static_cast<uint8_t>(req.mtu - 1));
+          break;
         case mad::Selector::kGreater:
-        case mad::Selector::kLargest: break;
+        case mad::Selector::kLargest:
+          break;
       }
       if (g.mtu < 1 || g.mtu > port.mtuCap || !selects(req.mtuSelector, cmp(g.mtu, req.mtu)))
         return fail(kErrReqInvalid, "the requested MTU is not available on the member's link");
@@ -110,7 +128,8 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
           (req.rateSelector == static_cast<uint8_t>(mad::Selector::kLess) && !port.rateCap))
         g.rate = req.rate;
       bool fits = !port.rateCap || mad::enumTenths(g.rate) <= mad::enumTenths(port.rateCap);
-      if (!mad::enumTenths(g.rate) || !fits || !selects(req.rateSelector, cmp(mad::enumTenths(g.rate), mad::enumTenths(req.rate))))
+      if (!mad::enumTenths(g.rate) || !fits ||
+          !selects(req.rateSelector, cmp(mad::enumTenths(g.rate), mad::enumTenths(req.rate))))
         return fail(kErrReqInvalid, "the requested rate is not available on the member's link");
     }
     if (!(mask & mcm::kLife)) g.packetLifeTime = 18;
@@ -120,7 +139,8 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
       if (!mlid) return fail(kErrNoResources, "no free MLID");
       g.mlid = *mlid;
     } else {
-      if (req.mlid < routing::kMinMlid || req.mlid > routing::kMaxMlid) return fail(kErrReqInvalid, "invalid MLID");
+      if (req.mlid < routing::kMinMlid || req.mlid > routing::kMaxMlid)
+        return fail(kErrReqInvalid, "invalid MLID");
       for (const auto& [mgid, other] : groups_)
         if (other.rec.mlid == req.mlid) return fail(kErrReqInvalid, "MLID in use");
     }
@@ -156,7 +176,8 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
 
 std::variant<McMemberRecord, McastError> McastGroups::leave(const McMemberRecord& req, uint64_t mask) {
   constexpr uint64_t kNeeded = mcm::kMgid | mcm::kPortGid | mcm::kJoinState;
-  if ((mask & kNeeded) != kNeeded) return fail(kErrInsufficientComponents, "a leave needs MGID, PortGID and JoinState");
+  if ((mask & kNeeded) != kNeeded)
+    return fail(kErrInsufficientComponents, "a leave needs MGID, PortGID and JoinState");
   auto it = groups_.find(req.mgid);
   if (it == groups_.end()) return fail(kErrReqInvalid, "no such group");
   auto m = it->second.members.find(req.portGid);
@@ -178,7 +199,8 @@ std::vector<McMemberRecord> McastGroups::query(const McMemberRecord& req, uint64
            same(mcm::kMtu, r.mtu, req.mtu) && same(mcm::kTClass, r.tclass, req.tclass) &&
            same(mcm::kPkey, r.pkey, req.pkey) && same(mcm::kRate, r.rate, req.rate) &&
            same(mcm::kSl, r.sl, req.sl) && same(mcm::kFlowLabel, r.flowLabel, req.flowLabel) &&
-           same(mcm::kScope, r.scope, req.scope) && (!(mask & mcm::kJoinState) || (r.joinState & req.joinState));
+           same(mcm::kScope, r.scope, req.scope) &&
+           (!(mask & mcm::kJoinState) || (r.joinState & req.joinState));
   };
   std::vector<McMemberRecord> out;
   for (const auto& [mgid, g] : groups_) {
@@ -207,8 +229,10 @@ size_t McastGroups::dropMissingPorts(const fabric::Topology& topo) {
       m = members.erase(m);
       ++dropped;
     }
-    if (members.empty() && !it->second.permanent) it = groups_.erase(it);
-    else ++it;
+    if (members.empty() && !it->second.permanent)
+      it = groups_.erase(it);
+    else
+      ++it;
   }
   if (dropped) ++version_;
   return dropped;

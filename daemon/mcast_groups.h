@@ -19,7 +19,8 @@
 
 namespace ibsm::daemon {
 
-// An SA answer: a MAD status (0 = ok, else the SA's class-specific code, e.g. 0x0200 ERR_REQ_INVALID) and why.
+// An SA answer: a MAD status (0 = ok, else the SA's class-specific code, e.g. 0x0200 ERR_REQ_INVALID) and
+// why.
 struct McastError {
   uint16_t status;
   std::string why;

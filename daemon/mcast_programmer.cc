@@ -7,7 +7,8 @@ namespace ibsm::daemon {
 
 using fabric::NodeIndex;
 
-McastReport McastProgrammer::program(const fabric::Topology& topo, const std::vector<McastGroupRoute>& groups) {
+McastReport McastProgrammer::program(const fabric::Topology& topo,
+                                     const std::vector<McastGroupRoute>& groups) {
   McastReport report;
   report.groups = groups.size();
   const mad::TimePoint t0 = clock_.now();
@@ -26,8 +27,9 @@ McastReport McastProgrammer::program(const fabric::Topology& topo, const std::ve
     for (const auto& [n, mask] : tree.switches) {
       const fabric::Node& node = topo.node(n);
       if (index >= node.sw.multicastFdbCap) {
-        report.warnings.push_back("MCAST001 MLID " + std::to_string(g.mlid) + " is past the MulticastFDBCap of " +
-                                  fabric::toString(node.guid) + " (" + node.description + ")");
+        report.warnings.push_back("MCAST001 MLID " + std::to_string(g.mlid) +
+                                  " is past the MulticastFDBCap of " + fabric::toString(node.guid) + " (" +
+                                  node.description + ")");
         continue;
       }
       for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos) {
@@ -40,11 +42,14 @@ McastReport McastProgrammer::program(const fabric::Topology& topo, const std::ve
     }
   }
 
-  // Switches that left the fabric are forgotten: one that comes back (maybe rebooted) is written from scratch.
+  // Switches that left the fabric are forgotten: one that comes back (maybe rebooted) is written from
+  // scratch.
   for (auto it = held_.begin(); it != held_.end();) {
     auto n = topo.findNode(it->first);
-    if (n && topo.node(*n).isSwitch()) ++it;
-    else it = held_.erase(it);
+    if (n && topo.node(*n).isSwitch())
+      ++it;
+    else
+      it = held_.erase(it);
   }
   for (NodeIndex n : topo.switches()) {
     const fabric::Node& node = topo.node(n);
@@ -58,7 +63,8 @@ McastReport McastProgrammer::program(const fabric::Topology& topo, const std::ve
     for (const auto& [mod, b] : held) mods.insert(mod);
     if (fresh && !groups.empty())
       for (uint32_t b = 0; b <= topBlock && (b + 1) * mad::kMftBlockMlids <= node.sw.multicastFdbCap; ++b)
-        for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos) mods.insert(mad::mftAttrMod(b, pos));
+        for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos)
+          mods.insert(mad::mftAttrMod(b, pos));
     for (uint32_t mod : mods) {
       auto w = mine.find(mod);
       const mad::MftBlock block = w == mine.end() ? mad::MftBlock{} : w->second;
@@ -72,7 +78,8 @@ McastReport McastProgrammer::program(const fabric::Topology& topo, const std::ve
       mad::encodeMftBlock(block, mad::smpData(smp));
       held.erase(mod);  // unknown until acknowledged
       std::string what = "MCAST002 Set of MFT block " + std::to_string(mod & 0x1FF) + " position " +
-                         std::to_string(mod >> 28) + " on " + fabric::toString(node.guid) + " (" + node.description + ")";
+                         std::to_string(mod >> 28) + " on " + fabric::toString(node.guid) + " (" +
+                         node.description + ")";
       engine_.submit(std::move(smp), [&, guid = node.guid, mod, block, what](const mad::MadResult& r) {
         if (r.ok() && r.header.status == 0) {
           held_[guid][mod] = block;
@@ -80,7 +87,8 @@ McastReport McastProgrammer::program(const fabric::Topology& topo, const std::ve
           return;
         }
         ++report.phase.errors;
-        report.errors.push_back(what + (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+        report.errors.push_back(what +
+                                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
       });
     }
   }

@@ -1,8 +1,8 @@
-// Multicast forwarding on the switches: builds each group's spanning tree (routing/multicast.h) and writes the
-// MulticastForwardingTable blocks (32 MLIDs x 16 ports each) that differ from what the switch is known to
-// hold. A block is known once a Set of it was acknowledged; on a switch seen for the first time every block up
-// to the highest one in use is written, so entries left by an earlier SM are cleared. Groups whose MLID is past
-// a switch's MulticastFDBCap are skipped on that switch (MCAST001).
+// Multicast forwarding on the switches: builds each group's spanning tree (routing/multicast.h) and writes
+// the MulticastForwardingTable blocks (32 MLIDs x 16 ports each) that differ from what the switch is known to
+// hold. A block is known once a Set of it was acknowledged; on a switch seen for the first time every block
+// up to the highest one in use is written, so entries left by an earlier SM are cleared. Groups whose MLID is
+// past a switch's MulticastFDBCap are skipped on that switch (MCAST001).
 #pragma once
 
 #include <map>

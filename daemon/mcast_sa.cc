@@ -11,8 +11,10 @@ SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
     const mad::McMemberRecord req = mad::decodeMcMemberRecord(mad::saData(q.mad));
     const uint64_t mask = q.sa.compMask;
     auto answer = [&](const std::variant<mad::McMemberRecord, McastError>& r) {
-      if (const auto* e = std::get_if<McastError>(&r)) a.status = e->status;
-      else mad::encodeMcMemberRecord(std::get<mad::McMemberRecord>(r), a.add());
+      if (const auto* e = std::get_if<McastError>(&r))
+        a.status = e->status;
+      else
+        mad::encodeMcMemberRecord(std::get<mad::McMemberRecord>(r), a.add());
     };
     const uint8_t method = q.header.method;
     if (method == mad::kGet || method == mad::kGetTable) {

@@ -37,7 +37,9 @@ void Notifier::ready(std::string_view status) {
   send("READY=1\nSTATUS=" + oneLine(status));
 }
 
-void Notifier::status(std::string_view status) { send("STATUS=" + oneLine(status)); }
+void Notifier::status(std::string_view status) {
+  send("STATUS=" + oneLine(status));
+}
 
 void Notifier::watchdog() {
   if (watchdogPeriod_) send("WATCHDOG=1");
@@ -51,6 +53,8 @@ void Notifier::reloaded(std::string_view status) {
   if (readySent_) send("READY=1\nSTATUS=" + oneLine(status));
 }
 
-void Notifier::stopping() { send("STOPPING=1\nSTATUS=stopping"); }
+void Notifier::stopping() {
+  send("STOPPING=1\nSTATUS=stopping");
+}
 
 }  // namespace ibsm::daemon

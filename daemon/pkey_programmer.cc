@@ -24,7 +24,9 @@ struct ManagedPort {
 // SMA answers with the table of the port the SMP came in through); one without a known route is left out.
 std::vector<ManagedPort> managedPorts(const fabric::Topology& topo) {
   std::vector<ManagedPort> out;
-  auto blocks = [](size_t entries) { return (entries + mad::kPkeyBlockEntries - 1) / mad::kPkeyBlockEntries; };
+  auto blocks = [](size_t entries) {
+    return (entries + mad::kPkeyBlockEntries - 1) / mad::kPkeyBlockEntries;
+  };
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     const fabric::Node& n = topo.node(i);
     if (n.isSwitch()) {
@@ -63,8 +65,10 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
   std::vector<const ManagedPort*> unknown;
   for (const ManagedPort& m : managed) {
     auto key = std::make_pair(topo.node(m.node).guid, m.port);
-    if (const auto* held = tables_->find(key.first, key.second)) next->ports.emplace(key, *held);
-    else unknown.push_back(&m);
+    if (const auto* held = tables_->find(key.first, key.second))
+      next->ports.emplace(key, *held);
+    else
+      unknown.push_back(&m);
   }
   bool changed = next->ports.size() != tables_->ports.size();
 
@@ -86,8 +90,9 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
       engine_.submit(std::move(smp), [&, m, b](const mad::MadResult& r) {
         if (!r.ok() || r.header.status != 0) {
           if (failed.insert(m).second)
-            report.warnings.push_back("PKEY001 cannot read the P_Key table of " + describe(*m) +
-                                      (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+            report.warnings.push_back(
+                "PKEY001 cannot read the P_Key table of " + describe(*m) +
+                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
           ++report.phase.errors;
           return;
         }
@@ -105,12 +110,14 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     auto slot = defaultPkeySlot(table);
     if (!slot) continue;
     if (*slot >= table.size()) {
-      report.warnings.push_back("PKEY003 no free entry for the default P_Key in the table of " + describe(*m));
+      report.warnings.push_back("PKEY003 no free entry for the default P_Key in the table of " +
+                                describe(*m));
       continue;
     }
     const size_t b = *slot / mad::kPkeyBlockEntries;
     mad::PkeyBlock block;
-    std::copy_n(table.begin() + static_cast<long>(b * mad::kPkeyBlockEntries), mad::kPkeyBlockEntries, block.begin());
+    std::copy_n(table.begin() + static_cast<long>(b * mad::kPkeyBlockEntries), mad::kPkeyBlockEntries,
+                block.begin());
     block[*slot % mad::kPkeyBlockEntries] = mad::kDefaultPkey;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
     mad::encodePkeyBlock(block, mad::smpData(smp));
@@ -119,8 +126,9 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
         // What the port holds is unknown now: read again next time.
         failed.insert(m);
         ++report.phase.errors;
-        report.warnings.push_back("PKEY002 cannot write the default P_Key to " + describe(*m) +
-                                  (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+        report.warnings.push_back(
+            "PKEY002 cannot write the default P_Key to " + describe(*m) +
+            (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
         return;
       }
       ++report.blocksSet;

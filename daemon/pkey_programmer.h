@@ -1,12 +1,13 @@
 // P_Key tables of the managed ports (IBA 10.9, 14.2.5.7). ibsm has one partition, the default one: every port
 // must hold its full-member P_Key 0xFFFF (PathRecords, the IPoIB broadcast group and SA traffic use it). The
-// programmer reads the P_KeyTable of every endport it does not know yet — CA ports and switch port 0 (NodeInfo.
-// PartitionCap entries) — and writes one block only where 0xFFFF is missing: into entry 0 when it is unused
-// (0x0000) or the limited member 0x7FFF, else into the first unused entry. A port that leaves the topology is forgotten, so a replugged one
-// is read again. What the ports hold is published as an immutable PkeyTables (the SA's PKeyTableRecords).
-// Switch external ports are left alone: ibsm turns on no partition enforcement, so their tables filter nothing,
-// and reading them would cost two SMPs per switch port at SUBNET UP (21,168 on the 12-ary 3-tree, a third more
-// than the rest of the first sweep). Their P_KeyTableRecords are not answered.
+// programmer reads the P_KeyTable of every endport it does not know yet — CA ports and switch port 0
+// (NodeInfo. PartitionCap entries) — and writes one block only where 0xFFFF is missing: into entry 0 when it
+// is unused (0x0000) or the limited member 0x7FFF, else into the first unused entry. A port that leaves the
+// topology is forgotten, so a replugged one is read again. What the ports hold is published as an immutable
+// PkeyTables (the SA's PKeyTableRecords). Switch external ports are left alone: ibsm turns on no partition
+// enforcement, so their tables filter nothing, and reading them would cost two SMPs per switch port at SUBNET
+// UP (21,168 on the 12-ary 3-tree, a third more than the rest of the first sweep). Their P_KeyTableRecords
+// are not answered.
 #pragma once
 
 #include <map>
@@ -33,8 +34,8 @@ struct PkeyTables {
 
 struct PkeyReport {
   PhaseStats phase{"pkey"};
-  size_t portsRead = 0;   // tables read this run (ports not known before)
-  size_t blocksSet = 0;   // blocks written (0xFFFF was missing)
+  size_t portsRead = 0;               // tables read this run (ports not known before)
+  size_t blocksSet = 0;               // blocks written (0xFFFF was missing)
   std::vector<std::string> warnings;  // PKEY001 read failed, PKEY002 write failed, PKEY003 no free entry
 };
 

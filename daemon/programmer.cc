@@ -18,7 +18,8 @@ namespace {
 using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>)>;
 constexpr size_t kLftBlock = 64;
 constexpr uint8_t kLinkUp = 5;
-constexpr uint32_t kClientReregSupported = 1u << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
+constexpr uint32_t kClientReregSupported = 1u
+                                           << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
 }  // namespace
 
 size_t ProgramReport::smps() const {
@@ -51,7 +52,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     mad::TimePoint t0 = clock_.now();
     size_t sent0 = engine_.counters().sent;
     // Sets that got no answer after all of the engine's retries go once more in a second pass, after the
-    // phase's other Sets: MAD loss comes in bursts, and a Set lost now would otherwise wait for the next sweep.
+    // phase's other Sets: MAD loss comes in bursts, and a Set lost now would otherwise wait for the next
+    // sweep.
     std::vector<std::tuple<NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>>> again;
     std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>, bool)> submit =
         [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk, bool secondPass) {
@@ -61,10 +63,11 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
           engine_.submit(std::move(smp), [&, n, h, portInfo, secondPass, copy = std::move(copy),
                                           onOk = std::move(onOk)](const MadResult& r) mutable {
             // A PortState Set whose first attempt was applied but whose response was lost is refused on the
-            // retry (the port already has that state: status 0x1C, invalid attribute value). Only timeouts are
-            // retried, so a 0x1C after an earlier attempt means that attempt took effect; the next sweep reads
-            // the port and corrects it should that be wrong.
-            bool appliedEarlier = r.ok() && (r.attempts > 1 || secondPass) && r.header.status == 0x1C && portInfo;
+            // retry (the port already has that state: status 0x1C, invalid attribute value). Only timeouts
+            // are retried, so a 0x1C after an earlier attempt means that attempt took effect; the next sweep
+            // reads the port and corrects it should that be wrong.
+            bool appliedEarlier =
+                r.ok() && (r.attempts > 1 || secondPass) && r.header.status == 0x1C && portInfo;
             if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
               if (onOk) onOk(r);
               return;
@@ -75,12 +78,12 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
             }
             const fabric::Node& node = topo.node(n);
             ++st.errors;
-            report.errors.push_back(std::string("PROG001 ") + name + ": Set of attribute " +
-                                    std::to_string(h ? h->attrId : 0) + " mod " + std::to_string(h ? h->attrMod : 0) +
-                                    " on " + fabric::toString(node.guid) + " (" + node.description + ")" +
-                                    (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") +
-                                    " (attempt " + std::to_string(r.attempts) + (secondPass ? ", second pass" : "") +
-                                    ")");
+            report.errors.push_back(
+                std::string("PROG001 ") + name + ": Set of attribute " + std::to_string(h ? h->attrId : 0) +
+                " mod " + std::to_string(h ? h->attrMod : 0) + " on " + fabric::toString(node.guid) + " (" +
+                node.description + ")" +
+                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") + " (attempt " +
+                std::to_string(r.attempts) + (secondPass ? ", second pass" : "") + ")");
           });
         };
     Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk) {
@@ -105,8 +108,12 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     uint8_t theirs = field(topo.node(port.peerNode).ports[port.peerPort.value].attrs);
     return theirs ? std::min(mine, theirs) : mine;
   };
-  auto mtu = [&](NodeIndex n, unsigned p) { return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.mtuCap; }); };
-  auto vls = [&](NodeIndex n, unsigned p) { return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.vlCap; }); };
+  auto mtu = [&](NodeIndex n, unsigned p) {
+    return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.mtuCap; });
+  };
+  auto vls = [&](NodeIndex n, unsigned p) {
+    return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.vlCap; });
+  };
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
   std::vector<std::vector<RawAttr>> raw = dr.portInfo;
@@ -133,7 +140,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     mad::applyPortInfoSet(set, raw[n][p].data());
     const fabric::Node& node = topo.node(n);
     const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
-                                      ? node.ports[p].route : node.route;
+                                      ? node.ports[p].route
+                                      : node.route;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
     std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
     mad_set_field(raw[n][p].data(), 0, IB_PORT_CLIENT_REREG_F, 0);  // a command, not kept by the port
@@ -153,7 +161,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         routing::LidRange range = lids.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
         if (range.base.value == 0 || !port.attrs.valid) continue;
         if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
-        const bool rereg = opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
+        const bool rereg =
+            opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
         // M_Key fields: compared with what the port reported (read with our key, so a protected port shows
         // its real key), skipped on ports whose SMA is known to drop them.
         const bool writeMkey = opt.mkey && !mkeyIgnored_.count(port.guid) &&
@@ -177,7 +186,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
         setPort(send, n, p, set, [&, guid, writeMkey](const MadResult& r) {
           ++report.lidsSet;
           if (!writeMkey) return;
-          // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old value.
+          // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old
+          // value.
           if (mad::decodePortInfoMkey(mad::smpData(r.response)) == opt.mkey->key) {
             ++report.mkeysSet;
           } else if (mkeyIgnored_.insert(guid).second) {
@@ -230,7 +240,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
           ++report.lftBlocksSkipped;
           continue;
         }
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
+        mad::MadPacket smp =
+            mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
         mad_set_array(mad::smpData(smp), 0, IB_LINEAR_FORW_TBL_F, block);
         std::vector<uint8_t> copy(block, block + kLftBlock);
         send(n, std::move(smp), [&report, &held, b, copy = std::move(copy)](const MadResult&) {
@@ -242,9 +253,9 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
     }
   });
   if (opt.activate) {
-    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to ACTIVE.
-    // Switch port 0 has no link state of its own; a port already in the target state is left alone (a Set of
-    // the current state is rejected).
+    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
+    // ACTIVE. Switch port 0 has no link state of its own; a port already in the target state is left alone (a
+    // Set of the current state is rejected).
     auto linkedPorts = [&](const std::function<void(NodeIndex, unsigned)>& f) {
       for (NodeIndex n = 0; n < topo.size(); ++n)
         for (unsigned p = 1; p <= topo.node(n).numPorts; ++p) {
@@ -275,7 +286,8 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
   fabric::Topology::AttrPatch patch;
   for (NodeIndex n = 0; n < topo.size(); ++n) {
     for (unsigned p = 0; p < attrs[n].size(); ++p)
-      if (portChanged[n][p]) patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs[n][p]);
+      if (portChanged[n][p])
+        patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs[n][p]);
     if (switchChanged[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr.switchInfo[n].data()));
   }
   if (!patch.empty()) dr.topology = topo.withAttrs(patch);

@@ -22,8 +22,8 @@ namespace ibsm::daemon {
 class SwitchTableCache {
  public:
   struct Entry {
-    std::vector<uint8_t> lft;       // LID -> port, a whole number of 64-LID blocks
-    std::vector<bool> blockKnown;   // per block
+    std::vector<uint8_t> lft;      // LID -> port, a whole number of 64-LID blocks
+    std::vector<bool> blockKnown;  // per block
     uint16_t linearFdbTop = 0;
     bool topKnown = false;
   };
@@ -63,13 +63,13 @@ struct PhaseStats {
 
 struct ProgramReport {
   std::vector<PhaseStats> phases;
-  size_t lidsSet = 0;         // endports whose PortInfo was written
+  size_t lidsSet = 0;  // endports whose PortInfo was written
   size_t lftBlocksSent = 0;
   size_t lftBlocksSkipped = 0;  // unchanged blocks not sent
   size_t portsArmed = 0, portsActivated = 0;
-  size_t mkeysSet = 0;      // management ports whose M_Key fields were written
-  // Ports whose PortInfo Set was acknowledged without keeping the M_Key (an SMA without M_Key support, such as
-  // ibsim's): counted once per port; such ports are not protected and are not asked again.
+  size_t mkeysSet = 0;  // management ports whose M_Key fields were written
+  // Ports whose PortInfo Set was acknowledged without keeping the M_Key (an SMA without M_Key support, such
+  // as ibsim's): counted once per port; such ports are not protected and are not asked again.
   size_t mkeyIgnored = 0;
   std::vector<std::string> errors;  // SMPs that failed or were rejected
   size_t smps() const;
@@ -81,7 +81,8 @@ class Programmer {
   // Updates `fabric` to what the switches and ports hold afterwards (attributes, PortInfo and SwitchInfo
   // blocks), so a later targeted run sends only what changed since.
   ProgramReport program(DiscoveryResult& fabric, const routing::LidAssignment& lids,
-                        const routing::RoutingTables& tables, SwitchTableCache& cache, const ProgramOptions& options);
+                        const routing::RoutingTables& tables, SwitchTableCache& cache,
+                        const ProgramOptions& options);
 
  private:
   mad::MadEngine& engine_;

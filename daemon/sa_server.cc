@@ -19,10 +19,14 @@ constexpr uint64_t kPirCapMaskBit = 1ULL << 7;
 
 uint8_t responseMethod(uint8_t method) {
   switch (method) {
-    case mad::kGetTable: return mad::kGetTableResp;
-    case mad::kSaDelete: return mad::kSaDeleteResp;
-    case mad::kSaGetMulti: return mad::kSaGetMultiResp;
-    default: return mad::kGetResp;  // Get, Set, and unsupported methods
+    case mad::kGetTable:
+      return mad::kGetTableResp;
+    case mad::kSaDelete:
+      return mad::kSaDeleteResp;
+    case mad::kSaGetMulti:
+      return mad::kSaGetMultiResp;
+    default:
+      return mad::kGetResp;  // Get, Set, and unsupported methods
   }
 }
 
@@ -40,10 +44,14 @@ uint8_t linkMtu(const fabric::PortAttrs& a, const fabric::PortAttrs& b) {
 template <typename Less>
 std::optional<uint8_t> applySelector(uint8_t selector, uint8_t wanted, uint8_t offered, Less less) {
   switch (selector) {
-    case 0: return less(wanted, offered) ? std::optional(offered) : std::nullopt;  // greater than
-    case 1: return less(offered, wanted) ? std::optional(offered) : std::nullopt;  // less than
-    case 2: return !less(offered, wanted) ? std::optional(wanted) : std::nullopt;  // exactly (can run at it)
-    default: return offered;                                                       // largest available
+    case 0:
+      return less(wanted, offered) ? std::optional(offered) : std::nullopt;  // greater than
+    case 1:
+      return less(offered, wanted) ? std::optional(offered) : std::nullopt;  // less than
+    case 2:
+      return !less(offered, wanted) ? std::optional(wanted) : std::nullopt;  // exactly (can run at it)
+    default:
+      return offered;  // largest available
   }
 }
 
@@ -63,7 +71,8 @@ std::vector<Endport> endports(const SubnetSnapshot& s) {
       continue;
     }
     for (size_t p = 1; p < n.ports.size(); ++p)
-      if (s.lids.base(i, PortNum{static_cast<uint8_t>(p)}).value) out.push_back({i, PortNum{static_cast<uint8_t>(p)}});
+      if (s.lids.base(i, PortNum{static_cast<uint8_t>(p)}).value)
+        out.push_back({i, PortNum{static_cast<uint8_t>(p)}});
   }
   return out;
 }
@@ -129,8 +138,10 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
   Answer a = dispatch(q);
   const uint8_t method = responseMethod(h.method);
   if (a.status == 0 && h.method != mad::kGetTable && h.method != mad::kSaGetMulti) {
-    if (a.count == 0) a.status = mad::kStatusNoRecords;
-    else if (a.count > 1) a.status = mad::kStatusTooManyRecords;
+    if (a.count == 0)
+      a.status = mad::kStatusNoRecords;
+    else if (a.count > 1)
+      a.status = mad::kStatusTooManyRecords;
   }
   if (a.status != 0) {
     ++counters_.errors;
@@ -217,7 +228,8 @@ SaServer::Answer SaServer::dispatch(const Query& q) {
   if (auto it = handlers_.find(attr); it != handlers_.end()) return it->second(q);
   bool get = method == mad::kGet, table = method == mad::kGetTable;
   bool set = method == mad::kSet, del = method == mad::kSaDelete;
-  if (!get && !table && !set && !del && method != mad::kSaGetMulti) return fail(mad::kStatusMethodUnsupported);
+  if (!get && !table && !set && !del && method != mad::kSaGetMulti)
+    return fail(mad::kStatusMethodUnsupported);
   Answer a;
   auto readOnly = [&](Answer (SaServer::*fn)(const Query&)) {
     if (!get && !table) return fail(mad::kStatusMethodAttrUnsupported);
@@ -233,27 +245,38 @@ SaServer::Answer SaServer::dispatch(const Query& q) {
       mad::encodeClassPortInfo(c, a.add());
       return a;
     }
-    case mad::kSaAttrNodeRecord: return readOnly(&SaServer::nodeRecords);
-    case mad::kSaAttrPortInfoRecord: return readOnly(&SaServer::portInfoRecords);
-    case mad::kSaAttrLinkRecord: return readOnly(&SaServer::linkRecords);
-    case mad::kSaAttrSwitchInfoRecord: return readOnly(&SaServer::switchInfoRecords);
-    case mad::kSaAttrLftRecord: return readOnly(&SaServer::lftRecords);
-    case mad::kSaAttrGuidInfoRecord: return readOnly(&SaServer::guidInfoRecords);
-    case mad::kSaAttrSmInfoRecord: return readOnly(&SaServer::smInfoRecords);
-    case mad::kSaAttrPkeyTableRecord: return readOnly(&SaServer::pkeyTableRecords);
-    case mad::kSaAttrPathRecord: return readOnly(&SaServer::pathRecords);
-    case mad::kSaAttrInformInfoRecord: return readOnly(&SaServer::informInfoRecords);
+    case mad::kSaAttrNodeRecord:
+      return readOnly(&SaServer::nodeRecords);
+    case mad::kSaAttrPortInfoRecord:
+      return readOnly(&SaServer::portInfoRecords);
+    case mad::kSaAttrLinkRecord:
+      return readOnly(&SaServer::linkRecords);
+    case mad::kSaAttrSwitchInfoRecord:
+      return readOnly(&SaServer::switchInfoRecords);
+    case mad::kSaAttrLftRecord:
+      return readOnly(&SaServer::lftRecords);
+    case mad::kSaAttrGuidInfoRecord:
+      return readOnly(&SaServer::guidInfoRecords);
+    case mad::kSaAttrSmInfoRecord:
+      return readOnly(&SaServer::smInfoRecords);
+    case mad::kSaAttrPkeyTableRecord:
+      return readOnly(&SaServer::pkeyTableRecords);
+    case mad::kSaAttrPathRecord:
+      return readOnly(&SaServer::pathRecords);
+    case mad::kSaAttrInformInfoRecord:
+      return readOnly(&SaServer::informInfoRecords);
     case mad::kSaAttrMultiPathRecord:
       if (method != mad::kSaGetMulti) return fail(mad::kStatusMethodAttrUnsupported);
       return multiPathRecords(q);
-    case mad::kSaAttrServiceRecord: return serviceRecords(q);
+    case mad::kSaAttrServiceRecord:
+      return serviceRecords(q);
     case mad::kSaAttrInformInfo:
       if (!set) return fail(mad::kStatusMethodAttrUnsupported);
       return informInfo(q);
-    default: return fail(mad::kStatusMethodAttrUnsupported);
+    default:
+      return fail(mad::kStatusMethodAttrUnsupported);
   }
 }
-
 
 SaServer::Answer SaServer::nodeRecords(const Query& q) {
   Answer a;
@@ -471,7 +494,8 @@ std::optional<PathFacts> tracePath(const SubnetSnapshot& s, Endport src, Endport
     const auto& n = topo.node(at);
     if (!n.isSwitch() || at >= s.tables.lft.size()) return std::nullopt;
     uint8_t out = s.tables.port(at, dlid);
-    if (out == routing::kNoPort || out == 0 || out >= n.ports.size() || !n.ports[out].connected()) return std::nullopt;
+    if (out == routing::kNoPort || out == 0 || out >= n.ports.size() || !n.ports[out].connected())
+      return std::nullopt;
     cross(n.ports[out]);
     at = n.ports[out].peerNode;
     if (at == dst.node) {
@@ -518,8 +542,10 @@ SaServer::Answer SaServer::pathRecords(const Query& q) {
       if (!byLid) return 0;  // no such LID: no records
     }
     if (byGid && byLid && (byGid->node != byLid->node || byGid->port != byLid->port)) return 0;
-    if (byLid) out.push_back({*byLid, lid});
-    else if (byGid) out.push_back({*byGid, s.lids.base(byGid->node, byGid->port).value});
+    if (byLid)
+      out.push_back({*byLid, lid});
+    else if (byGid)
+      out.push_back({*byGid, s.lids.base(byGid->node, byGid->port).value});
     else
       for (const Endport& e : endports(s)) out.push_back({e, s.lids.base(e.node, e.port).value});
     return 0;
@@ -543,7 +569,7 @@ bool SaServer::buildPath(const SubnetSnapshot& s, NodeIndex srcNode, PortNum src
                          uint64_t mask, mad::PathRecord& r) const {
   auto facts = tracePath(s, Endport{srcNode, srcPort}, Endport{dstNode, dstPort}, Lid{dlid});
   if (!facts) return false;
-  if ((mask & mad::kPrSl) && want.sl != 0) return false;  // every path uses SL 0
+  if ((mask & mad::kPrSl) && want.sl != 0) return false;                      // every path uses SL 0
   if ((mask & mad::kPrPkey) && (want.pkey & 0x7FFF) != 0x7FFF) return false;  // default partition only
   const auto& topo = *s.topology;
   r.serviceId = (mask & mad::kPrServiceId) ? want.serviceId : 0;
@@ -610,8 +636,9 @@ SaServer::Answer SaServer::multiPathRecords(const Query& q) {
       if (!dst) return fail(mad::kStatusInvalidGid);
       mad::PathRecord r;
       if (a.count >= limit) return a;
-      if (buildPath(*q.snapshot, src->node, src->port, q.snapshot->lids.base(src->node, src->port).value, dst->node,
-                    dst->port, q.snapshot->lids.base(dst->node, dst->port).value, req->base, mask, r))
+      if (buildPath(*q.snapshot, src->node, src->port, q.snapshot->lids.base(src->node, src->port).value,
+                    dst->node, dst->port, q.snapshot->lids.base(dst->node, dst->port).value, req->base, mask,
+                    r))
         mad::encodePathRecord(r, a.add());
     }
   }
@@ -650,7 +677,8 @@ SaServer::Answer SaServer::serviceRecords(const Query& q) {
     // The port GUID is what must exist; the prefix is not checked (the record keeps the GID as given):
     // OpenSM's osmtest sends the subnet prefix in host byte order (0x80fe on the wire), as OpenSM accepts.
     Gid check{options_.gidPrefix, rec.gid.guid};
-    if (q.snapshot && !endportByGid(*q.snapshot, check, options_.gidPrefix)) return fail(mad::kStatusInvalidGid);
+    if (q.snapshot && !endportByGid(*q.snapshot, check, options_.gidPrefix))
+      return fail(mad::kStatusInvalidGid);
     std::erase_if(services_, [&](const Service& s) {
       return s.rec.id == rec.id && s.rec.gid == rec.gid && s.rec.pkey == rec.pkey;
     });
@@ -681,7 +709,8 @@ SaServer::Answer SaServer::informInfo(const Query& q) {
   Answer a;
   a.recordSize = mad::kInformInfoSize;
   mad::InformInfo info = mad::decodeInformInfo(mad::saData(q.mad));
-  if (!info.isGeneric) return fail(mad::kStatusReqInvalid);  // vendor-specific subscriptions are not supported
+  if (!info.isGeneric)
+    return fail(mad::kStatusReqInvalid);  // vendor-specific subscriptions are not supported
   Gid subscriber = info.gid;
   if (q.snapshot && q.mad.addr.lid) {
     if (auto e = endportByLid(*q.snapshot, q.mad.addr.lid))
@@ -690,8 +719,8 @@ SaServer::Answer SaServer::informInfo(const Query& q) {
   auto same = [&](const Subscriber& s) {
     // A subscription belongs to the port that sent it (its LID), whatever the snapshot says of that LID now.
     return s.addr.lid == q.mad.addr.lid && s.info.trapNumber == info.trapNumber && s.info.type == info.type &&
-           s.info.producerType == info.producerType && s.info.qpn == info.qpn && s.info.lidBegin == info.lidBegin &&
-           s.info.lidEnd == info.lidEnd;
+           s.info.producerType == info.producerType && s.info.qpn == info.qpn &&
+           s.info.lidBegin == info.lidBegin && s.info.lidEnd == info.lidEnd;
   };
   if (info.subscribe) {
     if (std::none_of(subscribers_.begin(), subscribers_.end(), same)) {
@@ -736,7 +765,8 @@ std::vector<mad::MadPacket> SaServer::reportsFor(const mad::Notice& n) {
     if (i.trapNumber != 0xFFFF && i.trapNumber != n.trapNumber) continue;
     if (i.type != 0xFFFF && i.type != n.type) continue;
     if (i.producerType != 0xFFFFFF && i.producerType != n.producerType) continue;
-    if (i.lidBegin != 0xFFFF && (n.lidAddr < i.lidBegin || n.lidAddr > std::max(i.lidBegin, i.lidEnd))) continue;
+    if (i.lidBegin != 0xFFFF && (n.lidAddr < i.lidBegin || n.lidAddr > std::max(i.lidBegin, i.lidEnd)))
+      continue;
     out.push_back(makeReport(s, notice));
   }
   return out;
@@ -772,7 +802,7 @@ std::vector<mad::MadPacket> SaServer::reportsForSnapshot() {
   auto emit = [&](uint16_t trap, uint64_t guid) {
     mad::Notice n;
     n.generic = true;
-    n.type = 4;  // informational
+    n.type = 4;          // informational
     n.producerType = 4;  // class manager
     n.trapNumber = trap;
     n.issuerLid = smLid;

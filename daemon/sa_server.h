@@ -2,11 +2,11 @@
 // request -> responses logic with an injected clock; SaAgent below is the thin glue to the MadEngine.
 //
 // Built in: ClassPortInfo, NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord, LFTRecord,
-// GUIDInfoRecord, SMInfoRecord, P_KeyTableRecord (trusted requests only), PathRecord, MultiPathRecord, ServiceRecord (Set/Get/GetTable/Delete, leases),
-// InformInfo (Set: subscribe/unsubscribe) and InformInfoRecord. Other attributes (MCMemberRecord) plug in
-// with setHandler(). Every request is answered: unknown attribute/method and bad queries get the MAD status
-// of IBA 13.4.7 / 15.2.1.3. GetTable answers go out as RMPP (IBA 13.6): the first window at once, the rest
-// as the requester ACKs, with resends on timeout.
+// GUIDInfoRecord, SMInfoRecord, P_KeyTableRecord (trusted requests only), PathRecord, MultiPathRecord,
+// ServiceRecord (Set/Get/GetTable/Delete, leases), InformInfo (Set: subscribe/unsubscribe) and
+// InformInfoRecord. Other attributes (MCMemberRecord) plug in with setHandler(). Every request is answered:
+// unknown attribute/method and bad queries get the MAD status of IBA 13.4.7 / 15.2.1.3. GetTable answers go
+// out as RMPP (IBA 13.6): the first window at once, the rest as the requester ACKs, with resends on timeout.
 #pragma once
 
 #include <functional>
@@ -115,8 +115,8 @@ class SaServer {
   Answer informInfo(const Query& q);
   Answer informInfoRecords(const Query& q);
   bool buildPath(const SubnetSnapshot& s, fabric::NodeIndex srcNode, fabric::PortNum srcPort, uint16_t slid,
-                 fabric::NodeIndex dstNode, fabric::PortNum dstPort, uint16_t dlid, const mad::PathRecord& want,
-                 uint64_t mask, mad::PathRecord& out) const;
+                 fabric::NodeIndex dstNode, fabric::PortNum dstPort, uint16_t dlid,
+                 const mad::PathRecord& want, uint64_t mask, mad::PathRecord& out) const;
   void expireLeases(mad::TimePoint now);
   std::vector<mad::MadPacket> sendWindow(Session& s);
   std::vector<mad::MadPacket> rmppControl(const mad::MadPacket& mad, const mad::MadHeader& h);

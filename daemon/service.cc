@@ -13,7 +13,9 @@ namespace ibsm::daemon {
 
 namespace {
 
-double ms(mad::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(mad::Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 std::string fixed1(double v) {
   char buf[32];
@@ -45,8 +47,16 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
 Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
                  EventLog& events, StatePublisher& state, DumpWriter& dumps,
                  std::shared_ptr<const config::Config> config, ConfigLoader loadConfig)
-    : loop_(loop), engine_(engine), sm_(sm), log_(log), notify_(notify), events_(events), state_(state),
-      dumps_(dumps), config_(std::move(config)), loadConfig_(std::move(loadConfig)) {}
+    : loop_(loop),
+      engine_(engine),
+      sm_(sm),
+      log_(log),
+      notify_(notify),
+      events_(events),
+      state_(state),
+      dumps_(dumps),
+      config_(std::move(config)),
+      loadConfig_(std::move(loadConfig)) {}
 
 Service::~Service() {
   if (wakeFd_ >= 0) {
@@ -63,7 +73,8 @@ fabric::Result<void> Service::start() {
   if (auto period = notify_.watchdogPeriod()) {
     auto t = loop_.addTimer(*period, *period, [this] { notify_.watchdog(); });
     if (!t) return t.error();
-    log_.info("NOTIFY001", "systemd watchdog enabled: WATCHDOG=1 every " + std::to_string(period->count()) + " ms");
+    log_.info("NOTIFY001",
+              "systemd watchdog enabled: WATCHDOG=1 every " + std::to_string(period->count()) + " ms");
   }
   state_.updateStatus([&](StatusInfo& s) {
     s.logLevel = std::string(config::toString(log_.level()));
@@ -99,9 +110,12 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     st.mad = engine_.counters();
   });
   if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
-  if (!subnetUp_ && wasUp) log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
-  if (subnetUp_ || sm_.state() == SmState::kStandby) notify_.ready(statusLine());
-  else notify_.status(statusLine());
+  if (!subnetUp_ && wasUp)
+    log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
+  if (subnetUp_ || sm_.state() == SmState::kStandby)
+    notify_.ready(statusLine());
+  else
+    notify_.status(statusLine());
 }
 
 void Service::onTopologyEvent(const TopologyEvent& e) {
@@ -118,9 +132,10 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
   if (auto snap = sm_.snapshot()) s.engine = snap->tables.engine;
   publish(state_.snapshot(), s);
   std::string line = e.cause + ": " + e.action + "; links down " + std::to_string(e.linksDown) + ", up " +
-                     std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) + " routes changed, " +
-                     std::to_string(e.lftBlocksSent) + " LFT blocks, " + std::to_string(e.smps) +
-                     " SMPs; converged in " + fixed1(s.durationMs) + " ms" + (e.ok ? "" : " (with errors)");
+                     std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) +
+                     " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
+                     std::to_string(e.smps) + " SMPs; converged in " + fixed1(s.durationMs) + " ms" +
+                     (e.ok ? "" : " (with errors)");
   log_.log(e.ok ? LogLevel::kInfo : LogLevel::kWarn, "TOPO001", line, {{"CAUSE", e.cause}});
   events_.add("topology", line,
               {{"cause", e.cause},
@@ -213,11 +228,13 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
   publish(before, s);
 
   std::string msg = "sweep " + std::to_string(s.number) + " (" + cause + "): ";
-  if (!s.ok) msg += "failed: " + s.error;
+  if (!s.ok)
+    msg += "failed: " + s.error;
   else
     msg += std::string(s.subnetUp ? "SUBNET UP" : "SUBNET NOT UP") + " in " + fixed1(s.durationMs) + " ms, " +
            std::to_string(s.smps) + " SMPs, " + std::to_string(s.lftBlocksSent) + " LFT blocks written, " +
-           std::to_string(s.routesChanged) + " routes changed, " + std::to_string(s.lidsChanged) + " LIDs changed";
+           std::to_string(s.routesChanged) + " routes changed, " + std::to_string(s.lidsChanged) +
+           " LIDs changed";
   events_.add("sweep", msg,
               {{"number", std::to_string(s.number)},
                {"cause", cause},
@@ -262,7 +279,8 @@ void Service::reload() {
   std::shared_ptr<const config::Config> current = config_;
   auto diff = config::applyReload(current, std::move(next));
   if (!diff) {
-    log_.error("CFG002", "configuration reload refused, the running configuration stays: " + diff.error().message);
+    log_.error("CFG002",
+               "configuration reload refused, the running configuration stays: " + diff.error().message);
     events_.add("config", "reload refused: " + diff.error().message, {{"ok", "false"}});
     notify_.reloaded(statusLine());
     return;
@@ -303,7 +321,8 @@ Json Service::loglevel(const Request& r, const PeerCredentials& peer) {
   log_.setLevel(level);
   std::string now(config::toString(level));
   state_.updateStatus([&](StatusInfo& st) { st.logLevel = now; });
-  log_.info("CTL011", "log level " + previous + " -> " + now + " (requested by uid " + std::to_string(peer.uid) + ")");
+  log_.info("CTL011",
+            "log level " + previous + " -> " + now + " (requested by uid " + std::to_string(peer.uid) + ")");
   events_.add("control", "log level " + previous + " -> " + now,
               {{"uid", std::to_string(peer.uid)}, {"pid", std::to_string(peer.pid)}});
   return okResponse(r.id, {{"level", now}, {"previous", previous}});
@@ -351,8 +370,10 @@ void Service::runWaitingSweep() {
   std::string cause = onlyReroute ? "reroute" : heavy ? "resweep --heavy" : "resweep";
   SweepSummary s = sweep(cause, heavy);
   for (auto& w : waiters) {
-    if (!s.ok) w.reply(errorResponse(w.id, ErrorCode::kFailed, "sweep failed: " + s.error));
-    else w.reply(okResponse(w.id, {{"sweep", toJson(s)}, {"shared_with", waiters.size() - 1}}));
+    if (!s.ok)
+      w.reply(errorResponse(w.id, ErrorCode::kFailed, "sweep failed: " + s.error));
+    else
+      w.reply(okResponse(w.id, {{"sweep", toJson(s)}, {"shared_with", waiters.size() - 1}}));
   }
 }
 

@@ -1,8 +1,8 @@
 // The long-running SM as a service: runs SubnetManager heavy sweeps (at start and on control requests) and
-// follows its targeted updates (traps, light sweeps: SubnetManager::tick), publishes each result for the control socket (StatePublisher, EventLog),
-// hands snapshots to the dump writer, tells systemd (READY=1 at the first SUBNET UP, STATUS=, WATCHDOG=1)
-// and applies SIGHUP reloads. Everything here runs on the event loop thread except post() and
-// onChangeRequest(), which other threads use to hand work to it.
+// follows its targeted updates (traps, light sweeps: SubnetManager::tick), publishes each result for the
+// control socket (StatePublisher, EventLog), hands snapshots to the dump writer, tells systemd (READY=1 at
+// the first SUBNET UP, STATUS=, WATCHDOG=1) and applies SIGHUP reloads. Everything here runs on the event
+// loop thread except post() and onChangeRequest(), which other threads use to hand work to it.
 #pragma once
 
 #include <functional>
@@ -14,8 +14,8 @@
 #include "config/config.h"
 #include "daemon/control_server.h"
 #include "daemon/dumps.h"
-#include "daemon/event_loop.h"
 #include "daemon/event_log.h"
+#include "daemon/event_loop.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/subnet_manager.h"
@@ -30,8 +30,8 @@ class Service {
  public:
   using ConfigLoader = std::function<fabric::Result<config::Config>()>;
   Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
-          EventLog& events, StatePublisher& state, DumpWriter& dumps, std::shared_ptr<const config::Config> config,
-          ConfigLoader loadConfig);
+          EventLog& events, StatePublisher& state, DumpWriter& dumps,
+          std::shared_ptr<const config::Config> config, ConfigLoader loadConfig);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;

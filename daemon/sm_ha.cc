@@ -25,11 +25,16 @@ std::optional<mad::SmInfo> smInfoOf(const mad::MadResult& r) {
 
 const char* controlName(uint32_t c) {
   switch (c) {
-    case 1: return "HANDOVER";
-    case 2: return "ACKNOWLEDGE";
-    case 3: return "DISABLE";
-    case 4: return "STANDBY";
-    case 5: return "DISCOVER";
+    case 1:
+      return "HANDOVER";
+    case 2:
+      return "ACKNOWLEDGE";
+    case 3:
+      return "DISABLE";
+    case 4:
+      return "STANDBY";
+    case 5:
+      return "DISCOVER";
   }
   return "unknown";
 }
@@ -46,7 +51,8 @@ mad::SmInfo SubnetManager::ownSmInfo() const {
 }
 
 // Our SMInfo goes in the request, as OpenSM does: the receiver learns who asks, and sees our SM_Key.
-mad::MadPacket SubnetManager::smInfoRequest(uint8_t method, uint32_t attrMod, const fabric::DrPath& route) const {
+mad::MadPacket SubnetManager::smInfoRequest(uint8_t method, uint32_t attrMod,
+                                            const fabric::DrPath& route) const {
   mad::MadPacket m = mad::makeDirectedSmp(method, mad::kAttrSmInfo, attrMod, route);
   mad::encodeSmInfo(ownSmInfo(), mad::smpData(m));
   return m;
@@ -62,7 +68,8 @@ std::optional<std::tuple<Guid, uint16_t, fabric::DrPath>> SubnetManager::locateS
   const fabric::Port& p = n.port(n.isSwitch() ? fabric::PortNum{0} : at->second);
   fabric::DrPath route = n.isSwitch() || p.route.count == 0 ? n.route : p.route;
   if (!n.isSwitch() && !p.connected()) return std::nullopt;
-  return std::tuple{portGuid, n.isSwitch() ? n.port(fabric::PortNum{0}).attrs.lid.value : p.attrs.lid.value, route};
+  return std::tuple{portGuid, n.isSwitch() ? n.port(fabric::PortNum{0}).attrs.lid.value : p.attrs.lid.value,
+                    route};
 }
 
 void SubnetManager::querySms(const std::vector<std::tuple<Guid, uint16_t, fabric::DrPath>>& sms) {
@@ -70,14 +77,16 @@ void SubnetManager::querySms(const std::vector<std::tuple<Guid, uint16_t, fabric
   ro.timeout = kQueryTimeout;
   ro.retries = 1;
   for (const auto& [guid, lid, route] : sms) {
-    engine_.submit(smInfoRequest(mad::kGet, 0, route),
-                   [this, guid = guid, lid = lid, route = route](const mad::MadResult& r) {  // clang 14: no binding captures
-                     auto info = smInfoOf(r);
-                     // The answer must come from the port we asked (a stale route could reach another one).
-                     if (info && info->guid != guid) info.reset();
-                     sm_.noteRemote(guid, lid, route, info, clock_.now());
-                   },
-                   ro);
+    engine_.submit(
+        smInfoRequest(mad::kGet, 0, route),
+        [this, guid = guid, lid = lid,
+         route = route](const mad::MadResult& r) {  // clang 14: no binding captures
+          auto info = smInfoOf(r);
+          // The answer must come from the port we asked (a stale route could reach another one).
+          if (info && info->guid != guid) info.reset();
+          sm_.noteRemote(guid, lid, route, info, clock_.now());
+        },
+        ro);
   }
   engine_.runUntilIdle();
 }
@@ -110,9 +119,9 @@ SmStateMachine::Decision SubnetManager::discoverSms(const fabric::Topology& topo
   return d;
 }
 
-// A new STANDBY tells the master about itself with a Trap 144 from its port, as OpenSM does: the master may have
-// asked for our SMInfo while we were still discovering (and got no SM_Key, so it ignored us); the trap makes it
-// look again, now that we are a standby that knows its master, and hand over if we are better.
+// A new STANDBY tells the master about itself with a Trap 144 from its port, as OpenSM does: the master may
+// have asked for our SMInfo while we were still discovering (and got no SM_Key, so it ignored us); the trap
+// makes it look again, now that we are a standby that knows its master, and hand over if we are better.
 void SubnetManager::announceTo(const fabric::Topology& topo, Guid master) {
   const RemoteSm* m = sm_.findRemote(master);
   if (!m || m->lid == 0 || topo.smNode() == fabric::kNoNode) return;
@@ -148,8 +157,10 @@ void SubnetManager::checkRemoteSms(const std::string& why) {
 void SubnetManager::sendSmInfoSet(Guid to, SmControl control) {
   const RemoteSm* r = sm_.findRemote(to);
   std::optional<std::tuple<Guid, uint16_t, fabric::DrPath>> at;
-  if (r) at = std::tuple{r->guid, r->lid, r->route};
-  else at = locateSm(to);
+  if (r)
+    at = std::tuple{r->guid, r->lid, r->route};
+  else
+    at = locateSm(to);
   if (!at) return;
   // Before the Set: its ACKNOWLEDGE may arrive before the answer to the Set.
   if (control == SmControl::kHandover) sm_.handoverSent(to, clock_.now());
@@ -171,13 +182,14 @@ void SubnetManager::pollMaster() {
   ro.timeout = std::min<mad::Duration>(options_.pollInterval, std::chrono::milliseconds(1000));
   ro.retries = 0;
   Guid guid = m->guid;
-  engine_.submit(smInfoRequest(mad::kGet, 0, m->route),
-                 [this, guid](const mad::MadResult& r) {
-                   auto info = smInfoOf(r);
-                   if (info && info->guid != guid) info.reset();
-                   if (sm_.pollResult(info, clock_.now())) takeover_ = true;
-                 },
-                 ro);
+  engine_.submit(
+      smInfoRequest(mad::kGet, 0, m->route),
+      [this, guid](const mad::MadResult& r) {
+        auto info = smInfoOf(r);
+        if (info && info->guid != guid) info.reset();
+        if (sm_.pollResult(info, clock_.now())) takeover_ = true;
+      },
+      ro);
 }
 
 void SubnetManager::stateEvent(const std::string& cause, SmState before) {
@@ -206,25 +218,32 @@ void SubnetManager::onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader&
       ackTo_ = from.guid;
       sweepWanted_ = true;
       break;
-    case O::kAcknowledge: ackTo_ = from.guid; break;
-    case O::kDiscover: sweepWanted_ = true; break;
-    default: break;
+    case O::kAcknowledge:
+      ackTo_ = from.guid;
+      break;
+    case O::kDiscover:
+      sweepWanted_ = true;
+      break;
+    default:
+      break;
   }
   if (sm_.state() != before)
-    stateEvent(std::string("SMInfo Set ") + controlName(h.attrMod) + " from " + fabric::toString(from.guid), before);
+    stateEvent(std::string("SMInfo Set ") + controlName(h.attrMod) + " from " + fabric::toString(from.guid),
+               before);
 }
 
 // Someone asked for our SMInfo: if it is an SM we do not know (or it changed), the master looks at it.
 void SubnetManager::noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& h) {
   if (sm_.state() != SmState::kMaster) return;
   mad::SmInfo from = mad::decodeSmInfo(mad::smpData(mad));
-  // Only a request with an SMInfo in it names an SM (diagnostics such as sminfo ask too; OpenSM is found by its
-  // Trap 144 instead).
+  // Only a request with an SMInfo in it names an SM (diagnostics such as sminfo ask too; OpenSM is found by
+  // its Trap 144 instead).
   Guid g = from.guid;
   (void)h;
   if (g.value == 0 || g == portGuid_) return;
   const RemoteSm* r = sm_.findRemote(g);
-  if (r && r->answered && r->priority == from.priority && static_cast<uint8_t>(r->state) == from.state) return;
+  if (r && r->answered && r->priority == from.priority && static_cast<uint8_t>(r->state) == from.state)
+    return;
   const mad::TimePoint now = clock_.now();
   auto last = learnedAt_.find(g);
   if (last != learnedAt_.end() && now - last->second < options_.pollInterval) return;  // rate limit
@@ -248,19 +267,22 @@ bool SubnetManager::haTick() {
     sendSmInfoSet(to, SmControl::kAcknowledge);
   }
   switch (sm_.state()) {
-    case SmState::kNotActive: return true;
-    case SmState::kDiscovering: return true;  // a sweep is deciding
+    case SmState::kNotActive:
+      return true;
+    case SmState::kDiscovering:
+      return true;  // a sweep is deciding
     case SmState::kStandby:
       if (takeover_) {
         takeover_ = false;
         const RemoteSm* m = sm_.master() ? sm_.findRemote(*sm_.master()) : nullptr;
-        (void)sweep("failover: master " + (m ? fabric::toString(m->guid) : std::string("?")) + " lost after " +
-                    std::to_string(sm_.failedPolls()) + " failed polls");
+        (void)sweep("failover: master " + (m ? fabric::toString(m->guid) : std::string("?")) +
+                    " lost after " + std::to_string(sm_.failedPolls()) + " failed polls");
         return true;
       }
       if (sm_.pollDue(now)) pollMaster();
       return true;
-    case SmState::kMaster: break;
+    case SmState::kMaster:
+      break;
   }
   takeover_ = false;
   if (sweepWanted_) {

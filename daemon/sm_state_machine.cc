@@ -8,10 +8,14 @@ using fabric::Guid;
 
 const char* toString(SmState s) {
   switch (s) {
-    case SmState::kNotActive: return "NOTACTIVE";
-    case SmState::kDiscovering: return "DISCOVERING";
-    case SmState::kStandby: return "STANDBY";
-    case SmState::kMaster: return "MASTER";
+    case SmState::kNotActive:
+      return "NOTACTIVE";
+    case SmState::kDiscovering:
+      return "DISCOVERING";
+    case SmState::kStandby:
+      return "STANDBY";
+    case SmState::kMaster:
+      return "MASTER";
   }
   return "?";
 }
@@ -89,9 +93,12 @@ SmStateMachine::Decision SmStateMachine::decide(mad::TimePoint now) {
   }
   Decision d;
   if (state_ == SmState::kDiscovering) {
-    if (!forceMaster_ && bestMaster) becomeStandby(bestMaster->guid, now);  // a master exists: never two
-    else if (!forceMaster_ && bestOther) becomeStandby(bestOther->guid, now);  // it will be master
-    else becomeMaster();
+    if (!forceMaster_ && bestMaster)
+      becomeStandby(bestMaster->guid, now);  // a master exists: never two
+    else if (!forceMaster_ && bestOther)
+      becomeStandby(bestOther->guid, now);  // it will be master
+    else
+      becomeMaster();
   } else if (state_ == SmState::kMaster) {
     if (bestMaster && better(bestMaster->priority, bestMaster->guid, options_.priority, self_))
       becomeStandby(bestMaster->guid, now);  // two masters (merged subnets): the better one keeps it
@@ -133,7 +140,8 @@ std::optional<Guid> SmStateMachine::handoverPending(mad::TimePoint now) const {
   return std::nullopt;
 }
 
-SmStateMachine::SetOutcome SmStateMachine::onSet(uint32_t control, const mad::SmInfo& from, mad::TimePoint now) {
+SmStateMachine::SetOutcome SmStateMachine::onSet(uint32_t control, const mad::SmInfo& from,
+                                                 mad::TimePoint now) {
   if (!trusted(from)) {
     ++badKeys_;
     return SetOutcome::kBadKey;
@@ -146,7 +154,8 @@ SmStateMachine::SetOutcome SmStateMachine::onSet(uint32_t control, const mad::Sm
       becomeMaster();
       return SetOutcome::kBecomeMaster;
     case SmControl::kAcknowledge:
-      if (state_ != SmState::kMaster || !handoverPending(now) || *handoverTo_ != from.guid) return SetOutcome::kIgnored;
+      if (state_ != SmState::kMaster || !handoverPending(now) || *handoverTo_ != from.guid)
+        return SetOutcome::kIgnored;
       becomeStandby(from.guid, now);
       return SetOutcome::kNowStandby;
     case SmControl::kDisable:

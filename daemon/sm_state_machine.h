@@ -19,11 +19,17 @@ enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, k
 const char* toString(SmState s);
 
 // SMInfo Set attribute modifiers (IBA 14.2.5.13).
-enum class SmControl : uint32_t { kHandover = 1, kAcknowledge = 2, kDisable = 3, kStandby = 4, kDiscover = 5 };
+enum class SmControl : uint32_t {
+  kHandover = 1,
+  kAcknowledge = 2,
+  kDisable = 3,
+  kStandby = 4,
+  kDiscover = 5
+};
 
 // Another SM, as its last SMInfo answer described it.
 struct RemoteSm {
-  fabric::Guid guid;   // port GUID
+  fabric::Guid guid;  // port GUID
   uint16_t lid = 0;
   fabric::DrPath route;  // directed route to its port
   uint8_t priority = 0;
@@ -74,7 +80,9 @@ class SmStateMachine {
 
   // STANDBY: whether a poll of the master is due; the poll's outcome (nullopt: no answer). Returns true when
   // pollRetries polls in a row failed (no answer, not MASTER any more, or a wrong SM_Key): take over.
-  bool pollDue(mad::TimePoint now) const { return state_ == SmState::kStandby && master_ && now >= nextPoll_; }
+  bool pollDue(mad::TimePoint now) const {
+    return state_ == SmState::kStandby && master_ && now >= nextPoll_;
+  }
   void pollSent(mad::TimePoint now) { nextPoll_ = now + options_.pollInterval; }
   bool pollResult(const std::optional<mad::SmInfo>& info, mad::TimePoint now);
   std::optional<fabric::Guid> master() const { return master_; }
@@ -87,13 +95,13 @@ class SmStateMachine {
 
   // An SMInfo Set from another SM. Returns what the caller must do besides answering with our SMInfo.
   enum class SetOutcome {
-    kIgnored,          // not legal in our state: answered, nothing changes
-    kBadKey,           // wrong SM_Key: counted, nothing changes
-    kBecomeMaster,     // HANDOVER taken: send ACKNOWLEDGE to the sender, then sweep as MASTER
-    kAcknowledge,      // HANDOVER while MASTER already: just send ACKNOWLEDGE
-    kNowStandby,       // ACKNOWLEDGE of our handover, or STANDBY: poll `master()`
-    kDisabled,         // DISABLE: NOTACTIVE, stop sweeping and polling
-    kDiscover,         // DISCOVER: sweep
+    kIgnored,       // not legal in our state: answered, nothing changes
+    kBadKey,        // wrong SM_Key: counted, nothing changes
+    kBecomeMaster,  // HANDOVER taken: send ACKNOWLEDGE to the sender, then sweep as MASTER
+    kAcknowledge,   // HANDOVER while MASTER already: just send ACKNOWLEDGE
+    kNowStandby,    // ACKNOWLEDGE of our handover, or STANDBY: poll `master()`
+    kDisabled,      // DISABLE: NOTACTIVE, stop sweeping and polling
+    kDiscover,      // DISCOVER: sweep
   };
   SetOutcome onSet(uint32_t control, const mad::SmInfo& from, mad::TimePoint now);
 
@@ -116,7 +124,7 @@ class SmStateMachine {
   std::optional<fabric::Guid> master_;
   mad::TimePoint nextPoll_{};
   unsigned failedPolls_ = 0;
-  bool wasStandby_ = false;  // DISCOVERING after STANDBY (takeover)
+  bool wasStandby_ = false;   // DISCOVERING after STANDBY (takeover)
   bool forceMaster_ = false;  // DISCOVERING after a HANDOVER
   bool tookOver_ = false;
   std::optional<fabric::Guid> handoverTo_;

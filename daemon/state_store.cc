@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -23,7 +23,8 @@ namespace {
 
 // Moves a damaged state file aside; says where it went (or why it stayed).
 std::string moveAside(const std::string& path) {
-  auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  auto stamp =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   std::string aside = path + ".bad-" + std::to_string(stamp.count());
   std::error_code ec;
   fs::rename(path, aside, ec);
@@ -50,7 +51,8 @@ LoadedGuid2Lid loadGuid2Lid(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  auto parsed = in ? routing::parseGuid2Lid(ss.str()) : fabric::Result<routing::Guid2Lid>(fabric::makeError("unreadable"));
+  auto parsed = in ? routing::parseGuid2Lid(ss.str())
+                   : fabric::Result<routing::Guid2Lid>(fabric::makeError("unreadable"));
   if (parsed) {
     out.map = std::move(*parsed);
     return out;
@@ -72,9 +74,10 @@ fabric::Result<LoadedMkey> loadOrCreateMkey(const std::string& path) {
       out.key = *key;
       return out;
     }
-    out.warnings.push_back("STATE003 " + path + ": not an M_Key (expected 0x and 16 hex digits); " + moveAside(path) +
-                           "; a new M_Key is generated: ports protected with the old one can be managed again "
-                           "only after their M_Key lease period");
+    out.warnings.push_back(
+        "STATE003 " + path + ": not an M_Key (expected 0x and 16 hex digits); " + moveAside(path) +
+        "; a new M_Key is generated: ports protected with the old one can be managed again "
+        "only after their M_Key lease period");
   }
   std::random_device rd;
   std::uniform_int_distribution<uint64_t> any(1, UINT64_MAX);

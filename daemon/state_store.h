@@ -1,5 +1,6 @@
 // Persistent state under the state directory: the guid2lid map (OpenSM's format) and the generated M_Key,
-// written atomically. A damaged file is moved aside (<name>.bad-<time>) and the SM continues with a fresh one.
+// written atomically. A damaged file is moved aside (<name>.bad-<time>) and the SM continues with a fresh
+// one.
 #pragma once
 
 #include <sys/types.h>
@@ -22,7 +23,8 @@ LoadedGuid2Lid loadGuid2Lid(const std::string& path);
 // Temp file + fsync + rename, so a crash leaves either the old or the new file.
 fabric::Result<void> saveGuid2Lid(const std::string& path, const routing::Guid2Lid& map);
 // Writes text to path atomically (creating parent directories).
-fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text, mode_t mode = 0644);
+fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text,
+                                         mode_t mode = 0644);
 
 // The subnet's M_Key for sm.m_key: random, one line "0x<16 hex digits>" in <state_dir>/mkey (mode 0600: it is
 // a secret). Made once: a restarted SM with the same state directory reuses it, so it can still manage the

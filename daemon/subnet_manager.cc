@@ -21,9 +21,15 @@ constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask agai
 }  // namespace
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
-    : engine_(engine), clock_(clock), options_(std::move(options)), discoverer_(engine, clock),
-      programmer_(engine, clock), arProgrammer_(engine, clock, options_.ar), mcastProgrammer_(engine, clock),
-      pkeyProgrammer_(engine, clock), sm_(smStateOptions(options_)) {
+    : engine_(engine),
+      clock_(clock),
+      options_(std::move(options)),
+      discoverer_(engine, clock),
+      programmer_(engine, clock),
+      arProgrammer_(engine, clock, options_.ar),
+      mcastProgrammer_(engine, clock),
+      pkeyProgrammer_(engine, clock),
+      sm_(smStateOptions(options_)) {
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   portGuid_ = options_.portGuid;
@@ -32,8 +38,8 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
 }
 
 // A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
-// on its own, 1 s later, then after 2, 4, ... up to 30 s, whatever the sweep interval: nothing else might ever
-// ask it to.
+// on its own, 1 s later, then after 2, 4, ... up to 30 s, whatever the sweep interval: nothing else might
+// ever ask it to.
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   constexpr mad::Duration kFirstRetry = std::chrono::seconds(1), kMaxRetry = std::chrono::seconds(30);
   auto r = heavySweep(cause);
@@ -58,8 +64,9 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
     // Another SM has (or will have) the fabric: leave it alone.
     const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
     report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
-                              (m ? ": master is " + fabric::toString(m->guid) + " (LID " + std::to_string(m->lid) +
-                                       ", priority " + std::to_string(m->priority) + ")"
+                              (m ? ": master is " + fabric::toString(m->guid) + " (LID " +
+                                       std::to_string(m->lid) + ", priority " + std::to_string(m->priority) +
+                                       ")"
                                  : ""));
     report.total = clock_.now() - start;
     return report;
@@ -72,7 +79,8 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   ev.cause = cause;
   ev.action = "heavy sweep";
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
+  ev.smps =
+      applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = applied->total;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
@@ -121,11 +129,14 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   // stays. The route checker guards the result; if it finds a problem the engine's own tables are used.
   if (stabilize && snapshot_) {
     routing::RoutingTables stable = routed->tables;
-    routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids, stable);
+    routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids,
+                              stable);
     routing::CheckOptions co;
     co.checkCdg = co.checkAr = co.checkArCdg = false;  // the engine's guarantees; reachability and loops here
-    if (routing::checkRoutes(topo, assigned->lids, stable, co).ok()) routed->tables = std::move(stable);
-    else report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
+    if (routing::checkRoutes(topo, assigned->lids, stable, co).ok())
+      routed->tables = std::move(stable);
+    else
+      report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
   ProgramOptions program = options_.program;
   program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
@@ -245,13 +256,15 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
       const auto& ot = old->tables.lft[*o];
       size_t n = std::max(nt.size(), ot.size());
       for (size_t lid = 0; lid < n; ++lid) {
-        uint8_t a = lid < nt.size() ? nt[lid] : routing::kNoPort, b = lid < ot.size() ? ot[lid] : routing::kNoPort;
+        uint8_t a = lid < nt.size() ? nt[lid] : routing::kNoPort,
+                b = lid < ot.size() ? ot[lid] : routing::kNoPort;
         ev.lftEntriesChanged += a != b;
       }
     }
   }
   ev.lftBlocksSent = applied->program.lftBlocksSent;
-  ev.smps = applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
+  ev.smps =
+      applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = clock_.now() - eventTime;
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
@@ -310,7 +323,8 @@ void SubnetManager::tick() {
     return;
   }
   if (haTick()) return;
-  // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as written).
+  // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
+  // written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
   const mad::TimePoint now = clock_.now();
   if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
@@ -334,7 +348,8 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
     // master the SM LID of its port names) and ignores responses.
     if (h.method & 0x80) return;
     ++saNotMaster_;
-    const uint8_t resp = h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
+    const uint8_t resp =
+        h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
     (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
     return;
   }
@@ -371,7 +386,8 @@ void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeade
     routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});
     if (owner.node != fabric::kNoNode) {
       const fabric::Node& n = snap->topology->node(owner.node);
-      if (n.isSwitch()) switches.push_back(n.guid);
+      if (n.isSwitch())
+        switches.push_back(n.guid);
       else
         for (const auto& p : n.ports)
           if (p.connected()) switches.push_back(snap->topology->node(p.peerNode).guid);

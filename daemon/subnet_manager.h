@@ -7,9 +7,9 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <tuple>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/ar_programmer.h"
@@ -36,13 +36,12 @@ struct SmOptions {
   unsigned pollRetries = 3;  // standby: failed polls in a row before it takes over
   ProgramOptions program;
   ArOptions ar;  // adaptive routing on the switches (used when routing.computeAr)
-  mad::Duration lightSweepInterval = std::chrono::seconds(10);  // 0 = no light sweeps
+  mad::Duration lightSweepInterval = std::chrono::seconds(10);   // 0 = no light sweeps
   mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
 };
-
 
 struct SweepReport {
   DiscoveryStats discovery;
@@ -61,13 +60,13 @@ struct SweepReport {
 // One entry of the event log: a topology change and what the SM did about it.
 struct TopologyEvent {
   std::chrono::system_clock::time_point when;
-  std::string cause;          // "trap 128 from LID 12", "light sweep", "heavy sweep: start", ...
-  std::string action;         // "targeted re-discovery of 2 switches", "heavy sweep", ...
+  std::string cause;   // "trap 128 from LID 12", "light sweep", "heavy sweep: start", ...
+  std::string action;  // "targeted re-discovery of 2 switches", "heavy sweep", ...
   size_t linksDown = 0, linksUp = 0;
   size_t lftEntriesChanged = 0;  // (switch, LID) routes that changed
   size_t lftBlocksSent = 0;
   size_t smps = 0;
-  mad::Duration convergence{};   // event received -> last changed block acknowledged
+  mad::Duration convergence{};  // event received -> last changed block acknowledged
   bool ok = true;
 };
 
@@ -98,7 +97,8 @@ class SubnetManager {
   // Queues switches for a targeted update (control socket "resweep", tests).
   void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause);
   // Subnet Administration: class 0x03 MADs go to sa; every accepted (non-duplicate) trap to notice.
-  void setSaHandlers(std::function<void(const mad::MadPacket&)> sa, std::function<void(const mad::Notice&)> notice) {
+  void setSaHandlers(std::function<void(const mad::MadPacket&)> sa,
+                     std::function<void(const mad::Notice&)> notice) {
     saHandler_ = std::move(sa);
     noticeHandler_ = std::move(notice);
   }
@@ -118,7 +118,8 @@ class SubnetManager {
   // SMInfo ActCount, the heartbeat a standby may watch: SMPs sent so far (as OpenSM reports it).
   uint32_t actCount() const { return static_cast<uint32_t>(engine_.counters().sent); }
   const ArProgrammer& arProgrammer() const { return arProgrammer_; }
-  // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a change).
+  // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a
+  // change).
   McastGroups& mcastGroups() { return mcastGroups_; }
   const McastReport& lastMcastReport() const { return lastMcast_; }
   const SmOptions& options() const { return options_; }
@@ -155,7 +156,7 @@ class SubnetManager {
   void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
   void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
   void announceTo(const fabric::Topology& topo, fabric::Guid master);  // Trap 144 to the master
-  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);  // Trap 144 with IsSM: an SM appeared
+  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);        // Trap 144 with IsSM: an SM appeared
   std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
   void stateEvent(const std::string& cause, SmState before);
   bool haTick();  // true: the caller returns (not master, or a sweep ran)
@@ -173,16 +174,16 @@ class SubnetManager {
   McastProgrammer mcastProgrammer_;
   PkeyProgrammer pkeyProgrammer_;
   McastReport lastMcast_;
-  uint64_t mcastVersion_ = 0;     // mcastGroups_.version() the MFTs were last written for
+  uint64_t mcastVersion_ = 0;    // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // sm_.masterTerms() at the last ClientReregister run
   SwitchTableCache cache_;
   std::optional<mad::MkeyInfo> mkey_;  // options_.program.mkey as given at construction
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   SmStateMachine sm_;
   fabric::Guid portGuid_;
-  fabric::TopologyPtr seen_;  // the last discovered topology, master or not (to find other SMs)
-  bool takeover_ = false;     // standby: the master is lost
-  bool sweepWanted_ = false;  // a HANDOVER or DISCOVER came: sweep as master
+  fabric::TopologyPtr seen_;           // the last discovered topology, master or not (to find other SMs)
+  bool takeover_ = false;              // standby: the master is lost
+  bool sweepWanted_ = false;           // a HANDOVER or DISCOVER came: sweep as master
   std::optional<fabric::Guid> ackTo_;  // send ACKNOWLEDGE to this SM
   std::set<fabric::Guid> learn_;       // SMs that queried us: look at them
   std::map<fabric::Guid, mad::TimePoint> learnedAt_;
@@ -205,10 +206,11 @@ class SubnetManager {
   TrapCounters traps_;
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::function<void(const mad::Notice&)> noticeHandler_;
-  uint64_t smSets_ = 0;  // SMInfo Sets received
-  uint64_t saNotMaster_ = 0;  // SA requests answered Busy because we are not the master
+  uint64_t smSets_ = 0;                    // SMInfo Sets received
+  uint64_t saNotMaster_ = 0;               // SA requests answered Busy because we are not the master
   std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
-  mad::Duration retryDelay_ = std::chrono::seconds(1);  // until the next retry after that one (doubles to 30 s)
+  mad::Duration retryDelay_ =
+      std::chrono::seconds(1);  // until the next retry after that one (doubles to 30 s)
 };
 
 }  // namespace ibsm::daemon

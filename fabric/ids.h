@@ -24,7 +24,9 @@ using PortNum = StrongId<struct PortNumTag, uint8_t>;
 
 // Unicast LIDs are 1..0xBFFF; 0 is "no LID", 0xC000.. multicast, 0xFFFF permissive.
 inline constexpr uint16_t kMaxUnicastLid = 0xBFFF;
-inline constexpr bool isUnicast(Lid lid) { return lid.value >= 1 && lid.value <= kMaxUnicastLid; }
+inline constexpr bool isUnicast(Lid lid) {
+  return lid.value >= 1 && lid.value <= kMaxUnicastLid;
+}
 
 // "0x0002c903000b2240"
 std::string toString(Guid guid);
@@ -35,5 +37,7 @@ std::optional<Guid> parseGuid(std::string_view text);
 
 template <typename Tag, typename T>
 struct std::hash<ibsm::fabric::StrongId<Tag, T>> {
-  size_t operator()(const ibsm::fabric::StrongId<Tag, T>& id) const noexcept { return std::hash<T>{}(id.value); }
+  size_t operator()(const ibsm::fabric::StrongId<Tag, T>& id) const noexcept {
+    return std::hash<T>{}(id.value);
+  }
 };

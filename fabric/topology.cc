@@ -6,20 +6,29 @@ namespace ibsm::fabric {
 
 const char* toString(NodeType type) {
   switch (type) {
-    case NodeType::kCa: return "CA";
-    case NodeType::kSwitch: return "Switch";
-    case NodeType::kRouter: return "Router";
-    default: return "Unknown";
+    case NodeType::kCa:
+      return "CA";
+    case NodeType::kSwitch:
+      return "Switch";
+    case NodeType::kRouter:
+      return "Router";
+    default:
+      return "Unknown";
   }
 }
 
 const char* toString(PortState state) {
   switch (state) {
-    case PortState::kNoChange: return "NoChange";
-    case PortState::kDown: return "Down";
-    case PortState::kInit: return "Init";
-    case PortState::kArmed: return "Armed";
-    case PortState::kActive: return "Active";
+    case PortState::kNoChange:
+      return "NoChange";
+    case PortState::kDown:
+      return "Down";
+    case PortState::kInit:
+      return "Init";
+    case PortState::kArmed:
+      return "Armed";
+    case PortState::kActive:
+      return "Active";
   }
   return "?";
 }
@@ -79,18 +88,24 @@ Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, Port
   if (a >= nodes_.size() || b >= nodes_.size()) return makeError("connect: no such node");
   Node& na = nodes_[a];
   Node& nb = nodes_[b];
-  auto describe = [](const Node& n, PortNum p) { return toString(n.guid) + "[" + std::to_string(p.value) + "]"; };
+  auto describe = [](const Node& n, PortNum p) {
+    return toString(n.guid) + "[" + std::to_string(p.value) + "]";
+  };
   if (pa.value == 0 || pa.value > na.numPorts)
-    return makeError("port " + describe(na, pa) + " is out of range (1.." + std::to_string(na.numPorts) + ")");
+    return makeError("port " + describe(na, pa) + " is out of range (1.." + std::to_string(na.numPorts) +
+                     ")");
   if (pb.value == 0 || pb.value > nb.numPorts)
-    return makeError("port " + describe(nb, pb) + " is out of range (1.." + std::to_string(nb.numPorts) + ")");
+    return makeError("port " + describe(nb, pb) + " is out of range (1.." + std::to_string(nb.numPorts) +
+                     ")");
   if (a == b && pa == pb) return makeError("port " + describe(na, pa) + " linked to itself");
   Port& x = na.ports[pa.value];
   Port& y = nb.ports[pb.value];
   if (x.connected() && (x.peerNode != b || x.peerPort != pb))
-    return makeError("port " + describe(na, pa) + " is already linked to " + describe(nodes_[x.peerNode], x.peerPort));
+    return makeError("port " + describe(na, pa) + " is already linked to " +
+                     describe(nodes_[x.peerNode], x.peerPort));
   if (y.connected() && (y.peerNode != a || y.peerPort != pa))
-    return makeError("port " + describe(nb, pb) + " is already linked to " + describe(nodes_[y.peerNode], y.peerPort));
+    return makeError("port " + describe(nb, pb) + " is already linked to " +
+                     describe(nodes_[y.peerNode], y.peerPort));
   x.peerNode = b;
   x.peerPort = pb;
   y.peerNode = a;
@@ -140,28 +155,43 @@ Result<TopologyPtr> TopologyBuilder::build() && {
 
 std::string linkWidthString(uint8_t w) {
   switch (w) {
-    case 1: return "1x";
-    case 2: return "4x";
-    case 4: return "8x";
-    case 8: return "12x";
-    case 16: return "2x";
-    default: return "";
+    case 1:
+      return "1x";
+    case 2:
+      return "4x";
+    case 4:
+      return "8x";
+    case 8:
+      return "12x";
+    case 16:
+      return "2x";
+    default:
+      return "";
   }
 }
 
 std::string linkSpeedString(uint8_t speed, uint8_t ext) {
   switch (ext) {
-    case 1: return "FDR";
-    case 2: return "EDR";
-    case 4: return "HDR";
-    case 8: return "NDR";
-    default: break;
+    case 1:
+      return "FDR";
+    case 2:
+      return "EDR";
+    case 4:
+      return "HDR";
+    case 8:
+      return "NDR";
+    default:
+      break;
   }
   switch (speed) {
-    case 1: return "SDR";
-    case 2: return "DDR";
-    case 4: return "QDR";
-    default: return "";
+    case 1:
+      return "SDR";
+    case 2:
+      return "DDR";
+    case 4:
+      return "QDR";
+    default:
+      return "";
   }
 }
 
@@ -169,8 +199,8 @@ std::optional<WidthSpeed> parseWidthSpeed(std::string_view text) {
   static constexpr std::pair<std::string_view, uint8_t> kWidths[] = {
       {"12x", 8}, {"1x", 1}, {"2x", 16}, {"4x", 2}, {"8x", 4}};
   static constexpr std::tuple<std::string_view, uint8_t, uint8_t> kSpeeds[] = {
-      {"SDR", 1, 0}, {"DDR", 2, 0}, {"QDR", 4, 0}, {"FDR10", 4, 0}, {"FDR", 4, 1},
-      {"EDR", 4, 2}, {"HDR", 4, 4}, {"NDR", 4, 8}};
+      {"SDR", 1, 0}, {"DDR", 2, 0}, {"QDR", 4, 0}, {"FDR10", 4, 0},
+      {"FDR", 4, 1}, {"EDR", 4, 2}, {"HDR", 4, 4}, {"NDR", 4, 8}};
   for (auto [wname, w] : kWidths) {
     if (!text.starts_with(wname)) continue;
     std::string_view rest = text.substr(wname.size());

@@ -1,6 +1,6 @@
-// The shared topology model: an immutable snapshot of nodes, ports and links, built once per sweep (or read from
-// a topology file) with TopologyBuilder and then shared as std::shared_ptr<const Topology>. Nodes and ports are
-// held in flat vectors addressed by dense indices so routing can use plain arrays.
+// The shared topology model: an immutable snapshot of nodes, ports and links, built once per sweep (or read
+// from a topology file) with TopologyBuilder and then shared as std::shared_ptr<const Topology>. Nodes and
+// ports are held in flat vectors addressed by dense indices so routing can use plain arrays.
 #pragma once
 
 #include <array>
@@ -49,8 +49,8 @@ struct PortAttrs {
   uint8_t widthEnabled = 0, widthSupported = 0, widthActive = 0;
   uint8_t speedEnabled = 0, speedSupported = 0, speedActive = 0;
   uint8_t speedExtActive = 0, speedExtSupported = 0;  // FDR/EDR/HDR: 1, 2, 4
-  uint8_t mtuCap = 0, neighborMtu = 0;                 // 1=256 ... 5=4096
-  uint8_t vlCap = 0, operVls = 0;                      // 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
+  uint8_t mtuCap = 0, neighborMtu = 0;                // 1=256 ... 5=4096
+  uint8_t vlCap = 0, operVls = 0;                     // 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
   uint32_t capMask = 0;
   uint64_t gidPrefix = 0;  // the subnet prefix of the port's GIDs (the SM sets it)
   bool valid = false;  // false when PortInfo was never read (e.g. a port of a node known only from a file)
@@ -62,8 +62,8 @@ struct Port {
   PortAttrs attrs;
   NodeIndex peerNode = kNoNode;
   PortNum peerPort;
-  // CA ports: the directed route that enters the node through this port (an SMA may refuse a Set of one port's
-  // PortInfo arriving through another); empty when unknown.
+  // CA ports: the directed route that enters the node through this port (an SMA may refuse a Set of one
+  // port's PortInfo arriving through another); empty when unknown.
   DrPath route;
   bool connected() const { return peerNode != kNoNode; }
 };
@@ -145,7 +145,8 @@ using TopologyPtr = std::shared_ptr<const Topology>;
 // Collects nodes and links, checks them, and produces the immutable snapshot.
 class TopologyBuilder {
  public:
-  // Adds a node; ports are created (numPorts + 1 entries) if the node has none. Fails on a duplicate node GUID.
+  // Adds a node; ports are created (numPorts + 1 entries) if the node has none. Fails on a duplicate node
+  // GUID.
   Result<NodeIndex> addNode(Node node);
   std::optional<NodeIndex> findNode(Guid guid) const;
   Node& node(NodeIndex i) { return nodes_.at(i); }
@@ -153,7 +154,10 @@ class TopologyBuilder {
   // Connects two ports; fails if a port number is out of range, a port is already linked elsewhere, or a CA
   // port 0 / switch port 0 is used.
   Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);
-  void setSmPort(NodeIndex node, PortNum port) { smNode_ = node; smPort_ = port; }
+  void setSmPort(NodeIndex node, PortNum port) {
+    smNode_ = node;
+    smPort_ = port;
+  }
   // Fails on duplicate port GUIDs.
   Result<TopologyPtr> build() &&;
 
@@ -165,7 +169,7 @@ class TopologyBuilder {
 };
 
 // Link width/speed as ibnetdiscover prints them ("4xQDR"); empty when unknown.
-std::string linkWidthString(uint8_t widthActive);  // 1x, 4x, 8x, 12x, 2x
+std::string linkWidthString(uint8_t widthActive);                          // 1x, 4x, 8x, 12x, 2x
 std::string linkSpeedString(uint8_t speedActive, uint8_t speedExtActive);  // SDR, DDR, QDR, FDR, EDR, HDR
 // Inverse of the two above: "4xQDR" -> (width, speed, speedExt); nullopt when unparseable.
 struct WidthSpeed {

@@ -1,6 +1,7 @@
-// Topology files in ibnetdiscover's text format — what ibnetdiscover prints, what ibsim loads as a net file, and
-// what `ibsmd --discover-only --topology-out` and ibsm-fabric write. The reader also takes plain ibsim net files
-// (no GUID lines): their GUIDs are assigned the way ibsim assigns them, so a file and the simulated fabric agree.
+// Topology files in ibnetdiscover's text format — what ibnetdiscover prints, what ibsim loads as a net file,
+// and what `ibsmd --discover-only --topology-out` and ibsm-fabric write. The reader also takes plain ibsim
+// net files (no GUID lines): their GUIDs are assigned the way ibsim assigns them, so a file and the simulated
+// fabric agree.
 #pragma once
 
 #include <string>

@@ -27,8 +27,8 @@ void setVendorField(uint8_t* d, VendorField f, uint32_t value) {
 
 namespace {
 
-// AdaptiveRoutingInfo, as ibis' adaptive_routing_info ("0x0.0 - 0x0.0" = word 0, bit 0). In bytes: byte 0 holds
-// no_fallback..dyn_cap_calc_sup (bits 24-30), byte 1 direction_num_sup, byte 2 group_table_copy_sup /
+// AdaptiveRoutingInfo, as ibis' adaptive_routing_info ("0x0.0 - 0x0.0" = word 0, bit 0). In bytes: byte 0
+// holds no_fallback..dyn_cap_calc_sup (bits 24-30), byte 1 direction_num_sup, byte 2 group_table_copy_sup /
 // sub_grps_active, byte 3 the enable/feature bits (OpenSM's enable_features); bytes 4-7 OpenSM's group_info.
 namespace arinfo {
 constexpr VendorField kEnable{0, 0, 1};
@@ -61,10 +61,18 @@ constexpr VendorField kAgeingTime{16, 0, 32};
 
 // ARLinearForwardingTable entry i is the word at 4 * i (OpenSM: state_table, legacy_port, group_number).
 namespace arlft {
-constexpr VendorField group(unsigned i) { return {static_cast<uint16_t>(4 * i), 0, 12}; }
-constexpr VendorField defaultPort(unsigned i) { return {static_cast<uint16_t>(4 * i), 16, 8}; }
-constexpr VendorField table(unsigned i) { return {static_cast<uint16_t>(4 * i), 24, 4}; }
-constexpr VendorField lidState(unsigned i) { return {static_cast<uint16_t>(4 * i), 30, 2}; }
+constexpr VendorField group(unsigned i) {
+  return {static_cast<uint16_t>(4 * i), 0, 12};
+}
+constexpr VendorField defaultPort(unsigned i) {
+  return {static_cast<uint16_t>(4 * i), 16, 8};
+}
+constexpr VendorField table(unsigned i) {
+  return {static_cast<uint16_t>(4 * i), 24, 4};
+}
+constexpr VendorField lidState(unsigned i) {
+  return {static_cast<uint16_t>(4 * i), 30, 2};
+}
 }  // namespace arlft
 
 // ARGroupTable: slot s is 32 bytes at 32 * s, a 256-bit big-endian mask; port p is bit p % 32 of the word
@@ -105,8 +113,8 @@ fabric::Result<ArInfo> decodeArInfo(const uint8_t* d) {
   a.byTransportDisable = static_cast<uint8_t>(getVendorField(d, kByTransportDisable));
   a.ageingTimeUs = getVendorField(d, kAgeingTime);
   if (a.groupCap != 0 && a.groupTop >= a.groupCap)
-    return fabric::makeError("AdaptiveRoutingInfo: group_top " + std::to_string(a.groupTop) + " past group_cap " +
-                             std::to_string(a.groupCap));
+    return fabric::makeError("AdaptiveRoutingInfo: group_top " + std::to_string(a.groupTop) +
+                             " past group_cap " + std::to_string(a.groupCap));
   return a;
 }
 

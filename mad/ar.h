@@ -4,7 +4,8 @@
 //
 // Sources of the layouts (public, checked against each other):
 //  - NVIDIA's ibis "packets_layouts.h" (generated from the adb register files): adaptive_routing_info,
-//    ib_portgroup_block_element / ib_ar_group_table, ib_ar_lft_block_element_sx / ib_ar_linear_forwarding_table_sx;
+//    ib_portgroup_block_element / ib_ar_group_table, ib_ar_lft_block_element_sx /
+//    ib_ar_linear_forwarding_table_sx;
 //  - NVIDIA's OpenSM iba/ib_types.h: ib_ar_info_t (enable_features, group_info, ...), ib_ar_lft_entry_t
 //    (state_table, legacy_port, group_number; IB_AR_LFT_BLOCK_SIZE = 16), ib_ar_group_table_t.
 // Both agree on every field used here. What is NOT verified is listed at each codec (attribute modifiers, the
@@ -35,20 +36,21 @@ void setVendorField(uint8_t* data, VendorField field, uint32_t value);  // value
 // read-only; the SM writes enable, group_top, sub_grps_active, by_sl_en/mask, by_transport_disable, ageing.
 struct ArInfo {
   bool enabled = false;  // "e": AR is on; while on, the ARLFT supersedes the plain LFT
-  bool arnSupported = false, frnSupported = false, frSupported = false, frEnabled = false, rnXmitEnabled = false;
-  uint8_t subGroupsActive = 0;      // ARSubGroups per ARGroup in use (0: one mask per group, see ARGroupTable)
+  bool arnSupported = false, frnSupported = false, frSupported = false, frEnabled = false,
+       rnXmitEnabled = false;
+  uint8_t subGroupsActive = 0;  // ARSubGroups per ARGroup in use (0: one mask per group, see ARGroupTable)
   uint8_t groupTableCopySupported = 0;
   uint8_t directionsSupported = 0;
-  bool noFallback = false;          // 0: a plain LFT Set turns AR off; 1: a plain LFT Set is refused
+  bool noFallback = false;  // 0: a plain LFT Set turns AR off; 1: a plain LFT Set is refused
   bool is4Mode = false, globalGroups = false, bySlCap = false, bySlEnabled = false, byTransportCap = false,
        dynamicCapCalc = false;
-  uint16_t groupCap = 0;            // ARGroups per group table; 0: AR not supported (12 bits)
-  uint16_t groupTop = 0;            // highest enabled group number (12 bits)
+  uint16_t groupCap = 0;  // ARGroups per group table; 0: AR not supported (12 bits)
+  uint16_t groupTop = 0;  // highest enabled group number (12 bits)
   uint8_t groupTableCap = 0, stringWidthCap = 0;
   uint8_t arVersionCap = 0, rnVersionCap = 0, subGroupsSupported = 0;
-  uint16_t enableBySlMask = 0;      // SLs AR applies to when bySlEnabled
-  uint8_t byTransportDisable = 0;   // bit 0 UD, 1 RC, 2 UC, 3 DC
-  uint32_t ageingTimeUs = 0;        // flowlet ageing, microseconds
+  uint16_t enableBySlMask = 0;     // SLs AR applies to when bySlEnabled
+  uint8_t byTransportDisable = 0;  // bit 0 UD, 1 RC, 2 UC, 3 DC
+  uint32_t ageingTimeUs = 0;       // flowlet ageing, microseconds
   bool operator==(const ArInfo&) const = default;
 };
 // Fails when group_top lies past group_cap (a corrupt or foreign attribute).
@@ -72,12 +74,13 @@ void encodeArGroupBlock(const ArGroupBlock& block, uint8_t* data);
 uint32_t arGroupTableAttrMod(uint32_t block);
 inline constexpr uint32_t kArGroupBlockMax = 0xFFF;
 
-// --- ARLinearForwardingTable (0xFF22): per LID {GroupNumber (12 bits; the port for a static LID), DefaultPort
-// (the static/legacy port), TableNumber (4 bits), LidState (2 bits)} in a 4-byte entry, 16 entries per 64-byte
-// block (OpenSM's IB_AR_LFT_BLOCK_SIZE, ibis' ib_ar_lft_block_element_sx), block b covering LIDs 16b..16b+15.
-// Unverified: ibis names the 16-entry layout "SX" and knows a second ("NoSX") ARLFT layout whose definition
-// is not public; 32 entries per 64-byte block cannot carry all four fields, so this codec uses the 16-entry
-// layout, the only one both public sources define. Attribute modifier: block in bits [15:0], pLFT 0.
+// --- ARLinearForwardingTable (0xFF22): per LID {GroupNumber (12 bits; the port for a static LID),
+// DefaultPort (the static/legacy port), TableNumber (4 bits), LidState (2 bits)} in a 4-byte entry, 16
+// entries per 64-byte block (OpenSM's IB_AR_LFT_BLOCK_SIZE, ibis' ib_ar_lft_block_element_sx), block b
+// covering LIDs 16b..16b+15. Unverified: ibis names the 16-entry layout "SX" and knows a second ("NoSX")
+// ARLFT layout whose definition is not public; 32 entries per 64-byte block cannot carry all four fields, so
+// this codec uses the 16-entry layout, the only one both public sources define. Attribute modifier: block in
+// bits [15:0], pLFT 0.
 inline constexpr unsigned kArLftEntriesPerBlock = 16;
 inline constexpr uint32_t kArLftBlockMax = 0xFFFF;
 enum class ArLidState : uint8_t { kBounded = 0, kFree = 1, kStatic = 2 };

@@ -1,5 +1,4 @@
 #include "mad/fake_fabric.h"
-#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
@@ -7,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "mad/fields.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
 
@@ -14,9 +14,9 @@ namespace ibsm::mad {
 
 namespace {
 
-constexpr uint16_t kStatusInvalidField = 0x1C;        // "invalid value in an attribute field / modifier"
-constexpr uint16_t kStatusUnsupportedAttr = 0x0C;     // attribute not supported by this node type
-constexpr int kTransportDrop = 110;                   // umad2sim's status for a MAD nobody handles
+constexpr uint16_t kStatusInvalidField = 0x1C;     // "invalid value in an attribute field / modifier"
+constexpr uint16_t kStatusUnsupportedAttr = 0x0C;  // attribute not supported by this node type
+constexpr int kTransportDrop = 110;                // umad2sim's status for a MAD nobody handles
 constexpr uint8_t kLinkUp = 5, kPolling = 2;
 constexpr unsigned kLidHopLimit = 16;
 constexpr size_t kLftBlock = 64;
@@ -29,8 +29,12 @@ using fields::get64;
 using fields::set;
 using fields::set64;
 
-uint8_t state(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_STATE_F)); }
-uint8_t physState(const uint8_t* pi) { return static_cast<uint8_t>(get(pi, IB_PORT_PHYS_STATE_F)); }
+uint8_t state(const uint8_t* pi) {
+  return static_cast<uint8_t>(get(pi, IB_PORT_STATE_F));
+}
+uint8_t physState(const uint8_t* pi) {
+  return static_cast<uint8_t>(get(pi, IB_PORT_PHYS_STATE_F));
+}
 
 }  // namespace
 
@@ -272,7 +276,8 @@ FakeFabric::Answer FakeFabric::dispatch(Endpoint at, uint8_t method, uint16_t at
       ni.numPorts = node.numPorts;
       ni.nodeGuid = node.guid;
       ni.systemGuid = node.systemGuid.value ? node.systemGuid : node.guid;
-      if (node.isSwitch()) ni.portGuid = node.ports[0].guid.value ? node.ports[0].guid : node.guid;
+      if (node.isSwitch())
+        ni.portGuid = node.ports[0].guid.value ? node.ports[0].guid : node.guid;
       else
         ni.portGuid = node.ports[at.port].guid.value ? node.ports[at.port].guid
                                                      : fabric::Guid{node.guid.value + at.port};
@@ -337,7 +342,8 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
       if (!node.isSwitch() || port == 0) {
         set(pi, IB_PORT_LID_F, get(req, IB_PORT_LID_F));
         set(pi, IB_PORT_SMLID_F, get(req, IB_PORT_SMLID_F));
-        mad_set_field64(pi, 0, IB_PORT_GID_PREFIX_F, mad_get_field64(const_cast<uint8_t*>(req), 0, IB_PORT_GID_PREFIX_F));
+        mad_set_field64(pi, 0, IB_PORT_GID_PREFIX_F,
+                        mad_get_field64(const_cast<uint8_t*>(req), 0, IB_PORT_GID_PREFIX_F));
         set(pi, IB_PORT_LMC_F, get(req, IB_PORT_LMC_F));
         set(pi, IB_PORT_SUBN_TIMEOUT_F, get(req, IB_PORT_SUBN_TIMEOUT_F));
         if (options_.enforceMkey) setPortInfoMkey(pi, decodePortInfoMkeyInfo(req));  // ibsim drops these
@@ -364,7 +370,7 @@ bool FakeFabric::setPortState(NodeIndex node, unsigned port, uint8_t want) {
   constexpr uint8_t kDown = 1, kInit = 2, kArmed = 3, kActive = 4;
   uint8_t cur = state(pi);
   if (n.isSwitch() && port == 0) return want <= kDown;  // port 0 has no link state to change
-  if (want == cur) return false;                       // ibsim refuses a Set of the current state
+  if (want == cur) return false;                        // ibsim refuses a Set of the current state
   if (!linkUpAt(node, port)) return false;
   const fabric::Port& p = n.ports[port];
   uint8_t peer = state(nodes_[p.peerNode].portInfo[p.peerPort.value].data());
@@ -436,7 +442,8 @@ FakeFabric::Answer FakeFabric::linearFdb(NodeIndex sw, uint8_t method, uint32_t 
   return a;
 }
 
-FakeFabric::Answer FakeFabric::multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* req) {
+FakeFabric::Answer FakeFabric::multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod,
+                                            const uint8_t* req) {
   NodeState& st = nodes_[sw];
   Answer a;
   a.kind = Answer::kReply;
@@ -472,7 +479,8 @@ FakeFabric::Answer FakeFabric::pkeyTable(Endpoint at, uint8_t method, uint32_t a
     return a;
   }
   std::vector<uint16_t>& table = nodes_[at.node].pkeys[port];
-  const size_t first = block * kPkeyBlockEntries, n = std::min<size_t>(kPkeyBlockEntries, table.size() - first);
+  const size_t first = block * kPkeyBlockEntries,
+               n = std::min<size_t>(kPkeyBlockEntries, table.size() - first);
   if (method == kSet) {
     PkeyBlock in = decodePkeyBlock(req);
     std::copy_n(in.begin(), n, table.begin() + static_cast<long>(first));
@@ -506,8 +514,8 @@ std::vector<unsigned> FakeFabric::mftPorts(NodeIndex sw, uint16_t mlid) const {
   return ports;
 }
 
-FakeFabric::Answer FakeFabric::adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod,
-                                               const uint8_t* req) {
+FakeFabric::Answer FakeFabric::adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId,
+                                               uint32_t attrMod, const uint8_t* req) {
   NodeState& st = nodes_[sw];
   Answer a;
   if (st.arMode == FakeArMode::kDrop) {
@@ -565,7 +573,8 @@ FakeFabric::Answer FakeFabric::adaptiveRouting(NodeIndex sw, uint8_t method, uin
       bool ok = b.ok();
       for (unsigned i = 0; ok && i < kArLftEntriesPerBlock; ++i)
         if ((*b)[i].state != ArLidState::kStatic && (*b)[i].group >= st.ar.groupCap) ok = false;
-      if (!ok) a.status = kStatusInvalidField;
+      if (!ok)
+        a.status = kStatusInvalidField;
       else
         std::copy(b->begin(), b->end(), st.arLft.begin() + static_cast<ptrdiff_t>(first));
     }
@@ -643,7 +652,7 @@ void FakeFabric::sendTrap128(NodeIndex sw) {
   set(d, IB_NOTICE_TRAP_NUMBER_F, 128);
   set(d, IB_NOTICE_ISSUER_LID_F, lid);
   set(d, IB_NOTICE_DATA_LID_F, lid);
-  setTid(m, 0);  // as ibsim sends it
+  setTid(m, 0);                          // as ibsim sends it
   m.addr = MadAddress{lid, 0, 0, 0, 0};  // where it came from, as umad reports a received MAD
   ++trapsSent_;
   deliver(std::move(m));
@@ -706,8 +715,10 @@ MkeyInfo FakeFabric::portMkey(NodeIndex node, PortNum port) const {
 }
 
 void FakeFabric::deliver(MadPacket trap) {
-  if (port_) port_->inject(std::move(trap));
-  else pendingTraps_.push_back(std::move(trap));
+  if (port_)
+    port_->inject(std::move(trap));
+  else
+    pendingTraps_.push_back(std::move(trap));
 }
 
 std::vector<MadPacket> FakeFabric::takeTraps() {
@@ -733,9 +744,11 @@ LocalPortInfo FakeFabric::localPort() const {
   LocalPortInfo l;
   l.caName = "fake0";
   l.portNum = smPort_;
-  if (node.isSwitch()) l.portGuid = node.ports[0].guid.value ? node.ports[0].guid : node.guid;
+  if (node.isSwitch())
+    l.portGuid = node.ports[0].guid.value ? node.ports[0].guid : node.guid;
   else
-    l.portGuid = node.ports[smPort_].guid.value ? node.ports[smPort_].guid : fabric::Guid{node.guid.value + smPort_};
+    l.portGuid =
+        node.ports[smPort_].guid.value ? node.ports[smPort_].guid : fabric::Guid{node.guid.value + smPort_};
   l.lid = static_cast<uint16_t>(get(pi, IB_PORT_LID_F));
   l.smLid = static_cast<uint16_t>(get(pi, IB_PORT_SMLID_F));
   l.lmc = static_cast<uint8_t>(get(pi, IB_PORT_LMC_F));
@@ -748,7 +761,9 @@ void FakeFabric::setDropRate(double rate, uint64_t seed) {
   rng_.seed(seed);
 }
 
-void FakeFabric::setGarbageNodeInfo(NodeIndex node, bool garbage) { nodes_.at(node).garbageNodeInfo = garbage; }
+void FakeFabric::setGarbageNodeInfo(NodeIndex node, bool garbage) {
+  nodes_.at(node).garbageNodeInfo = garbage;
+}
 
 void FakeFabric::setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps) {
   assert(topo_->node(sw).isSwitch());
@@ -768,8 +783,10 @@ void FakeFabric::setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps) {
 }
 
 void FakeFabric::rejectArBlock(NodeIndex sw, uint16_t attrId, uint32_t block, bool reject) {
-  if (reject) nodes_.at(sw).rejected.insert({attrId, block});
-  else nodes_.at(sw).rejected.erase({attrId, block});
+  if (reject)
+    nodes_.at(sw).rejected.insert({attrId, block});
+  else
+    nodes_.at(sw).rejected.erase({attrId, block});
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -805,7 +822,9 @@ std::vector<uint8_t> FakeFabric::lft(NodeIndex sw) const {
   return out;
 }
 
-ArInfo FakeFabric::arInfo(NodeIndex sw) const { return nodes_.at(sw).ar; }
+ArInfo FakeFabric::arInfo(NodeIndex sw) const {
+  return nodes_.at(sw).ar;
+}
 
 ArPortMask FakeFabric::arGroup(NodeIndex sw, uint16_t group) const {
   const auto& g = nodes_.at(sw).arGroups;

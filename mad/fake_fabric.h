@@ -2,23 +2,26 @@
 // fabric::Topology, so Discoverer, Programmer, ArProgrammer and trap handling can be tested without ibsim.
 // Install it as a FakeMadPort's responder (attach()); every SMP the SM sends is answered, lost or dropped the
 // way ibsim 0.10 does it (docs: /work/shared/reference/ibsim.md):
-//  - directed route walks InitialPath from the SM's port; a hop through a CA, an unlinked port or a port whose
+//  - directed route walks InitialPath from the SM's port; a hop through a CA, an unlinked port or a port
+//  whose
 //    link is not LinkUp loses the SMP (no answer: the SM sees a timeout);
 //  - LID-routed SMPs follow the LFTs the SM programmed (LinearFDBTop, 0xFF entries, ports past NumPorts and
 //    non-ACTIVE ports on the way lose them; at most 16 hops); the answer must find its way back by LID too;
-//  - NodeInfo, NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable are implemented with ibsim's rules
+//  - NodeInfo, NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable are implemented with ibsim's
+//  rules
 //    (PortInfo Set: LID/LMC/MasterSMLID kept and written even when the state change is refused; a state is
 //    refused with status 0x1C when it is the current one, INIT->ACTIVE, ACTIVE before both ends are ARMED,
 //    above Down on switch port 0 or on a port without link; a PortInfo Set reaching a CA through another port
 //    than the target one is refused with 0x1C). Other attributes come back at once with transport status 110
 //    (umad2sim's answer for MADs no SMA handles);
-//  - P_KeyTable (Get/Set) per port with ibsim's sizes (CA 64 entries, switch port 0 8, switch ports 64, unless
+//  - P_KeyTable (Get/Set) per port with ibsim's sizes (CA 64 entries, switch port 0 8, switch ports 64,
+//  unless
 //    the topology gives PartitionCap / PartitionEnforcementCap) and its boot content: 0xFFFF in entry 0;
 //  - MulticastForwardingTable blocks are stored (Get/Set; a block past MulticastFDBCap or a position past
 //    NumPorts is refused with 0x1C); multicast packets themselves are never forwarded, as in ibsim;
 //  - the vendor adaptive-routing attributes (AdaptiveRoutingInfo, ARGroupTable, ARLinearForwardingTable) are
-//    dropped with status 110 unless a switch is given AR (setArMode); then they are stored per switch, a plain
-//    LFT Set turns AR off (no_fallback = 0), and single blocks can be made to fail with 0x1C.
+//    dropped with status 110 unless a switch is given AR (setArMode); then they are stored per switch, a
+//    plain LFT Set turns AR off (no_fallback = 0), and single blocks can be made to fail with 0x1C.
 // Link changes (linkDown/linkUp) set SwitchInfo.PortStateChange and queue Trap 128 from port 0 of each switch
 // end that has a LID and an SM LID; the trap is LID-routed to that SM LID (lost if it cannot get there) and
 // delivered as an unsolicited SubnTrap MAD into the attached port.
@@ -31,8 +34,8 @@
 // emulated (there is no clock): protect bits never fall back. Without enforceMkey the fields are dropped on a
 // Set and never checked, as in ibsim 0.10.
 //
-// Not emulated: P_Key enforcement, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0 beyond
-// base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
+// Not emulated: P_Key enforcement, SL2VL/VLArb, multicast forwarding, LMC-based LID ranges of switch port 0
+// beyond base LID + 2^LMC, routers. Deterministic: the drop rate uses its own seeded generator.
 #pragma once
 
 #include <array>
@@ -56,8 +59,8 @@ struct FakeFabricOptions {
   // LinearFDBTop 0, every LFT entry 0xFF. false: port states and LIDs come from the topology's PortAttrs.
   bool boot = true;
   uint16_t linearFdbCap = 0xC000;  // for switches whose SwitchAttrs do not say
-  // Where the SM's port is; default: the topology's smNode()/smPort(), else the first linked port of the first
-  // CA, else port 0 of the first switch.
+  // Where the SM's port is; default: the topology's smNode()/smPort(), else the first linked port of the
+  // first CA, else port 0 of the first switch.
   std::optional<std::pair<fabric::NodeIndex, fabric::PortNum>> smPort;
   bool enforceMkey = false;  // M_Key as IBA specifies it (see above); false: as ibsim, which ignores it
 };
@@ -120,12 +123,14 @@ class FakeFabric {
   uint64_t received(uint16_t attrId) const;
   uint64_t receivedSets(uint16_t attrId) const;
   uint64_t receivedTotal() const { return receivedTotal_; }
-  uint64_t lost() const { return lost_; }              // no answer at all (drop rate, broken path, silent)
+  uint64_t lost() const { return lost_; }  // no answer at all (drop rate, broken path, silent)
   uint64_t droppedByRate() const { return droppedByRate_; }
   uint64_t trapsSent() const { return trapsSent_; }
   uint64_t trapsLost() const { return trapsLost_; }
   uint64_t mkeyViolations() const { return mkeyViolations_; }  // SMPs discarded for a wrong M_Key
-  uint64_t clientReregistrations() const { return reregistrations_; }  // CA PortInfo Sets with ClientReregister
+  uint64_t clientReregistrations() const {
+    return reregistrations_;
+  }  // CA PortInfo Sets with ClientReregister
   // Every SMP that reached an SMA, in order, with the status it was answered with.
   struct SmpRecord {
     NodeIndex node;
@@ -155,14 +160,14 @@ class FakeFabric {
   struct NodeState {
     std::vector<Raw> portInfo;  // [port]
     Raw switchInfo{};
-    std::vector<uint8_t> lft;   // grows as blocks are written
+    std::vector<uint8_t> lft;  // grows as blocks are written
     bool garbageNodeInfo = false;
     FakeArMode arMode = FakeArMode::kDrop;
     ArInfo ar;
-    std::vector<ArPortMask> arGroups;     // grows as blocks are written
-    std::vector<ArLftEntry> arLft;        // grows as blocks are written
+    std::vector<ArPortMask> arGroups;  // grows as blocks are written
+    std::vector<ArLftEntry> arLft;     // grows as blocks are written
     std::set<std::pair<uint16_t, uint32_t>> rejected;
-    std::map<uint32_t, MftBlock> mft;     // by attribute modifier (position << 28 | block)
+    std::map<uint32_t, MftBlock> mft;          // by attribute modifier (position << 28 | block)
     std::vector<std::vector<uint16_t>> pkeys;  // [port]: the P_Key table
   };
   struct Endpoint {
@@ -188,7 +193,8 @@ class FakeFabric {
   Answer multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* data);
   Answer pkeyTable(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* data);
   uint16_t pkeyTableSize(NodeIndex node, unsigned port) const;
-  Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
+  Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod,
+                         const uint8_t* data);
   bool setPortState(NodeIndex node, unsigned port, uint8_t state);
   void setLinkState(NodeIndex node, unsigned port, uint8_t state, uint8_t physState);
   void portStateChanged(NodeIndex node);
@@ -211,7 +217,8 @@ class FakeFabric {
   double dropRate_ = 0;
   std::mt19937_64 rng_{1};
   std::map<uint16_t, uint64_t> received_, receivedSets_;
-  uint64_t receivedTotal_ = 0, reregistrations_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0, trapsLost_ = 0;
+  uint64_t receivedTotal_ = 0, reregistrations_ = 0, lost_ = 0, droppedByRate_ = 0, trapsSent_ = 0,
+           trapsLost_ = 0;
   uint64_t mkeyViolations_ = 0;
   std::vector<SmpRecord> log_;
 };

@@ -1,6 +1,6 @@
-// In-memory MadPort for unit tests. Sent MADs are recorded and offered to a responder, which may answer at once
-// (return packets), answer later (keep the request and inject() later), or drop it. receive() on an empty queue
-// advances the FakeClock by the timeout, so time-outs happen without sleeping.
+// In-memory MadPort for unit tests. Sent MADs are recorded and offered to a responder, which may answer at
+// once (return packets), answer later (keep the request and inject() later), or drop it. receive() on an
+// empty queue advances the FakeClock by the timeout, so time-outs happen without sleeping.
 #pragma once
 
 #include <deque>

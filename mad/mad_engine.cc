@@ -38,7 +38,10 @@ fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {
   MadPacket stamped = mad;
   stampMkey(stamped);
   auto sent = port_.send(stamped, options_.timeout);
-  if (sent) ++counters_.sent; else ++counters_.sendErrors;
+  if (sent)
+    ++counters_.sent;
+  else
+    ++counters_.sendErrors;
   return sent;
 }
 
@@ -105,7 +108,10 @@ void MadEngine::handle(const MadPacket& mad) {
   uint32_t tid = static_cast<uint32_t>(header->tid);
   if (mad.status == kTransportTimeoutStatus) {
     // The transport handed back a send it gave up on (umad2sim does so at once for a dropped MAD).
-    if (inFlight_.count(tid)) attemptFailed(tid); else ++counters_.unexpected;
+    if (inFlight_.count(tid))
+      attemptFailed(tid);
+    else
+      ++counters_.unexpected;
     return;
   }
   if (!header->isResponse()) {
@@ -118,7 +124,8 @@ void MadEngine::handle(const MadPacket& mad) {
     ++counters_.unexpected;
     return;
   }
-  if (header->mgmtClass != it->second.mgmtClass || header->attrId != it->second.attrId || mad.size < kMadSize) {
+  if (header->mgmtClass != it->second.mgmtClass || header->attrId != it->second.attrId ||
+      mad.size < kMadSize) {
     ++counters_.dropped;  // right TID, wrong answer: keep waiting for the real one (or the timeout)
     return;
   }

@@ -1,9 +1,9 @@
-// Transactions over a MadPort: assigns TIDs, keeps at most `window` requests in flight (the rest queue in FIFO
-// order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half), times
-// out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody asked for
-// to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a response)
-// whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it. Single-threaded:
-// call poll() from the event loop; completions run inside poll().
+// Transactions over a MadPort: assigns TIDs, keeps at most `window` requests in flight (the rest queue in
+// FIFO order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half),
+// times out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody
+// asked for to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a
+// response) whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it.
+// Single-threaded: call poll() from the event loop; completions run inside poll().
 #pragma once
 
 #include <cstdint>
@@ -79,7 +79,9 @@ class MadEngine {
   // Polls until nothing is queued or in flight.
   void runUntilIdle();
   bool idle() const { return inFlight_.empty() && queue_.empty(); }
-  int eventFd() const { return port_.eventFd(); }  // readable while received MADs wait; -1 if the port has none
+  int eventFd() const {
+    return port_.eventFd();
+  }  // readable while received MADs wait; -1 if the port has none
   size_t inFlight() const { return inFlight_.size(); }
   size_t queued() const { return queue_.size(); }
   size_t maxInFlightSeen() const { return maxInFlight_; }

@@ -65,7 +65,7 @@ struct MadPacket {
   std::array<uint8_t, kMadSize> bytes{};
   size_t size = kMadSize;  // bytes received (a short MAD is dropped by the engine)
   MadAddress addr;
-  int status = 0;          // transport status: 0 ok, 110 (ETIMEDOUT) when the transport gave up on a send
+  int status = 0;  // transport status: 0 ok, 110 (ETIMEDOUT) when the transport gave up on a send
 };
 
 }  // namespace ibsm::mad

@@ -29,8 +29,8 @@ class MadPort {
   // Queues one MAD for sending; timeout is the per-attempt timeout the transport may enforce itself (a MAD it
   // gives up on comes back from receive() with status 110). An Error means the MAD did not leave.
   virtual fabric::Result<void> send(const MadPacket& mad, Duration timeout) = 0;
-  // The next received MAD (a response, a request, a trap, or a send the transport gave up on), waiting at most
-  // timeout; nullopt when nothing arrived.
+  // The next received MAD (a response, a request, a trap, or a send the transport gave up on), waiting at
+  // most timeout; nullopt when nothing arrived.
   virtual std::optional<MadPacket> receive(Duration timeout) = 0;
   // A file descriptor that is readable while receive() has something, for an event loop; -1 if none.
   virtual int eventFd() const = 0;

@@ -1,9 +1,10 @@
 #include "mad/mcmember.h"
-#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
 #include <algorithm>
+
+#include "mad/fields.h"
 
 namespace ibsm::mad {
 

@@ -17,9 +17,9 @@ inline constexpr size_t kMcMemberRecordSize = 52;
 namespace mcm {
 inline constexpr uint64_t kMgid = 1u << 0, kPortGid = 1u << 1, kQkey = 1u << 2, kMlid = 1u << 3,
                           kMtuSelector = 1u << 4, kMtu = 1u << 5, kTClass = 1u << 6, kPkey = 1u << 7,
-                          kRateSelector = 1u << 8, kRate = 1u << 9, kLifeSelector = 1u << 10, kLife = 1u << 11,
-                          kSl = 1u << 12, kFlowLabel = 1u << 13, kHopLimit = 1u << 14, kScope = 1u << 15,
-                          kJoinState = 1u << 16, kProxyJoin = 1u << 17;
+                          kRateSelector = 1u << 8, kRate = 1u << 9, kLifeSelector = 1u << 10,
+                          kLife = 1u << 11, kSl = 1u << 12, kFlowLabel = 1u << 13, kHopLimit = 1u << 14,
+                          kScope = 1u << 15, kJoinState = 1u << 16, kProxyJoin = 1u << 17;
 }  // namespace mcm
 
 // JoinState bits.
@@ -32,7 +32,7 @@ struct McMemberRecord {
   Gid mgid{}, portGid{};
   uint32_t qkey = 0;
   uint16_t mlid = 0;
-  uint8_t mtuSelector = 0, mtu = 0;    // MTU enum: 1=256 ... 5=4096
+  uint8_t mtuSelector = 0, mtu = 0;  // MTU enum: 1=256 ... 5=4096
   uint8_t tclass = 0;
   uint16_t pkey = 0;
   uint8_t rateSelector = 0, rate = 0;  // rate enum: 2=2.5 Gb/s, 3=10, 6=20, 4=30, ...

@@ -1,11 +1,11 @@
 #include "mad/notice.h"
-#include "mad/fields.h"
 
 #include <endian.h>
 #include <infiniband/mad.h>
 
 #include <cstring>
 
+#include "mad/fields.h"
 #include "mad/smp.h"
 
 namespace ibsm::mad {
@@ -30,13 +30,16 @@ fabric::Result<Notice> decodeNotice(const MadPacket& trap) {
   n.producerType = get(d, IB_NOTICE_PRODUCER_F);
   n.trapNumber = static_cast<uint16_t>(get(d, IB_NOTICE_TRAP_NUMBER_F));
   n.issuerLid = static_cast<uint16_t>(get(d, IB_NOTICE_ISSUER_LID_F));
-  if (!n.generic) return fabric::makeError("vendor-specific notice (trap " + std::to_string(n.trapNumber) + ")");
+  if (!n.generic)
+    return fabric::makeError("vendor-specific notice (trap " + std::to_string(n.trapNumber) + ")");
   switch (n.trapNumber) {
     case 128:
     case 256:  // Bad M_Key: LIDADDR is where the SMP came from (the issuer is the protected port)
       n.lidAddr = static_cast<uint16_t>(get(d, IB_NOTICE_DATA_LID_F));
       break;
-    case 129: case 130: case 131:
+    case 129:
+    case 130:
+    case 131:
       n.lidAddr = static_cast<uint16_t>(get(d, IB_NOTICE_DATA_144_LID_F));
       n.portNum = d[kDetails + 5];
       break;
@@ -54,7 +57,8 @@ fabric::Result<Notice> decodeNotice(const MadPacket& trap) {
   }
   // umad2sim/ibsim leave IssuerLID 0 on switch traps; the LID the trap is about is what matters.
   if (n.trapNumber >= 128 && n.trapNumber <= 145 && (n.lidAddr == 0 || n.lidAddr > 0xBFFF))
-    return fabric::makeError("trap " + std::to_string(n.trapNumber) + " names LID " + std::to_string(n.lidAddr));
+    return fabric::makeError("trap " + std::to_string(n.trapNumber) + " names LID " +
+                             std::to_string(n.lidAddr));
   return n;
 }
 

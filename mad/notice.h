@@ -15,10 +15,10 @@ struct Notice {
   uint32_t producerType = 0;  // generic notices: 1 CA, 2 switch, 3 router, 4 class manager
   uint16_t trapNumber = 0;
   uint16_t issuerLid = 0;
-  uint16_t lidAddr = 0;       // the LID the trap is about (128: the switch; 129-131, 144, 145: the port;
-                              // 256 Bad M_Key: the requester that presented the wrong key)
-  uint8_t portNum = 0;        // 129, 130, 131: the port with the error
-  uint32_t capMask = 0;       // 144: the new capability mask
+  uint16_t lidAddr = 0;          // the LID the trap is about (128: the switch; 129-131, 144, 145: the port;
+                                 // 256 Bad M_Key: the requester that presented the wrong key)
+  uint8_t portNum = 0;           // 129, 130, 131: the port with the error
+  uint32_t capMask = 0;          // 144: the new capability mask
   uint64_t systemImageGuid = 0;  // 145
 };
 

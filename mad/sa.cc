@@ -1,11 +1,12 @@
 #include "mad/sa.h"
-#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+
+#include "mad/fields.h"
 
 namespace ibsm::mad {
 
@@ -26,15 +27,21 @@ void put32(uint8_t* p, uint32_t v) {
 void put64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
 }
-uint16_t take16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t take32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
+uint16_t take16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
 }
-uint64_t take64(const uint8_t* p) { return static_cast<uint64_t>(take32(p)) << 32 | take32(p + 4); }
+uint32_t take32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
+         static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+uint64_t take64(const uint8_t* p) {
+  return static_cast<uint64_t>(take32(p)) << 32 | take32(p + 4);
+}
 
 // Component-mask field widths (bits), in mask-bit order, from the record layouts of IBA 15.2.5.
-constexpr uint16_t kPortInfoWidths[] = {64, 64, 16, 16, 32, 16, 16, 8, 8, 8, 8, 4, 4, 4, 4, 2, 3, 3, 4, 4, 4,
-                                        4,  4,  4,  4,  8,  8,  4,  4, 8, 4, 4, 1, 3, 4, 16, 16, 16, 5, 3, 2, 6, 4, 4, 8, 8};
+constexpr uint16_t kPortInfoWidths[] = {64, 64, 16, 16, 32, 16, 16, 8, 8, 8, 8, 4, 4, 4, 4, 2,
+                                        3,  3,  4,  4,  4,  4,  4,  4, 4, 8, 8, 4, 4, 8, 4, 4,
+                                        1,  3,  4,  16, 16, 16, 5,  3, 2, 6, 4, 4, 8, 8};
 constexpr auto withPrefix(std::initializer_list<uint16_t> head, std::span<const uint16_t> tail) {
   std::array<uint16_t, 64> out{};
   size_t n = 0;
@@ -45,14 +52,16 @@ constexpr auto withPrefix(std::initializer_list<uint16_t> head, std::span<const 
 constexpr uint16_t kNodeRecordWidths[] = {16, 16, 8, 8, 8, 8, 64, 64, 64, 16, 16, 32, 8, 24, 512};
 constexpr auto kPirWidths = withPrefix({16, 8, 8}, kPortInfoWidths);
 constexpr uint16_t kLinkRecordWidths[] = {16, 8, 8, 16};
-constexpr uint16_t kSwitchInfoRecordWidths[] = {16, 16, 16, 16, 16, 16, 8, 8, 8, 8, 16, 1, 3, 1, 1, 1, 1, 1, 1, 16};
+constexpr uint16_t kSwitchInfoRecordWidths[] = {16, 16, 16, 16, 16, 16, 8, 8, 8, 8,
+                                                16, 1,  3,  1,  1,  1,  1, 1, 1, 16};
 constexpr uint16_t kLftRecordWidths[] = {16, 16};
 constexpr uint16_t kGuidInfoRecordWidths[] = {16, 8, 8, 32, 64, 64, 64, 64, 64, 64, 64, 64};
 constexpr uint16_t kSmInfoRecordWidths[] = {16, 16, 64, 64, 32, 4, 4};
-constexpr uint16_t kPathRecordWidths[] = {32, 32, 128, 128, 16, 16, 1, 3, 20, 8, 8, 1, 7, 16, 12, 4,
-                                          2,  6,  2,   6,   2,  6,  8};
-constexpr uint16_t kServiceRecordWidths[] = {64, 128, 16, 16, 32, 128, 512, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
-                                             8,  8,   8,  16, 16, 16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 64, 64};
+constexpr uint16_t kPathRecordWidths[] = {32, 32, 128, 128, 16, 16, 1, 3, 20, 8, 8, 1,
+                                          7,  16, 12,  4,   2,  6,  2, 6, 2,  6, 8};
+constexpr uint16_t kServiceRecordWidths[] = {64, 128, 16, 16, 32, 128, 512, 8,  8,  8,  8,  8,  8,
+                                             8,  8,   8,  8,  8,  8,   8,   8,  8,  8,  16, 16, 16,
+                                             16, 16,  16, 16, 16, 32,  32,  32, 32, 64, 64};
 constexpr uint16_t kInformInfoRecordWidths[] = {128, 16, 48};
 constexpr uint16_t kPkeyTableRecordWidths[] = {16, 16, 8, 24, 512};
 
@@ -67,7 +76,8 @@ bool bitsEqual(const uint8_t* a, const uint8_t* b, size_t bitOff, size_t bits) {
 
 SaHeader decodeSaHeader(const MadPacket& mad) {
   const uint8_t* b = mad.bytes.data();
-  return SaHeader{get64(b, IB_SA_MKEY_F), static_cast<uint16_t>(get(b, IB_SA_ATTROFFS_F)), get64(b, IB_SA_COMPMASK_F)};
+  return SaHeader{get64(b, IB_SA_MKEY_F), static_cast<uint16_t>(get(b, IB_SA_ATTROFFS_F)),
+                  get64(b, IB_SA_COMPMASK_F)};
 }
 
 void encodeSaHeader(const SaHeader& h, MadPacket& mad) {
@@ -148,8 +158,10 @@ std::vector<MadPacket> rmppSegments(const MadPacket& header, std::span<const uin
     r.segNum = static_cast<uint32_t>(i + 1);
     // PayloadLength: the first segment carries the total, the last the bytes it holds (IBA 13.6.2.3), both
     // counting the SA header (20 bytes) of every segment.
-    if (i == 0) r.lenOrWindow = static_cast<uint32_t>(payload.size() + count * 20);
-    else if (i + 1 == count) r.lenOrWindow = static_cast<uint32_t>(n + 20);
+    if (i == 0)
+      r.lenOrWindow = static_cast<uint32_t>(payload.size() + count * 20);
+    else if (i + 1 == count)
+      r.lenOrWindow = static_cast<uint32_t>(n + 20);
     encodeRmpp(r, seg);
     out.push_back(seg);
   }
@@ -158,37 +170,63 @@ std::vector<MadPacket> rmppSegments(const MadPacket& header, std::span<const uin
 
 std::span<const uint16_t> recordFieldWidths(uint16_t attrId) {
   switch (attrId) {
-    case kSaAttrNodeRecord: return kNodeRecordWidths;
-    case kSaAttrPortInfoRecord: return {kPirWidths.first.data(), kPirWidths.second};
-    case kSaAttrLinkRecord: return kLinkRecordWidths;
-    case kSaAttrSwitchInfoRecord: return kSwitchInfoRecordWidths;
-    case kSaAttrLftRecord: return kLftRecordWidths;
-    case kSaAttrGuidInfoRecord: return kGuidInfoRecordWidths;
-    case kSaAttrSmInfoRecord: return kSmInfoRecordWidths;
-    case kSaAttrPathRecord: return kPathRecordWidths;
-    case kSaAttrServiceRecord: return kServiceRecordWidths;
-    case kSaAttrInformInfoRecord: return kInformInfoRecordWidths;
-    case kSaAttrPkeyTableRecord: return kPkeyTableRecordWidths;
-    default: return {};
+    case kSaAttrNodeRecord:
+      return kNodeRecordWidths;
+    case kSaAttrPortInfoRecord:
+      return {kPirWidths.first.data(), kPirWidths.second};
+    case kSaAttrLinkRecord:
+      return kLinkRecordWidths;
+    case kSaAttrSwitchInfoRecord:
+      return kSwitchInfoRecordWidths;
+    case kSaAttrLftRecord:
+      return kLftRecordWidths;
+    case kSaAttrGuidInfoRecord:
+      return kGuidInfoRecordWidths;
+    case kSaAttrSmInfoRecord:
+      return kSmInfoRecordWidths;
+    case kSaAttrPathRecord:
+      return kPathRecordWidths;
+    case kSaAttrServiceRecord:
+      return kServiceRecordWidths;
+    case kSaAttrInformInfoRecord:
+      return kInformInfoRecordWidths;
+    case kSaAttrPkeyTableRecord:
+      return kPkeyTableRecordWidths;
+    default:
+      return {};
   }
 }
 
 size_t recordSize(uint16_t attrId) {
   switch (attrId) {
-    case kSaAttrNodeRecord: return kNodeRecordSize;
-    case kSaAttrPortInfoRecord: return kPortInfoRecordSize;
-    case kSaAttrLinkRecord: return kLinkRecordSize;
-    case kSaAttrSwitchInfoRecord: return kSwitchInfoRecordSize;
-    case kSaAttrLftRecord: return kLftRecordSize;
-    case kSaAttrGuidInfoRecord: return kGuidInfoRecordSize;
-    case kSaAttrSmInfoRecord: return kSmInfoRecordSize;
-    case kSaAttrPathRecord: return kPathRecordSize;
-    case kSaAttrServiceRecord: return kServiceRecordSize;
-    case kSaAttrInformInfoRecord: return kInformInfoRecordSize;
-    case kSaAttrPkeyTableRecord: return kPkeyTableRecordSize;
-    case kSaAttrInformInfo: return kInformInfoSize;
-    case kSaAttrClassPortInfo: return kClassPortInfoSize;
-    default: return 0;
+    case kSaAttrNodeRecord:
+      return kNodeRecordSize;
+    case kSaAttrPortInfoRecord:
+      return kPortInfoRecordSize;
+    case kSaAttrLinkRecord:
+      return kLinkRecordSize;
+    case kSaAttrSwitchInfoRecord:
+      return kSwitchInfoRecordSize;
+    case kSaAttrLftRecord:
+      return kLftRecordSize;
+    case kSaAttrGuidInfoRecord:
+      return kGuidInfoRecordSize;
+    case kSaAttrSmInfoRecord:
+      return kSmInfoRecordSize;
+    case kSaAttrPathRecord:
+      return kPathRecordSize;
+    case kSaAttrServiceRecord:
+      return kServiceRecordSize;
+    case kSaAttrInformInfoRecord:
+      return kInformInfoRecordSize;
+    case kSaAttrPkeyTableRecord:
+      return kPkeyTableRecordSize;
+    case kSaAttrInformInfo:
+      return kInformInfoSize;
+    case kSaAttrClassPortInfo:
+      return kClassPortInfoSize;
+    default:
+      return 0;
   }
 }
 
@@ -222,7 +260,9 @@ NodeRecordView decodeNodeRecord(const uint8_t* rec) {
   return v;
 }
 
-uint32_t portInfoCapMask(const uint8_t* pi) { return get(pi, IB_PORT_CAPMASK_F); }
+uint32_t portInfoCapMask(const uint8_t* pi) {
+  return get(pi, IB_PORT_CAPMASK_F);
+}
 
 void encodePortInfoRecord(uint16_t lid, uint8_t port, const uint8_t* portInfo, uint8_t* rec) {
   std::memset(rec, 0, kPortInfoRecordSize);
@@ -239,7 +279,9 @@ void encodeLinkRecord(const LinkRecord& r, uint8_t* rec) {
   put16(rec + 4, r.toLid);
 }
 
-LinkRecord decodeLinkRecord(const uint8_t* rec) { return LinkRecord{take16(rec), rec[2], rec[3], take16(rec + 4)}; }
+LinkRecord decodeLinkRecord(const uint8_t* rec) {
+  return LinkRecord{take16(rec), rec[2], rec[3], take16(rec + 4)};
+}
 
 void encodeSwitchInfoRecord(uint16_t lid, const uint8_t* switchInfo, uint8_t* rec) {
   std::memset(rec, 0, kSwitchInfoRecordSize);
@@ -319,8 +361,8 @@ PathRecord decodePathRecord(const uint8_t* rec) {
 
 fabric::Result<MultiPathRequest> decodeMultiPathRecord(const uint8_t* rec, size_t len) {
   // Layout (IBA 15.2.5.20): RawTraffic/FlowLabel/HopLimit 0..3, TClass 4, Reversible/NumbPath 5, P_Key 6..7,
-  // QoSClass/SL 8..9, MTU 10, Rate 11, PacketLifeTime 12, ServiceID bits 56-63 at 13, IndependenceSelector 14,
-  // SGIDCount 15, DGIDCount 16, ServiceID bits 0-55 at 17..23, then the GIDs from byte 24 (libibmad's
+  // QoSClass/SL 8..9, MTU 10, Rate 11, PacketLifeTime 12, ServiceID bits 56-63 at 13, IndependenceSelector
+  // 14, SGIDCount 15, DGIDCount 16, ServiceID bits 0-55 at 17..23, then the GIDs from byte 24 (libibmad's
   // IB_SA_MP_GID0_F, as OpenSM's osmtest sends them).
   constexpr size_t kGids = 24;
   if (len < kGids) return fabric::makeError("MultiPathRecord too short");
@@ -423,8 +465,10 @@ void encodeNotice(const Notice& n, const Gid* gid, uint8_t* rec) {
   set(rec, IB_NOTICE_TRAP_NUMBER_F, n.trapNumber);
   set(rec, IB_NOTICE_ISSUER_LID_F, n.issuerLid);
   // DataDetails start at byte 10 (54 bytes); for 64/65 they are 6 reserved bytes and the GID.
-  if (gid) putGid(rec + 16, *gid);
-  else set(rec, IB_NOTICE_DATA_LID_F, n.lidAddr);
+  if (gid)
+    putGid(rec + 16, *gid);
+  else
+    set(rec, IB_NOTICE_DATA_LID_F, n.lidAddr);
 }
 
 void encodeClassPortInfo(const ClassPortInfo& c, uint8_t* rec) {
@@ -439,27 +483,43 @@ void encodeClassPortInfo(const ClassPortInfo& c, uint8_t* rec) {
 unsigned rateTenthsGbps(const fabric::PortAttrs& a) {
   unsigned lanes = 0;
   switch (a.widthActive) {
-    case 1: lanes = 1; break;
-    case 2: lanes = 4; break;
-    case 4: lanes = 8; break;
-    case 8: lanes = 12; break;
-    case 16: lanes = 2; break;
-    default: lanes = 4;
+    case 1:
+      lanes = 1;
+      break;
+    case 2:
+      lanes = 4;
+      break;
+    case 4:
+      lanes = 8;
+      break;
+    case 8:
+      lanes = 12;
+      break;
+    case 16:
+      lanes = 2;
+      break;
+    default:
+      lanes = 4;
   }
   unsigned lane = 25;  // SDR
-  if (a.speedExtActive & 4) lane = 500;
-  else if (a.speedExtActive & 2) lane = 250;
-  else if (a.speedExtActive & 1) lane = 140;
-  else if (a.speedActive & 4) lane = 100;
-  else if (a.speedActive & 2) lane = 50;
+  if (a.speedExtActive & 4)
+    lane = 500;
+  else if (a.speedExtActive & 2)
+    lane = 250;
+  else if (a.speedExtActive & 1)
+    lane = 140;
+  else if (a.speedActive & 4)
+    lane = 100;
+  else if (a.speedActive & 2)
+    lane = 50;
   return lanes * lane;
 }
 
 namespace {
 constexpr std::pair<unsigned, uint8_t> kRates[] = {
-    {25, 2},    {50, 5},    {100, 3},   {140, 11},  {200, 6},   {250, 15},  {280, 19},  {300, 4},
-    {400, 7},   {500, 20},  {560, 12},  {600, 8},   {800, 9},   {1000, 16}, {1120, 13}, {1200, 10},
-    {1680, 14}, {2000, 17}, {3000, 18}, {4000, 21}, {6000, 22}};
+    {25, 2},    {50, 5},    {100, 3},   {140, 11},  {200, 6},   {250, 15},  {280, 19},
+    {300, 4},   {400, 7},   {500, 20},  {560, 12},  {600, 8},   {800, 9},   {1000, 16},
+    {1120, 13}, {1200, 10}, {1680, 14}, {2000, 17}, {3000, 18}, {4000, 21}, {6000, 22}};
 }  // namespace
 
 uint8_t rateEnum(unsigned tenths) {
@@ -478,6 +538,8 @@ void putGid(uint8_t* p, const Gid& g) {
   put64(p, g.prefix);
   put64(p + 8, g.guid);
 }
-Gid takeGid(const uint8_t* p) { return Gid{take64(p), take64(p + 8)}; }
+Gid takeGid(const uint8_t* p) {
+  return Gid{take64(p), take64(p + 8)};
+}
 
 }  // namespace ibsm::mad

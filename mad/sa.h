@@ -83,7 +83,8 @@ enum RmppFlag : uint8_t { kRmppActive = 1, kRmppFirst = 2, kRmppLast = 4 };
 struct RmppHeader {
   uint8_t version = 0, type = 0, respTime = 0, flags = 0, status = 0;
   uint32_t segNum = 0;
-  uint32_t lenOrWindow = 0;  // DATA: payload length (first: total, last: in this segment); ACK: new window last
+  uint32_t lenOrWindow =
+      0;  // DATA: payload length (first: total, last: in this segment); ACK: new window last
   bool active() const { return flags & kRmppActive; }
 };
 RmppHeader decodeRmpp(const MadPacket& mad);
@@ -93,8 +94,12 @@ void encodeRmpp(const RmppHeader& h, MadPacket& mad);
 MadPacket makeSaMad(uint8_t method, uint16_t attrId, uint32_t attrMod = 0);
 // The response to an SA request: same TID, attribute and address, the given method and status, no RMPP.
 MadPacket makeSaResponse(const MadPacket& request, uint8_t method, uint16_t status);
-inline uint8_t* saData(MadPacket& m) { return m.bytes.data() + kSaHeaderSize; }
-inline const uint8_t* saData(const MadPacket& m) { return m.bytes.data() + kSaHeaderSize; }
+inline uint8_t* saData(MadPacket& m) {
+  return m.bytes.data() + kSaHeaderSize;
+}
+inline const uint8_t* saData(const MadPacket& m) {
+  return m.bytes.data() + kSaHeaderSize;
+}
 
 // Splits a response payload (records laid out at recordStride bytes each) into RMPP DATA segments of 200
 // bytes, copying the common and SA headers from header. A payload of 0 bytes gives one segment.
@@ -119,10 +124,13 @@ inline constexpr size_t kPathRecordSize = 64;
 inline constexpr size_t kServiceRecordSize = 176;
 inline constexpr size_t kPkeyTableRecordSize = 72;
 inline constexpr size_t kInformInfoSize = 36;
-inline constexpr size_t kInformInfoRecordSize = 80;  // SubscriberGID 16, Enum 2, reserved 6, InformInfo 36, pad
+inline constexpr size_t kInformInfoRecordSize =
+    80;  // SubscriberGID 16, Enum 2, reserved 6, InformInfo 36, pad
 inline constexpr size_t kNoticeSize = 80;
 inline constexpr size_t kClassPortInfoSize = 72;
-constexpr size_t recordStride(size_t size) { return (size + 7) / 8 * 8; }
+constexpr size_t recordStride(size_t size) {
+  return (size + 7) / 8 * 8;
+}
 
 // Bit widths of the record's fields in component-mask order (bit i of the mask = field i).
 std::span<const uint16_t> recordFieldWidths(uint16_t attrId);

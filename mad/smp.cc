@@ -1,9 +1,10 @@
 #include "mad/smp.h"
-#include "mad/fields.h"
 
 #include <infiniband/mad.h>
 
 #include <cstring>
+
+#include "mad/fields.h"
 
 namespace ibsm::mad {
 
@@ -85,10 +86,18 @@ MadPacket makeResponse(const MadPacket& request, uint16_t status) {
   return r;
 }
 
-void setTid(MadPacket& mad, uint64_t tid) { set64(mad.bytes.data(), IB_MAD_TRID_F, tid); }
-uint64_t getTid(const MadPacket& mad) { return get64(mad.bytes.data(), IB_MAD_TRID_F); }
-uint8_t* smpData(MadPacket& mad) { return mad.bytes.data() + kSmpDataOffset; }
-const uint8_t* smpData(const MadPacket& mad) { return mad.bytes.data() + kSmpDataOffset; }
+void setTid(MadPacket& mad, uint64_t tid) {
+  set64(mad.bytes.data(), IB_MAD_TRID_F, tid);
+}
+uint64_t getTid(const MadPacket& mad) {
+  return get64(mad.bytes.data(), IB_MAD_TRID_F);
+}
+uint8_t* smpData(MadPacket& mad) {
+  return mad.bytes.data() + kSmpDataOffset;
+}
+const uint8_t* smpData(const MadPacket& mad) {
+  return mad.bytes.data() + kSmpDataOffset;
+}
 
 fabric::Result<NodeInfo> decodeNodeInfo(const uint8_t* d) {
   NodeInfo n;
@@ -96,7 +105,8 @@ fabric::Result<NodeInfo> decodeNodeInfo(const uint8_t* d) {
   if (type < 1 || type > 3) return fabric::makeError("NodeInfo: bad node type " + std::to_string(type));
   n.type = static_cast<fabric::NodeType>(type);
   n.numPorts = static_cast<uint8_t>(get(d, IB_NODE_NPORTS_F));
-  if (n.numPorts == 0 || n.numPorts == 255) return fabric::makeError("NodeInfo: bad NumPorts " + std::to_string(n.numPorts));
+  if (n.numPorts == 0 || n.numPorts == 255)
+    return fabric::makeError("NodeInfo: bad NumPorts " + std::to_string(n.numPorts));
   n.systemGuid = fabric::Guid{get64(d, IB_NODE_SYSTEM_GUID_F)};
   n.nodeGuid = fabric::Guid{get64(d, IB_NODE_GUID_F)};
   n.portGuid = fabric::Guid{get64(d, IB_NODE_PORT_GUID_F)};
@@ -172,8 +182,12 @@ fabric::PortAttrs decodePortInfo(const uint8_t* d) {
   return a;
 }
 
-uint8_t decodePortInfoLocalPort(const uint8_t* d) { return static_cast<uint8_t>(get(d, IB_PORT_LOCAL_PORT_F)); }
-uint64_t decodePortInfoMkey(const uint8_t* d) { return get64(d, IB_PORT_MKEY_F); }
+uint8_t decodePortInfoLocalPort(const uint8_t* d) {
+  return static_cast<uint8_t>(get(d, IB_PORT_LOCAL_PORT_F));
+}
+uint64_t decodePortInfoMkey(const uint8_t* d) {
+  return get64(d, IB_PORT_MKEY_F);
+}
 
 MkeyInfo decodePortInfoMkeyInfo(const uint8_t* d) {
   return MkeyInfo{get64(d, IB_PORT_MKEY_F), static_cast<uint8_t>(get(d, IB_PORT_MKEY_PROT_BITS_F)),
@@ -186,8 +200,12 @@ void setPortInfoMkey(uint8_t* d, const MkeyInfo& m) {
   set(d, IB_PORT_MKEY_LEASE_F, m.leasePeriod);
 }
 
-uint64_t getMadMkey(const MadPacket& mad) { return get64(mad.bytes.data(), IB_MAD_MKEY_F); }
-void setMadMkey(MadPacket& mad, uint64_t mkey) { set64(mad.bytes.data(), IB_MAD_MKEY_F, mkey); }
+uint64_t getMadMkey(const MadPacket& mad) {
+  return get64(mad.bytes.data(), IB_MAD_MKEY_F);
+}
+void setMadMkey(MadPacket& mad, uint64_t mkey) {
+  set64(mad.bytes.data(), IB_MAD_MKEY_F, mkey);
+}
 
 void encodePortInfo(const fabric::PortAttrs& a, uint8_t* d) {
   set(d, IB_PORT_LID_F, a.lid.value);

@@ -1,6 +1,6 @@
 // SMP construction and attribute codecs. All field access goes through libibmad's field tables
-// (mad_get_field / mad_set_field), never hand-written shifts. Decoders validate what they read: a MAD from the
-// fabric is untrusted input.
+// (mad_get_field / mad_set_field), never hand-written shifts. Decoders validate what they read: a MAD from
+// the fabric is untrusted input.
 #pragma once
 
 #include <array>
@@ -33,7 +33,8 @@ fabric::Result<MadHeader> parseHeader(const MadPacket& mad);
 MadPacket makeDirectedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, const fabric::DrPath& path,
                           uint64_t mkey = 0);
 // A LID-routed SMP to dlid.
-MadPacket makeLidRoutedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, uint16_t dlid, uint64_t mkey = 0);
+MadPacket makeLidRoutedSmp(uint8_t method, uint16_t attrId, uint32_t attrMod, uint16_t dlid,
+                           uint64_t mkey = 0);
 // Turns a request into its response: GetResp with the given status and, for directed-route SMPs, the
 // direction bit set, as an SMA does.
 MadPacket makeResponse(const MadPacket& request, uint16_t status = 0);
@@ -93,17 +94,21 @@ void encodeSwitchInfo(const fabric::SwitchAttrs& attrs, uint8_t* data);  // for 
 inline constexpr unsigned kMftBlockMlids = 32;
 inline constexpr unsigned kMftPositionPorts = 16;
 using MftBlock = std::array<uint16_t, kMftBlockMlids>;
-inline uint32_t mftAttrMod(uint32_t block, uint32_t position) { return position << 28 | (block & 0x1FF); }
+inline uint32_t mftAttrMod(uint32_t block, uint32_t position) {
+  return position << 28 | (block & 0x1FF);
+}
 MftBlock decodeMftBlock(const uint8_t* data);
 void encodeMftBlock(const MftBlock& block, uint8_t* data);
 
 // P_KeyTable (IBA 14.2.5.7): 32 P_Keys per block, big-endian; bit 15 of a P_Key is the full-member bit and
-// 0x0000 an unused entry. The attribute modifier holds the block number, and on a switch the port in bits 16-31
-// (port 0 has NodeInfo.PartitionCap entries, the external ports SwitchInfo.PartitionEnforcementCap).
+// 0x0000 an unused entry. The attribute modifier holds the block number, and on a switch the port in bits
+// 16-31 (port 0 has NodeInfo.PartitionCap entries, the external ports SwitchInfo.PartitionEnforcementCap).
 inline constexpr unsigned kPkeyBlockEntries = 32;
 inline constexpr uint16_t kDefaultPkey = 0xFFFF;  // the default partition, full member
 using PkeyBlock = std::array<uint16_t, kPkeyBlockEntries>;
-inline uint32_t pkeyAttrMod(uint8_t port, uint16_t block) { return uint32_t{port} << 16 | block; }
+inline uint32_t pkeyAttrMod(uint8_t port, uint16_t block) {
+  return uint32_t{port} << 16 | block;
+}
 PkeyBlock decodePkeyBlock(const uint8_t* data);
 void encodePkeyBlock(const PkeyBlock& block, uint8_t* data);
 

@@ -15,7 +15,7 @@
 namespace ibsm::mad {
 
 namespace {
-constexpr int kRecvPollMs = 20;   // how often the receive thread looks at the stop flag
+constexpr int kRecvPollMs = 20;  // how often the receive thread looks at the stop flag
 constexpr uint32_t kGsiQkey = 0x80010000;
 
 std::string umadError(const char* what, int rc) {
@@ -60,15 +60,16 @@ fabric::Result<std::unique_ptr<UmadPort>> UmadPort::open(const UmadPortOptions& 
   p->portNum_ = where->second;
   p->fd_ = umad_open_port(p->caName_.c_str(), p->portNum_);
   if (p->fd_ < 0)
-    return fabric::makeError(umadError(("umad_open_port " + p->caName_ + ":" + std::to_string(p->portNum_)).c_str(),
-                                       p->fd_));
+    return fabric::makeError(
+        umadError(("umad_open_port " + p->caName_ + ":" + std::to_string(p->portNum_)).c_str(), p->fd_));
   // Every method of these classes, so requests (SMInfo, SA queries) and traps are delivered to us. umad2sim
   // crashes on a MAD for an unregistered class, so all three are registered even when SA is not used yet.
   long allMethods[4];
   std::memset(allMethods, 0xff, sizeof allMethods);
   p->agentDirected_ = umad_register(p->fd_, kClassSmiDirected, 1, 0, allMethods);
   p->agentLid_ = umad_register(p->fd_, kClassSmiLid, 1, 0, allMethods);
-  if (p->agentDirected_ < 0 || p->agentLid_ < 0) return fabric::makeError("umad_register of the SMI classes failed");
+  if (p->agentDirected_ < 0 || p->agentLid_ < 0)
+    return fabric::makeError("umad_register of the SMI classes failed");
   if (options.registerSa) {
     p->agentSa_ = umad_register(p->fd_, kClassSubnAdm, 2, 0, allMethods);
     if (p->agentSa_ < 0) return fabric::makeError("umad_register of the SA class failed");
@@ -121,10 +122,14 @@ void UmadPort::receiveLoop() {
 fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
   int agent = -1;
   uint8_t mgmtClass = mad.bytes[1];
-  if (mgmtClass == kClassSmiDirected) agent = agentDirected_;
-  else if (mgmtClass == kClassSmiLid) agent = agentLid_;
-  else if (mgmtClass == kClassSubnAdm) agent = agentSa_;
-  if (agent < 0) return fabric::makeError("no agent registered for management class " + std::to_string(mgmtClass));
+  if (mgmtClass == kClassSmiDirected)
+    agent = agentDirected_;
+  else if (mgmtClass == kClassSmiLid)
+    agent = agentLid_;
+  else if (mgmtClass == kClassSubnAdm)
+    agent = agentSa_;
+  if (agent < 0)
+    return fabric::makeError("no agent registered for management class " + std::to_string(mgmtClass));
   std::vector<uint8_t> buf(umad_size() + kMadSize, 0);
   std::memcpy(umad_get_mad(buf.data()), mad.bytes.data(), kMadSize);
   bool smi = mgmtClass == kClassSmiDirected || mgmtClass == kClassSmiLid;

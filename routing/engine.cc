@@ -58,9 +58,9 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
 size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
                           RoutingTables& tables) {
   // Switch LIDs only carry SMPs (VL15, not flow controlled: no credit loops), so any loop-free path will do.
-  // Where the engine left one unreachable (no legal up*/down* path in a degraded tree), take min-hop's choice.
-  // No loop can form: a switch the engine routes leads to the target along the engine's path, whose suffix
-  // the engine routes too, and the filled switches step strictly closer along shortest paths.
+  // Where the engine left one unreachable (no legal up*/down* path in a degraded tree), take min-hop's
+  // choice. No loop can form: a switch the engine routes leads to the target along the engine's path, whose
+  // suffix the engine routes too, and the filled switches step strictly closer along shortest paths.
   auto holes = [&](auto&& onHole) {
     for (uint32_t lid = 1; lid <= lids.maxLid().value; ++lid) {
       LidOwner o = lids.owner(Lid{static_cast<uint16_t>(lid)});

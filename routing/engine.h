@@ -1,5 +1,5 @@
-// Routing engine interface, registry and fallback chain. Engines are pure: the same topology, LIDs and options
-// always give the same tables; no I/O, no clock, no global state.
+// Routing engine interface, registry and fallback chain. Engines are pure: the same topology, LIDs and
+// options always give the same tables; no I/O, no clock, no global state.
 #pragma once
 
 #include <memory>
@@ -14,9 +14,9 @@
 namespace ibsm::routing {
 
 struct Options {
-  std::vector<Guid> roots;      // up/down and fat-tree root switches (node GUIDs); empty = auto-detect
-  bool computeAr = true;        // fill RoutingTables::ar
-  uint32_t arGroupCap = 2048;   // per switch
+  std::vector<Guid> roots;     // up/down and fat-tree root switches (node GUIDs); empty = auto-detect
+  bool computeAr = true;       // fill RoutingTables::ar
+  uint32_t arGroupCap = 2048;  // per switch
   unsigned threads = 1;
   uint64_t seed = 0;
 };

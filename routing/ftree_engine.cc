@@ -19,12 +19,13 @@
 //     on (or converging to) the main path takes the least-loaded such candidate link. All traffic to a LID
 //     thus meets on the main path, so downward links carry one destination's traffic each — the classic
 //     optimum (max link load = hosts per leaf x (hosts outside the leaf) / up-links per leaf on full trees).
-//  4. What is left (degraded trees, or switches no host traffic passes): other ancestors take the least-loaded
+//  4. What is left (degraded trees, or switches no host traffic passes): other ancestors take the
+//  least-loaded
 //     down candidate; other non-ancestors carrying traffic take the least-loaded up candidate; switches no
 //     host's route crosses take their candidates in turn.
 //  5. Target: the cut lower bound on the max link load (see cutBound). If the routes above would push a link
-//     past it, the LID is re-routed by split(): its traffic is spread over the candidates that still have room,
-//     so on degraded trees one destination may enter its leaf over several links.
+//     past it, the LID is re-routed by split(): its traffic is spread over the candidates that still have
+//     room, so on degraded trees one destination may enter its leaf over several links.
 // Link load is counted as routes: after each CA LID, each switch-to-switch link used gets the number of
 // source CA ports whose route to the LID crosses it. Switch LIDs are routed the same way but not counted.
 // Switches with no legal path to a LID (e.g. a top switch that lost its only link into a pod) get kNoPort.

@@ -14,14 +14,20 @@ namespace {
 
 const char* typeString(NodeType t) {
   switch (t) {
-    case NodeType::kCa: return "Channel Adapter";
-    case NodeType::kSwitch: return "Switch";
-    case NodeType::kRouter: return "Router";
-    default: return "UNKNOWN";
+    case NodeType::kCa:
+      return "Channel Adapter";
+    case NodeType::kSwitch:
+      return "Switch";
+    case NodeType::kRouter:
+      return "Router";
+    default:
+      return "UNKNOWN";
   }
 }
 
-bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+bool isBlank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
@@ -91,7 +97,8 @@ std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const
   return out;
 }
 
-fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology& topo, std::string_view fileName) {
+fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology& topo,
+                                           std::string_view fileName) {
   RoutingTables t;
   t.engine = "lft-dump";
   t.lft.resize(topo.size());
@@ -134,8 +141,8 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       lft.clear();
       size_t dash = line.find('-');
       size_t close = line.find(']');
-      if (line.size() > 13 && line[13] == '[' && dash != std::string_view::npos && close != std::string_view::npos &&
-          dash < close) {
+      if (line.size() > 13 && line[13] == '[' && dash != std::string_view::npos &&
+          close != std::string_view::npos && dash < close) {
         std::string_view top = line.substr(dash + 1, close - dash - 1);
         int base = 10;
         if (top.starts_with("0x") || top.starts_with("0X")) {
@@ -143,7 +150,8 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
           base = 16;
         }
         uint32_t v = 0;
-        if (takeNumber(top, base, v) && top.empty() && v <= fabric::kMaxUnicastLid) lft.assign(v + 1u, kNoPort);
+        if (takeNumber(top, base, v) && top.empty() && v <= fabric::kMaxUnicastLid)
+          lft.assign(v + 1u, kNoPort);
       }
       continue;
     }
@@ -159,7 +167,8 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       std::string_view s = line.substr(2);
       uint32_t lid = 0;
       if (!takeNumber(s, 16, lid)) return fail("bad LID in '" + printable(line) + "'");
-      if (lid > fabric::kMaxUnicastLid) return fail("LID " + std::to_string(lid) + " is past the unicast range");
+      if (lid > fabric::kMaxUnicastLid)
+        return fail("LID " + std::to_string(lid) + " is past the unicast range");
       if (s.empty() || !isBlank(s.front())) return fail("bad entry '" + printable(line) + "'");
       s = trim(s);
       uint32_t port = 0;

@@ -1,6 +1,6 @@
-// Linear forwarding tables as text: the writer produces OpenSM's opensm-lfts.dump format, the reader takes that
-// format and what ibroute / dump_lfts.sh print for a real fabric, so tables read back from switches can be fed to
-// the route checker next to the topology from ibnetdiscover.
+// Linear forwarding tables as text: the writer produces OpenSM's opensm-lfts.dump format, the reader takes
+// that format and what ibroute / dump_lfts.sh print for a real fabric, so tables read back from switches can
+// be fed to the route checker next to the topology from ibnetdiscover.
 //
 // opensm-lfts.dump, one block per switch:
 //   Unicast lids [0-12] of switch Lid 1 guid 0x0002c90200400ed0 ('sw1'):
@@ -25,15 +25,15 @@
 
 namespace ibsm::routing {
 
-// Every switch of the topology (node order), entries whose port is a real port (0..numPorts), destinations named
-// from lids (endports without a LID as "unknown node and type").
+// Every switch of the topology (node order), entries whose port is a real port (0..numPorts), destinations
+// named from lids (endports without a LID as "unknown node and type").
 std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables);
 
 // Reads either format. Switches are matched by node GUID; the text after "LID PORT" is ignored, as are the
-// column headers, "N lids dumped" lines, '#' comment lines and multicast blocks ("Multicast mlids ..."). Switches
-// missing from the text keep empty tables. Errors name the line ("lfts.dump:7: ..."): an entry before any
-// header, a malformed LID or port, a LID past 0xBFFF, a switch GUID not in the topology or not a switch, a switch
-// listed twice, any other text.
+// column headers, "N lids dumped" lines, '#' comment lines and multicast blocks ("Multicast mlids ...").
+// Switches missing from the text keep empty tables. Errors name the line ("lfts.dump:7: ..."): an entry
+// before any header, a malformed LID or port, a LID past 0xBFFF, a switch GUID not in the topology or not a
+// switch, a switch listed twice, any other text.
 fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology& topo,
                                            std::string_view fileName = "<input>");
 

@@ -19,9 +19,13 @@ constexpr uint32_t kLidSpace = fabric::kMaxUnicastLid + 1u;  // LIDs 0..0xBFFF
 constexpr uint8_t kMaxLmc = 7;
 
 // Nodes whose ports 1..n are endports with their own LIDs (a switch has one endport: port 0).
-bool hasEndportsOnPorts(const Node& n) { return n.type == NodeType::kCa || n.type == NodeType::kRouter; }
+bool hasEndportsOnPorts(const Node& n) {
+  return n.type == NodeType::kCa || n.type == NodeType::kRouter;
+}
 
-bool rangeFits(uint32_t base, uint32_t count) { return base >= 1 && base + count - 1 <= fabric::kMaxUnicastLid; }
+bool rangeFits(uint32_t base, uint32_t count) {
+  return base >= 1 && base + count - 1 <= fabric::kMaxUnicastLid;
+}
 
 std::string lidRangeText(uint32_t base, uint32_t count) {
   return count == 1 ? std::to_string(base) : std::to_string(base) + "-" + std::to_string(base + count - 1);
@@ -54,7 +58,8 @@ LidAssignment LidAssignment::fromTopology(const Topology& topo) {
     uint32_t base = attrs.lid.value & ~(count - 1);
     if (!rangeFits(base, count)) return;
     for (uint32_t l = base; l < base + count; ++l)
-      if (a.owner(Lid{static_cast<uint16_t>(l)}).node != fabric::kNoNode) return;  // duplicate: first one wins
+      if (a.owner(Lid{static_cast<uint16_t>(l)}).node != fabric::kNoNode)
+        return;  // duplicate: first one wins
     a.set(node, port, LidRange{Lid{static_cast<uint16_t>(base)}, portLmc});
   };
   for (NodeIndex i = 0; i < topo.size(); ++i) {
@@ -92,7 +97,8 @@ void LidAssignment::set(NodeIndex node, PortNum port, LidRange range) {
     for (uint32_t l = range.base.value; l < end; ++l) {
       // Another endport holding one of these LIDs loses its whole range, so ranges never overlap.
       LidOwner other = owners_[l];
-      if (other.node != fabric::kNoNode && !(other.node == node && other.port == port)) set(other.node, other.port, {});
+      if (other.node != fabric::kNoNode && !(other.node == node && other.port == port))
+        set(other.node, other.port, {});
     }
     if (owners_.size() < end) owners_.resize(end);
     for (uint32_t l = range.base.value; l < end; ++l) owners_[l] = LidOwner{node, port};
@@ -101,7 +107,9 @@ void LidAssignment::set(NodeIndex node, PortNum port, LidRange range) {
   while (!owners_.empty() && owners_.back().node == fabric::kNoNode) owners_.pop_back();
 }
 
-Lid LidAssignment::base(NodeIndex node, PortNum port) const { return range(node, port).base; }
+Lid LidAssignment::base(NodeIndex node, PortNum port) const {
+  return range(node, port).base;
+}
 
 LidRange LidAssignment::range(NodeIndex node, PortNum port) const {
   if (node + 1 >= first_.size()) return {};
@@ -123,18 +131,18 @@ namespace {
 struct Endport {
   NodeIndex node;
   PortNum port;
-  Guid guid;        // 0: no persistent identity
-  uint16_t count;   // LIDs it needs
-  uint8_t lmc;      // log2(count)
-  Lid current;      // what PortInfo reports now
+  Guid guid;       // 0: no persistent identity
+  uint16_t count;  // LIDs it needs
+  uint8_t lmc;     // log2(count)
+  Lid current;     // what PortInfo reports now
   uint8_t currentLmc;
-  bool compareLmc;  // whether an LMC change counts as "changed" (not for a base switch port 0)
+  bool compareLmc;    // whether an LMC change counts as "changed" (not for a base switch port 0)
   uint32_t base = 0;  // assigned
 };
 
-// Who holds each LID (0 = free, else holder id + 1), plus one "lowest candidate" cursor per range size: LIDs are
-// only ever taken, never freed, during one assignment, so each cursor only moves forward and the whole fresh
-// allocation is linear in the LID space.
+// Who holds each LID (0 = free, else holder id + 1), plus one "lowest candidate" cursor per range size: LIDs
+// are only ever taken, never freed, during one assignment, so each cursor only moves forward and the whole
+// fresh allocation is linear in the LID space.
 class LidSpace {
  public:
   LidSpace() : holder_(kLidSpace, 0) {}
@@ -185,8 +193,8 @@ Result<LidAssignResult> assignLids(const Topology& topo, const Guid2Lid& persist
     if (n.isSwitch()) {
       uint8_t l = n.sw.enhancedPort0 ? lmc : 0;
       const auto& a = n.ports[0].attrs;
-      eps.push_back(Endport{i, PortNum{0}, n.ports[0].guid, static_cast<uint16_t>(1u << l), l, a.lid,
-                            a.lmc, n.sw.enhancedPort0});
+      eps.push_back(Endport{i, PortNum{0}, n.ports[0].guid, static_cast<uint16_t>(1u << l), l, a.lid, a.lmc,
+                            n.sw.enhancedPort0});
     } else if (hasEndportsOnPorts(n)) {
       for (unsigned p = 1; p <= n.numPorts; ++p) {
         const fabric::Port& port = n.ports[p];
@@ -248,13 +256,14 @@ Result<LidAssignResult> assignLids(const Topology& topo, const Guid2Lid& persist
     if (std::binary_search(presentGuids.begin(), presentGuids.end(), guid)) continue;
     uint32_t base = range.base.value, count = range.lmc <= kMaxLmc ? range.count() : 0;
     if (guid.value == 0 || count == 0 || !rangeFits(base, count) || base % count != 0) {
-      result.warnings.push_back("persistent entry " + fabric::toString(guid) + " LID " + std::to_string(base) +
-                                " is invalid; dropped");
+      result.warnings.push_back("persistent entry " + fabric::toString(guid) + " LID " +
+                                std::to_string(base) + " is invalid; dropped");
       continue;
     }
     if (!space.isFree(base, count)) {
       result.warnings.push_back("persistent LID " + lidRangeText(base, count) + " of absent port " +
-                                fabric::toString(guid) + " clashes with " + holderOf(base, count) + "; dropped");
+                                fabric::toString(guid) + " clashes with " + holderOf(base, count) +
+                                "; dropped");
       continue;
     }
     space.take(base, count, static_cast<uint32_t>(eps.size() + absentHolders.size()));
@@ -285,9 +294,10 @@ Result<LidAssignResult> assignLids(const Topology& topo, const Guid2Lid& persist
     if (base == 0) {
       size_t missing = 0;
       for (const Endport& x : eps) missing += x.base == 0;
-      return fabric::makeError("LID space exhausted: no free range of " + std::to_string(e.count) + " LIDs for " +
-                               describe(e) + " (" + std::to_string(missing) + " endports without a LID, " +
-                               std::to_string(eps.size()) + " endports, LMC " + std::to_string(lmc) + ")");
+      return fabric::makeError("LID space exhausted: no free range of " + std::to_string(e.count) +
+                               " LIDs for " + describe(e) + " (" + std::to_string(missing) +
+                               " endports without a LID, " + std::to_string(eps.size()) + " endports, LMC " +
+                               std::to_string(lmc) + ")");
     }
     space.take(base, e.count, i);
     e.base = base;
@@ -367,7 +377,9 @@ std::string printable(std::string_view s) {
 
 }  // namespace
 
-Result<Guid2Lid> parseGuid2Lid(std::string_view text) { return parseGuid2Lid(text, "guid2lid"); }
+Result<Guid2Lid> parseGuid2Lid(std::string_view text) {
+  return parseGuid2Lid(text, "guid2lid");
+}
 
 Result<Guid2Lid> parseGuid2Lid(std::string_view text, std::string_view fileName) {
   Guid2Lid map;
@@ -387,7 +399,8 @@ Result<Guid2Lid> parseGuid2Lid(std::string_view text, std::string_view fileName)
     std::string_view tok[3];
     size_t n = split(line, tok, 3);
     if (n != 3)
-      return fail("expected 'GUID FIRST_LID LAST_LID', got " + std::to_string(n) + " field" + (n == 1 ? "" : "s"));
+      return fail("expected 'GUID FIRST_LID LAST_LID', got " + std::to_string(n) + " field" +
+                  (n == 1 ? "" : "s"));
     auto guid = fabric::parseGuid(tok[0]);
     if (!guid || guid->value == 0) return fail("bad GUID '" + printable(tok[0]) + "'");
     auto first = parseLidNumber(tok[1]);
@@ -396,20 +409,20 @@ Result<Guid2Lid> parseGuid2Lid(std::string_view text, std::string_view fileName)
       return fail("bad LID '" + printable(tok[1]) + "' (unicast LIDs are 1..49151)");
     if (!last || !fabric::isUnicast(Lid{static_cast<uint16_t>(*last <= 0xFFFF ? *last : 0)}))
       return fail("bad LID '" + printable(tok[2]) + "' (unicast LIDs are 1..49151)");
-    if (*last < *first) return fail("last LID " + std::to_string(*last) + " is below first LID " +
-                                    std::to_string(*first));
+    if (*last < *first)
+      return fail("last LID " + std::to_string(*last) + " is below first LID " + std::to_string(*first));
     uint32_t count = *last - *first + 1;
     if (count > 128 || (count & (count - 1)) != 0)
       return fail("LID range " + std::to_string(*first) + "-" + std::to_string(*last) +
                   " is not 2^LMC LIDs (LMC 0..7)");
     if (*first % count != 0)
-      return fail("LID range " + std::to_string(*first) + "-" + std::to_string(*last) + " is not aligned to " +
-                  std::to_string(count));
+      return fail("LID range " + std::to_string(*first) + "-" + std::to_string(*last) +
+                  " is not aligned to " + std::to_string(count));
     if (auto [it, inserted] = lineOf.emplace(*guid, lineNo); !inserted)
-      return fail("duplicate GUID " + fabric::toString(*guid) + " (first at line " + std::to_string(it->second) +
-                  ")");
-    map.emplace(*guid, LidRange{Lid{static_cast<uint16_t>(*first)},
-                                static_cast<uint8_t>(__builtin_ctz(count))});
+      return fail("duplicate GUID " + fabric::toString(*guid) + " (first at line " +
+                  std::to_string(it->second) + ")");
+    map.emplace(*guid,
+                LidRange{Lid{static_cast<uint16_t>(*first)}, static_cast<uint8_t>(__builtin_ctz(count))});
   }
   return map;
 }

@@ -1,10 +1,11 @@
 // LID assignment: pure logic shared by the daemon and ibsm-route so both give a fabric the same LIDs.
-// Policy, in order: a GUID's persistent (guid2lid) LID if still valid, aligned and unique; else the LID the port
-// already holds if valid, aligned and unique; else the lowest free aligned range. CA ports get 2^LMC LIDs; switch
-// port 0 gets one LID (2^LMC if the switch has enhanced port 0). Persistent entries of ports that are absent now
-// stay reserved, so a host that comes back gets its old LID. Endports are handled switches first, then CA/router
-// ports, each in port GUID order (ports without a GUID last), so the result does not depend on the order in which
-// nodes were discovered or listed in a file. Only linked CA ports are endports.
+// Policy, in order: a GUID's persistent (guid2lid) LID if still valid, aligned and unique; else the LID the
+// port already holds if valid, aligned and unique; else the lowest free aligned range. CA ports get 2^LMC
+// LIDs; switch port 0 gets one LID (2^LMC if the switch has enhanced port 0). Persistent entries of ports
+// that are absent now stay reserved, so a host that comes back gets its old LID. Endports are handled
+// switches first, then CA/router ports, each in port GUID order (ports without a GUID last), so the result
+// does not depend on the order in which nodes were discovered or listed in a file. Only linked CA ports are
+// endports.
 #pragma once
 
 #include <map>
@@ -60,9 +61,9 @@ class LidAssignment {
 
  private:
   uint8_t lmc_ = 0;
-  std::vector<uint32_t> first_;     // node -> index into ranges_ of its port 0
-  std::vector<LidRange> ranges_;    // (node, port) -> range, ports 0..numPorts of each node in a row
-  std::vector<LidOwner> owners_;    // lid -> owner
+  std::vector<uint32_t> first_;   // node -> index into ranges_ of its port 0
+  std::vector<LidRange> ranges_;  // (node, port) -> range, ports 0..numPorts of each node in a row
+  std::vector<LidOwner> owners_;  // lid -> owner
 };
 
 struct LidAssignResult {

@@ -1,13 +1,15 @@
 // Min-hop routing, as OpenSM's minhop: every switch sends each LID out of one of its ports on a shortest path
-// (over switch-switch links) to the switch the LID's port is attached to; among the equal-hop ports it takes the
-// one that carries the fewest CA routes so far, so destinations spread evenly. The 2^LMC LIDs of one port are
-// steered to different neighbour systems/switches where possible, so LMC gives distinct paths. Equal-count ties
-// are broken by a seeded hash (see routeSwitch). Routes to switch LIDs are not counted (as in OpenSM).
-// With options.computeAr, each (switch, LID)'s AR group is the set of all its equal-hop egress ports.
+// (over switch-switch links) to the switch the LID's port is attached to; among the equal-hop ports it takes
+// the one that carries the fewest CA routes so far, so destinations spread evenly. The 2^LMC LIDs of one port
+// are steered to different neighbour systems/switches where possible, so LMC gives distinct paths.
+// Equal-count ties are broken by a seeded hash (see routeSwitch). Routes to switch LIDs are not counted (as
+// in OpenSM). With options.computeAr, each (switch, LID)'s AR group is the set of all its equal-hop egress
+// ports.
 //
-// Cost: an all-pairs BFS over switches (S x S hop matrix), then per switch one pass building its equal-hop port
-// lists per target switch (O(S x ports)) and one pass over the LIDs (O(LIDs x equal-hop ports)). Switches are
-// independent, so they are spread over options.threads workers; the result does not depend on the thread count.
+// Cost: an all-pairs BFS over switches (S x S hop matrix), then per switch one pass building its equal-hop
+// port lists per target switch (O(S x ports)) and one pass over the LIDs (O(LIDs x equal-hop ports)).
+// Switches are independent, so they are spread over options.threads workers; the result does not depend on
+// the thread count.
 #include <algorithm>
 
 #include "routing/ar_groups.h"
@@ -21,21 +23,21 @@ using fabric::Node;
 
 namespace {
 
-// What the per-switch passes share (read-only): the switch graph, hop matrix and, per LID, where it leaves the
-// switch fabric.
+// What the per-switch passes share (read-only): the switch graph, hop matrix and, per LID, where it leaves
+// the switch fabric.
 struct MinHopPlan {
   struct Dest {
     SwitchIndex sw = kNoSwitch;  // switch the LID's port is (attached to); kNoSwitch: not routable
     uint8_t lastPort = kNoPort;  // egress port on that switch: 0 for its own LID, else the CA's link
     bool toCa = false;
-    uint32_t endport = 0;        // serial of the owning endport (LIDs of one LMC range share it)
+    uint32_t endport = 0;  // serial of the owning endport (LIDs of one LMC range share it)
   };
   MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned threads);
   SwitchGraph graph;
   HopMatrix hops;
-  std::vector<Dest> dests;       // by LID
-  std::vector<uint32_t> sysOf;   // switch -> dense system id
-  bool multiLid = false;         // some endport has more than one LID (LMC > 0)
+  std::vector<Dest> dests;      // by LID
+  std::vector<uint32_t> sysOf;  // switch -> dense system id
+  bool multiLid = false;        // some endport has more than one LID (LMC > 0)
 };
 
 MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned threads)
@@ -47,8 +49,10 @@ MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned
   for (uint32_t l = 1; l <= maxLid; ++l) {
     LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
     if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
-    if (o.node != prev.node || o.port != prev.port) ++endport;
-    else multiLid = true;
+    if (o.node != prev.node || o.port != prev.port)
+      ++endport;
+    else
+      multiLid = true;
     prev = o;
     Dest& d = dests[l];
     d.endport = endport;
@@ -96,7 +100,7 @@ struct Scratch {
   std::vector<uint32_t> usedSys;    // system id -> endport serial that last used it
   std::vector<SwitchIndex> slotNode;
   std::vector<uint32_t> slotSys;
-  std::vector<uint32_t> arSet;      // target switch -> interned AR set (kUnset until first needed)
+  std::vector<uint32_t> arSet;  // target switch -> interned AR set (kUnset until first needed)
 };
 
 constexpr uint32_t kUnset = UINT32_MAX - 1;
@@ -108,15 +112,15 @@ uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a cheap, well-spread hash f
   return x ^ (x >> 31);
 }
 
-// Fills one switch's LFT and, when ar is given, reports every LID's equal-hop ports as its AR set (one interned
-// set per target switch: all LIDs behind one switch share it). kLmc: LIDs of one endport steer to different
-// neighbours.
+// Fills one switch's LFT and, when ar is given, reports every LID's equal-hop ports as its AR set (one
+// interned set per target switch: all LIDs behind one switch share it). kLmc: LIDs of one endport steer to
+// different neighbours.
 //
-// Ties (equal counts) are broken by a hash of (seed, switch, LID, port), like OpenSM's scatter_ports, not by the
-// lowest port as OpenSM does by default: with the lowest port every switch runs the same round-robin over the
-// same destination order, and on 3-level fat trees the rounds of leaves and spines alias, so a spine sends all
-// the destinations its leaves hand it out of one up-port (max link load 18x the mean on a 11,664-host tree;
-// with the hash 1.25x). On 2-level trees both give the same perfect balance.
+// Ties (equal counts) are broken by a hash of (seed, switch, LID, port), like OpenSM's scatter_ports, not by
+// the lowest port as OpenSM does by default: with the lowest port every switch runs the same round-robin over
+// the same destination order, and on 3-level fat trees the rounds of leaves and spines alias, so a spine
+// sends all the destinations its leaves hand it out of one up-port (max link load 18x the mean on a
+// 11,664-host tree; with the hash 1.25x). On 2-level trees both give the same perfect balance.
 template <bool kLmc>
 void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lft, ArGroupBuilder* ar,
                  uint64_t seed, Scratch& sc) {
@@ -127,12 +131,13 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
   const auto& arcs = g.arcs();
   const uint16_t* mine = plan.hops.row(s);
 
-  // Equal-hop egress arcs per target switch, in port order (CSR: count, prefix, fill). A switch has at most 255
-  // ports, so a local arc slot fits a byte.
+  // Equal-hop egress arcs per target switch, in port order (CSR: count, prefix, fill). A switch has at most
+  // 255 ports, so a local arc slot fits a byte.
   sc.candBegin.assign(S + 1, 0);
   for (uint32_t a = a0; a < a1; ++a) {
     const uint16_t* theirs = plan.hops.row(arcs[a].to);
-    for (size_t t = 0; t < S; ++t) sc.candBegin[t + 1] += (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]);
+    for (size_t t = 0; t < S; ++t)
+      sc.candBegin[t + 1] += (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]);
   }
   for (size_t t = 0; t < S; ++t) sc.candBegin[t + 1] += sc.candBegin[t];
   sc.cands.resize(sc.candBegin[S]);
@@ -140,7 +145,8 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
   for (uint32_t a = a0; a < a1; ++a) {
     const uint16_t* theirs = plan.hops.row(arcs[a].to);
     for (size_t t = 0; t < S; ++t)
-      if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t]) sc.cands[sc.fill[t]++] = static_cast<uint8_t>(a - a0);
+      if (mine[t] != kUnreachable && theirs[t] + 1u == mine[t])
+        sc.cands[sc.fill[t]++] = static_cast<uint8_t>(a - a0);
   }
 
   // Per local arc slot: its neighbour slot (parallel links to one neighbour share one), neighbour switch and
@@ -176,10 +182,10 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
     }
     const uint32_t c0 = sc.candBegin[d.sw], c1 = sc.candBegin[d.sw + 1];
     if (c0 == c1) continue;  // unreachable from here
-    // Best candidate, by the smallest key: (LMC only) a neighbour system, then a neighbour switch, that no other
-    // LID of this endport uses; then the fewest CA routes on the port, then on the neighbour (spreads over
-    // neighbour switches when parallel links tie); then the tie-break hash. Counts stay below
-    // 2^16 (one per LID), so the fields cannot overlap.
+    // Best candidate, by the smallest key: (LMC only) a neighbour system, then a neighbour switch, that no
+    // other LID of this endport uses; then the fewest CA routes on the port, then on the neighbour (spreads
+    // over neighbour switches when parallel links tie); then the tie-break hash. Counts stay below 2^16 (one
+    // per LID), so the fields cannot overlap.
     uint32_t best = sc.cands[c0];
     if (c1 - c0 > 1) {
       const uint64_t lidSalt = mix(seed ^ (uint64_t{s} << 20) ^ l);
@@ -202,7 +208,8 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, std::vector<uint8_t>& lf
       }
     }
     lft[l] = arcs[a0 + best].port;
-    // Routes to switch LIDs (management traffic) do not count, as in OpenSM, so they cannot skew the CA balance.
+    // Routes to switch LIDs (management traffic) do not count, as in OpenSM, so they cannot skew the CA
+    // balance.
     if (d.toCa) {
       ++sc.portCount[best];
       ++sc.nbrCount[sc.nbrSlot[best]];
@@ -258,6 +265,8 @@ class MinHopEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> makeMinHopEngine() { return std::make_unique<MinHopEngine>(); }
+std::unique_ptr<Engine> makeMinHopEngine() {
+  return std::make_unique<MinHopEngine>();
+}
 
 }  // namespace ibsm::routing

@@ -12,8 +12,10 @@ using fabric::PortNum;
 
 namespace {
 
-// BFS hop counts from `from` over the switch graph; parentArc (optional) gets the arc each switch was reached by.
-void bfs(const SwitchGraph& g, SwitchIndex from, std::vector<uint16_t>& dist, std::vector<uint32_t>* parentArc) {
+// BFS hop counts from `from` over the switch graph; parentArc (optional) gets the arc each switch was reached
+// by.
+void bfs(const SwitchGraph& g, SwitchIndex from, std::vector<uint16_t>& dist,
+         std::vector<uint32_t>* parentArc) {
   dist.assign(g.size(), kUnreachable);
   if (parentArc) parentArc->assign(g.size(), kNoArc);
   std::vector<SwitchIndex> queue{from};
@@ -75,7 +77,8 @@ McastTree buildMcastTree(const fabric::Topology& topo, const std::vector<McastMe
   for (SwitchIndex m : memberSwitches) {
     bfs(g, m, dist, nullptr);
     for (SwitchIndex s = 0; s < g.size(); ++s)
-      worst[s] = std::max<uint32_t>(worst[s], dist[s] == kUnreachable ? std::numeric_limits<uint16_t>::max() + 1u : dist[s]);
+      worst[s] = std::max<uint32_t>(
+          worst[s], dist[s] == kUnreachable ? std::numeric_limits<uint16_t>::max() + 1u : dist[s]);
   }
   SwitchIndex root = memberSwitches.front();
   for (SwitchIndex s = 0; s < g.size(); ++s)

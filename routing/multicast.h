@@ -20,15 +20,15 @@ inline constexpr uint16_t kMinMlid = 0xC000;
 inline constexpr uint16_t kMaxMlid = 0xFFFE;
 
 struct McastMember {
-  fabric::NodeIndex node;   // a CA (or a switch, for its management port 0)
+  fabric::NodeIndex node;  // a CA (or a switch, for its management port 0)
   fabric::PortNum port;
-  bool receives = true;     // false for a send-only member
+  bool receives = true;  // false for a send-only member
 };
 
 struct McastTree {
-  fabric::NodeIndex root = fabric::kNoNode;           // kNoNode when no member sits behind a switch
+  fabric::NodeIndex root = fabric::kNoNode;  // kNoNode when no member sits behind a switch
   std::vector<std::pair<fabric::NodeIndex, PortMask>> switches;  // tree switches, by node index
-  std::vector<McastMember> unreachable;               // members the tree cannot reach (not linked, other part)
+  std::vector<McastMember> unreachable;  // members the tree cannot reach (not linked, other part)
 };
 
 McastTree buildMcastTree(const fabric::Topology& topo, const std::vector<McastMember>& members);

@@ -1,6 +1,7 @@
 // A minimal parallel loop for the routing code (engines and checker split work by switch or by destination).
-// Determinism is the caller's contract: fn writes only state owned by index i or by its worker slot, and per-worker
-// partial results are merged in worker order, so the outcome never depends on scheduling or the thread count.
+// Determinism is the caller's contract: fn writes only state owned by index i or by its worker slot, and
+// per-worker partial results are merged in worker order, so the outcome never depends on scheduling or the
+// thread count.
 #pragma once
 
 #include <cstddef>

@@ -79,8 +79,8 @@ struct Partial {
   uint32_t maxHops = 0, maxStretch = 0;
   size_t stretched = 0;
   size_t arEntries = 0, arMembers = 0, arNotShortest = 0, arMissingStatic = 0;
-  std::vector<uint64_t> load;   // by arc
-  std::vector<Bits256> cdg;     // by arc: egress ports at the arc's head that follow it
+  std::vector<uint64_t> load;  // by arc
+  std::vector<Bits256> cdg;    // by arc: egress ports at the arc's head that follow it
   std::vector<Bits256> arCdg;
   std::array<std::vector<Example>, kKinds> examples;
   // Scratch, by switch.
@@ -93,7 +93,7 @@ struct Partial {
   std::vector<uint32_t> bucket;
   std::vector<SwitchIndex> sorted;
   std::vector<Bits256> arCdgScratch;
-  bool arPrevValid = false;     // arCdgScratch holds the out sets of the previous destination
+  bool arPrevValid = false;  // arCdgScratch holds the out sets of the previous destination
   SwitchIndex arPrevTarget = kNoSwitch;
   bool arPrevToCa = false;
   std::vector<uint64_t> arKey;  // by switch: the cached AR verdict's key
@@ -107,7 +107,8 @@ struct Partial {
 
 class Checker {
  public:
-  Checker(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables, const CheckOptions& opt)
+  Checker(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+          const CheckOptions& opt)
       : topo_(topo), lids_(lids), tables_(tables), opt_(opt), g_(topo), h_(g_, opt.threads) {}
 
   CheckReport run();
@@ -140,7 +141,8 @@ class Checker {
     const Node& t = topo_.node(g_.node(a.to));
     return LinkRef{f.guid, a.port, t.guid, a.peerPort, f.description, t.description};
   }
-  void addExample(Partial& p, Kind kind, uint32_t lid, uint32_t sw, const std::function<std::string()>& text) {
+  void addExample(Partial& p, Kind kind, uint32_t lid, uint32_t sw,
+                  const std::function<std::string()>& text) {
     auto& v = p.examples[kind];
     Example probe{lid, sw, {}};
     if (v.size() >= opt_.maxExamples && !(probe < v.back())) return;
@@ -267,7 +269,8 @@ void Checker::checkDest(Partial& p, const Dest& d) {
   std::fill(p.state.begin(), p.state.end(), kUnknown);
   std::fill(p.mark.begin(), p.mark.end(), 0);
   const uint32_t lid = d.lid.value;
-  auto own = [&](SwitchIndex x) -> uint64_t {  // sources at x that send to d (the destination port itself not)
+  auto own =
+      [&](SwitchIndex x) -> uint64_t {  // sources at x that send to d (the destination port itself not)
     return weight_[x] - ((d.toCa && x == d.target) ? 1u : 0u);
   };
 
@@ -310,8 +313,10 @@ void Checker::checkDest(Partial& p, const Dest& d) {
                     : p.state[x] == kDead  ? kKindDead
                     : p.state[x] == kLoop  ? kKindLoop
                                            : kKindMisdeliver;
-        (p.state[x] == kNoRoute ? p.noRoute : p.state[x] == kDead ? p.dead : p.state[x] == kLoop ? p.loops
-                                                                                               : p.misdeliver) += n;
+        (p.state[x] == kNoRoute ? p.noRoute
+         : p.state[x] == kDead  ? p.dead
+         : p.state[x] == kLoop  ? p.loops
+                                : p.misdeliver) += n;
         addExample(p, kind, lid, x, [&] {
           static const char* what[] = {"no LFT entry at", "dead or missing egress port at", "misdelivered at",
                                        "loop through"};
@@ -330,8 +335,8 @@ void Checker::checkDest(Partial& p, const Dest& d) {
   }
 
   // Route load: accumulate the sources' counts downstream, farthest switches first.
-  // Counting sort of the arriving traffic switches by remaining hops, descending (hops[x] = hops[next] + 1, so
-  // every switch comes after all switches that feed it).
+  // Counting sort of the arriving traffic switches by remaining hops, descending (hops[x] = hops[next] + 1,
+  // so every switch comes after all switches that feed it).
   uint32_t maxH = 0;
   for (SwitchIndex y : p.order)
     if (p.state[y] == kArrive) maxH = std::max<uint32_t>(maxH, p.hops[y]);
@@ -375,8 +380,8 @@ void Checker::checkAr(Partial& p, const Dest& d) {
     const Bits256& members = arBits_[n][grp];
     uint8_t lft = lftPort(p, x, d.lid);
     if (lft != kNoPort && !members.test(lft)) ++p.arMissingStatic;
-    // Away from the destination's own switch the verdict depends only on (group, target switch, CA or not), and
-    // the LIDs behind one switch are usually consecutive: one cached verdict per switch.
+    // Away from the destination's own switch the verdict depends only on (group, target switch, CA or not),
+    // and the LIDs behind one switch are usually consecutive: one cached verdict per switch.
     const bool cacheable = x != d.target;
     const uint64_t key = (uint64_t{grp} << 34) | (uint64_t{d.target & 0x1FFFFFFFu} << 1) | (d.toCa ? 1u : 0u);
     if (cacheable && p.arKey[x] == key) {
@@ -401,18 +406,19 @@ void Checker::checkAr(Partial& p, const Dest& d) {
         const Hop& h = hop(x, q);
         if (h.kind == Hop::kToEndnode) {
           if (h.node == d.owner.node && h.peerPort == d.owner.port) rem = 1;
-        } else if (h.kind == Hop::kToSwitch && d.target != kNoSwitch && h_.at(h.sw, d.target) != kUnreachable) {
+        } else if (h.kind == Hop::kToSwitch && d.target != kNoSwitch &&
+                   h_.at(h.sw, d.target) != kUnreachable) {
           rem = 1u + h_.at(h.sw, d.target) + (d.toCa ? 1u : 0u);
         }
       }
       if (rem != UINT32_MAX && rem == shortest) return;
       ++bad;
       addExample(p, kKindAr, lid, x, [&] {
-        return "AR group " + std::to_string(grp) + " of " + switchText(x) + " for LID " + std::to_string(lid) +
-               ": port " + std::to_string(q) +
-               (rem == UINT32_MAX ? std::string(" does not lead to the destination")
-                                  : " is " + std::to_string(rem) + " hops away, shortest is " +
-                                        std::to_string(shortest));
+        return "AR group " + std::to_string(grp) + " of " + switchText(x) + " for LID " +
+               std::to_string(lid) + ": port " + std::to_string(q) +
+               (rem == UINT32_MAX
+                    ? std::string(" does not lead to the destination")
+                    : " is " + std::to_string(rem) + " hops away, shortest is " + std::to_string(shortest));
       });
     });
     p.arMembers += count;
@@ -436,7 +442,8 @@ void Checker::arCdg(Partial& p, const Dest& d) {
     return b & switchPorts_[x];
   };
   // The dependencies depend only on every switch's out set and on the sources. Consecutive LIDs behind one
-  // switch usually have identical out sets (the AR group contains the LFT port), so their edges are added once.
+  // switch usually have identical out sets (the AR group contains the LFT port), so their edges are added
+  // once.
   std::vector<Bits256>& outs = p.arCdgScratch;
   outs.resize(g_.size());
   bool same = p.arPrevValid && p.arPrevTarget == d.target && p.arPrevToCa == d.toCa;
@@ -600,7 +607,8 @@ CheckReport Checker::run() {
   // Destinations in blocks of kLidBlock consecutive LIDs; each block's tables are transposed once.
   std::vector<size_t> blockStart;
   for (size_t i = 0; i < dests.size(); ++i)
-    if (i == 0 || dests[i].lid.value / kLidBlock != dests[i - 1].lid.value / kLidBlock) blockStart.push_back(i);
+    if (i == 0 || dests[i].lid.value / kLidBlock != dests[i - 1].lid.value / kLidBlock)
+      blockStart.push_back(i);
   blockStart.push_back(dests.size());
   unsigned workers = workerCount(blockStart.size() - 1, opt_.threads);
   std::vector<Partial> parts(workers);
@@ -641,8 +649,8 @@ CheckReport Checker::run() {
       }
       (usable ? p0.noRoute : p0.dead) += 1;
       addExample(p0, usable ? kKindNoRoute : kKindDead, d.lid.value, UINT32_MAX, [&] {
-        return "LID " + std::to_string(d.lid.value) + " (" + endportText(d.owner.node, d.owner.port) + ") from " +
-               endportText(src.node, src.port) + ": " +
+        return "LID " + std::to_string(d.lid.value) + " (" + endportText(d.owner.node, d.owner.port) +
+               ") from " + endportText(src.node, src.port) + ": " +
                (usable ? "source is not linked to a switch" : "source link is down");
       });
     }
@@ -672,7 +680,8 @@ CheckReport Checker::run() {
     for (size_t a = 0; a < A; ++a) load[a] += p.load[a];
     for (size_t a = 0; a < cdg.size(); ++a) cdg[a] |= p.cdg[a];
     for (size_t a = 0; a < arCdgAll.size(); ++a) arCdgAll[a] |= p.arCdg[a];
-    for (int k = 0; k < kKinds; ++k) examples[k].insert(examples[k].end(), p.examples[k].begin(), p.examples[k].end());
+    for (int k = 0; k < kKinds; ++k)
+      examples[k].insert(examples[k].end(), p.examples[k].begin(), p.examples[k].end());
   }
   r.unreachable = r.noRoute + r.deadLink + r.misdelivered + r.loops;
   if (r.reachable) {
@@ -681,7 +690,8 @@ CheckReport Checker::run() {
   }
   for (int k = 0; k < kKinds; ++k) {
     std::sort(examples[k].begin(), examples[k].end());
-    for (size_t i = 0; i < examples[k].size() && i < opt_.maxExamples; ++i) r.examples.push_back(examples[k][i].text);
+    for (size_t i = 0; i < examples[k].size() && i < opt_.maxExamples; ++i)
+      r.examples.push_back(examples[k][i].text);
   }
 
   r.switchLinks = A;
@@ -764,29 +774,30 @@ std::string formatReportText(const CheckReport& r) {
   line("destination LIDs", std::to_string(r.destinations));
   line("pairs", std::to_string(r.pairs));
   line("reachable", std::to_string(r.reachable));
-  line("unreachable", std::to_string(r.unreachable) + " (no route " + std::to_string(r.noRoute) + ", dead link " +
-                          std::to_string(r.deadLink) + ", misdelivered " + std::to_string(r.misdelivered) +
-                          ", loops " + std::to_string(r.loops) + ")");
+  line("unreachable", std::to_string(r.unreachable) + " (no route " + std::to_string(r.noRoute) +
+                          ", dead link " + std::to_string(r.deadLink) + ", misdelivered " +
+                          std::to_string(r.misdelivered) + ", loops " + std::to_string(r.loops) + ")");
   line("hops max/mean", std::to_string(r.maxHops) + " / " + fixed(r.meanHops));
   line("stretch max/mean", std::to_string(r.maxStretch) + " / " + fixed(r.meanStretch, 4) + " (" +
                                std::to_string(r.stretchedPairs) + " pairs longer than min-hop)");
   line("switch links (directed)", std::to_string(r.switchLinks));
   if (r.switchLinks) {
-    line("link load max/mean/min", std::to_string(r.maxLoad) + " / " + fixed(r.meanLoad, 1) + " / " +
-                                       std::to_string(r.minLoad));
+    line("link load max/mean/min",
+         std::to_string(r.maxLoad) + " / " + fixed(r.meanLoad, 1) + " / " + std::to_string(r.minLoad));
     line("most loaded link", linkText(r.maxLink));
   }
   if (r.cdgChecked) {
-    line("CDG", std::to_string(r.cdgChannels) + " channels, " + std::to_string(r.cdgEdges) + " dependencies, " +
-                    (r.cdgAcyclic ? "acyclic (deadlock-free on one VL)" : "CYCLE"));
+    line("CDG", std::to_string(r.cdgChannels) + " channels, " + std::to_string(r.cdgEdges) +
+                    " dependencies, " + (r.cdgAcyclic ? "acyclic (deadlock-free on one VL)" : "CYCLE"));
     for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + "\n";
   }
   if (r.arChecked || r.arCdgChecked) {
     line("AR entries", std::to_string(r.arEntries) + " (" + std::to_string(r.arMembers) + " members, " +
-                           std::to_string(r.arNotShortest) + " not shortest, " + std::to_string(r.arMissingStatic) +
-                           " without the LFT port)");
+                           std::to_string(r.arNotShortest) + " not shortest, " +
+                           std::to_string(r.arMissingStatic) + " without the LFT port)");
     if (r.arCdgChecked) {
-      line("AR CDG", std::to_string(r.arCdgEdges) + " dependencies, " + (r.arCdgAcyclic ? "acyclic" : "CYCLE"));
+      line("AR CDG",
+           std::to_string(r.arCdgEdges) + " dependencies, " + (r.arCdgAcyclic ? "acyclic" : "CYCLE"));
       for (const auto& l : r.arCdgCycle) s += "  cycle: " + linkText(l) + "\n";
     }
   }
@@ -803,9 +814,18 @@ std::string formatReportJson(const CheckReport& r) {
     first = false;
     s += jsonString(k) + ":";
   };
-  auto num = [&](const char* k, uint64_t v) { key(k); s += std::to_string(v); };
-  auto dbl = [&](const char* k, double v) { key(k); s += fixed(v, 6); };
-  auto boolean = [&](const char* k, bool v) { key(k); s += v ? "true" : "false"; };
+  auto num = [&](const char* k, uint64_t v) {
+    key(k);
+    s += std::to_string(v);
+  };
+  auto dbl = [&](const char* k, double v) {
+    key(k);
+    s += fixed(v, 6);
+  };
+  auto boolean = [&](const char* k, bool v) {
+    key(k);
+    s += v ? "true" : "false";
+  };
   auto links = [&](const char* k, const std::vector<LinkRef>& v) {
     key(k);
     s += "[";

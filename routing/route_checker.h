@@ -1,9 +1,9 @@
-// Route checker: walks the forwarding tables of a fabric from every CA port to every endport LID and reports what
-// a routing engine (or a real fabric, with tables parsed from dump_lfts/ibroute output) gets wrong or how well it
-// does: unreachable pairs (no entry, dead link, wrong endport, loop), hop stretch against the min-hop distance,
-// route load per directed switch-to-switch link, deadlock freedom on one VL (the channel dependency graph over
-// directed switch-switch links must be acyclic) and, when the tables carry AR groups, that every AR member is on
-// a shortest remaining path and that the alternatives keep the CDG acyclic.
+// Route checker: walks the forwarding tables of a fabric from every CA port to every endport LID and reports
+// what a routing engine (or a real fabric, with tables parsed from dump_lfts/ibroute output) gets wrong or
+// how well it does: unreachable pairs (no entry, dead link, wrong endport, loop), hop stretch against the
+// min-hop distance, route load per directed switch-to-switch link, deadlock freedom on one VL (the channel
+// dependency graph over directed switch-switch links must be acyclic) and, when the tables carry AR groups,
+// that every AR member is on a shortest remaining path and that the alternatives keep the CDG acyclic.
 //
 // Cost: per destination LID one memoized walk over the switches (O(switches)), so O(LIDs x switches) overall
 // rather than O(sources x LIDs x hops); the CDG is one bitset of next ports per directed link.
@@ -20,11 +20,11 @@
 namespace ibsm::routing {
 
 struct CheckOptions {
-  bool allLids = false;   // every LID of each LMC range as destination, not only base LIDs
-  bool checkCdg = true;   // channel dependency graph of the static routes
-  bool checkAr = true;    // AR group members equal-cost (only when tables.ar is filled)
-  bool checkArCdg = true; // CDG with every AR alternative included (only when tables.ar is filled)
-  size_t maxExamples = 5; // per kind of problem
+  bool allLids = false;    // every LID of each LMC range as destination, not only base LIDs
+  bool checkCdg = true;    // channel dependency graph of the static routes
+  bool checkAr = true;     // AR group members equal-cost (only when tables.ar is filled)
+  bool checkArCdg = true;  // CDG with every AR alternative included (only when tables.ar is filled)
+  size_t maxExamples = 5;  // per kind of problem
   unsigned threads = 1;
 };
 
@@ -61,8 +61,8 @@ struct CheckReport {
   double meanStretch = 0;
   size_t stretchedPairs = 0;
 
-  // Routes per directed switch-to-switch link over all usable such links: reachable pairs with a CA (or router)
-  // destination; routes to switch LIDs are management traffic and not counted.
+  // Routes per directed switch-to-switch link over all usable such links: reachable pairs with a CA (or
+  // router) destination; routes to switch LIDs are management traffic and not counted.
   size_t switchLinks = 0;
   uint64_t maxLoad = 0, minLoad = 0;
   double meanLoad = 0;
@@ -77,19 +77,17 @@ struct CheckReport {
 
   // Adaptive routing (only when tables.ar was filled).
   bool arChecked = false;
-  size_t arEntries = 0;         // (switch, LID) pairs with an AR group
-  size_t arMembers = 0;         // ports in those groups, summed
-  size_t arNotShortest = 0;     // members not on a shortest remaining path (or leading nowhere useful)
-  size_t arMissingStatic = 0;   // groups that do not contain the LFT port
+  size_t arEntries = 0;        // (switch, LID) pairs with an AR group
+  size_t arMembers = 0;        // ports in those groups, summed
+  size_t arNotShortest = 0;    // members not on a shortest remaining path (or leading nowhere useful)
+  size_t arMissingStatic = 0;  // groups that do not contain the LFT port
   bool arCdgChecked = false;
   size_t arCdgEdges = 0;
   bool arCdgAcyclic = true;
   std::vector<LinkRef> arCdgCycle;
 
   // No unreachable pair, no dead-link route, acyclic CDGs (when checked), AR members all shortest.
-  bool ok() const {
-    return unreachable == 0 && cdgAcyclic && arNotShortest == 0 && arCdgAcyclic;
-  }
+  bool ok() const { return unreachable == 0 && cdgAcyclic && arNotShortest == 0 && arCdgAcyclic; }
 };
 
 CheckReport checkRoutes(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,

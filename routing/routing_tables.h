@@ -1,4 +1,5 @@
-// What a routing engine produces: per switch, a linear forwarding table and (optionally) adaptive-routing groups.
+// What a routing engine produces: per switch, a linear forwarding table and (optionally) adaptive-routing
+// groups.
 #pragma once
 
 #include <bitset>
@@ -22,9 +23,10 @@ struct ArTable {
 };
 
 struct RoutingTables {
-  std::string engine;                    // which engine produced them
-  std::vector<std::vector<uint8_t>> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
-  std::vector<ArTable> ar;                // [node]; empty when AR was not computed
+  std::string engine;  // which engine produced them
+  std::vector<std::vector<uint8_t>>
+      lft;                  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
+  std::vector<ArTable> ar;  // [node]; empty when AR was not computed
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;

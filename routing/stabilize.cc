@@ -10,8 +10,9 @@ Guid ownerGuid(const Topology& topo, const LidAssignment& lids, uint16_t lid) {
 }
 }  // namespace
 
-StabilizeStats keepStableRoutes(const Topology& oldTopo, const LidAssignment& oldLids, const RoutingTables& old,
-                                const Topology& topo, const LidAssignment& lids, RoutingTables& fresh) {
+StabilizeStats keepStableRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
+                                const RoutingTables& old, const Topology& topo, const LidAssignment& lids,
+                                RoutingTables& fresh) {
   StabilizeStats st;
   const size_t maxLid = std::min<size_t>(lids.maxLid().value, oldLids.maxLid().value);
   std::vector<bool> sameOwner(maxLid + 1, false);
@@ -30,7 +31,8 @@ StabilizeStats keepStableRoutes(const Topology& oldTopo, const LidAssignment& ol
     const ArTable* ar = s < fresh.ar.size() ? &fresh.ar[s] : nullptr;
     for (size_t lid = 0; lid < table.size(); ++lid) {
       uint8_t was = lid < before.size() ? before[lid] : kNoPort;
-      if (table[lid] != was && was != kNoPort && lid <= maxLid && sameOwner[lid] && ar && lid < ar->lidToGroup.size()) {
+      if (table[lid] != was && was != kNoPort && lid <= maxLid && sameOwner[lid] && ar &&
+          lid < ar->lidToGroup.size()) {
         uint16_t g = ar->lidToGroup[lid];
         if (g != ArTable::kNoGroup && g < ar->groups.size() && ar->groups[g].test(was)) {
           table[lid] = was;

@@ -1,6 +1,7 @@
-// Dense, read-only view of the switch-to-switch part of a topology, shared by the min-hop engine and the route
-// checker: switches renumbered 0..S-1, usable switch-switch links as a CSR arc list (one arc per direction), and
-// all-pairs switch hop distances. Everything is a flat vector so the hot loops are plain array walks.
+// Dense, read-only view of the switch-to-switch part of a topology, shared by the min-hop engine and the
+// route checker: switches renumbered 0..S-1, usable switch-switch links as a CSR arc list (one arc per
+// direction), and all-pairs switch hop distances. Everything is a flat vector so the hot loops are plain
+// array walks.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,8 @@ inline constexpr SwitchIndex kNoSwitch = UINT32_MAX;
 inline constexpr uint32_t kNoArc = UINT32_MAX;
 inline constexpr uint16_t kUnreachable = UINT16_MAX;
 
-// A port can carry traffic when it is linked and neither end reported PortState Down (ports of a topology read
-// from a file have no PortInfo and count as usable).
+// A port can carry traffic when it is linked and neither end reported PortState Down (ports of a topology
+// read from a file have no PortInfo and count as usable).
 bool portUsable(const fabric::Topology& topo, fabric::NodeIndex node, fabric::PortNum port);
 
 class SwitchGraph {
@@ -55,8 +56,8 @@ class SwitchGraph {
 };
 
 // All-pairs hop counts between switches over the graph's arcs (BFS from every switch), S x S uint16 entries;
-// kUnreachable between disconnected parts. Rows are computed in parallel when threads > 1; the result does not
-// depend on the thread count.
+// kUnreachable between disconnected parts. Rows are computed in parallel when threads > 1; the result does
+// not depend on the thread count.
 class HopMatrix {
  public:
   HopMatrix(const SwitchGraph& graph, unsigned threads);

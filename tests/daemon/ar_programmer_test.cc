@@ -36,7 +36,8 @@ struct ArTest : ::testing::Test {
   void start(const std::vector<std::pair<std::string, mad::FakeArMode>>& modes = {},
              mad::FakeArCaps caps = {}) {
     fx.start(fatTree());
-    for (NodeIndex n : fx.fabric->topology().switches()) fx.fabric->setArMode(n, mad::FakeArMode::kImplemented, caps);
+    for (NodeIndex n : fx.fabric->topology().switches())
+      fx.fabric->setArMode(n, mad::FakeArMode::kImplemented, caps);
     for (const auto& [desc, mode] : modes) {
       auto n = fx.fabric->topology().findByDescription(desc);
       ASSERT_TRUE(n) << desc;
@@ -117,8 +118,10 @@ TEST_F(ArTest, ProgramsGroupsBeforeArLftThenEnables) {
     EXPECT_EQ(smps.front().method, mad::kGet);
     EXPECT_EQ(smps.back().attrId, mad::kAttrArInfo);
     EXPECT_EQ(smps.back().method, mad::kSet);
-    auto firstLft = std::find_if(smps.begin(), smps.end(), [](auto& s) { return s.attrId == mad::kAttrArLft; });
-    auto lastGroup = std::find_if(smps.rbegin(), smps.rend(), [](auto& s) { return s.attrId == mad::kAttrArGroupTable; });
+    auto firstLft =
+        std::find_if(smps.begin(), smps.end(), [](auto& s) { return s.attrId == mad::kAttrArLft; });
+    auto lastGroup =
+        std::find_if(smps.rbegin(), smps.rend(), [](auto& s) { return s.attrId == mad::kAttrArGroupTable; });
     ASSERT_NE(firstLft, smps.end());
     ASSERT_NE(lastGroup, smps.rend());
     EXPECT_LT(std::distance(smps.begin(), lastGroup.base()) - 1, std::distance(smps.begin(), firstLft));

@@ -1,7 +1,5 @@
 // OpenSM-format dumps: opensm-subnet.lst lines exactly as OpenSM 3.3 writes them, the AR dump, and the dump
 // writer's atomic, change-only, failure-tolerant writing.
-#include "daemon/dumps.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/dumps.h"
 #include "routing/lft_dump.h"
 #include "tests/daemon/control_fixture.h"
 
@@ -37,14 +36,16 @@ TEST(ControlDumps, SubnetLstHasOneLinePerPortOfEveryLinkInOpenSmFormat) {
   auto ls = lines(text);
   EXPECT_EQ(ls.size(), 2 * s->topology->links().size());
   // h0 (node 0xca000, port 0xca001) to leafA (0x5000) port 1; LIDs as assigned.
-  unsigned h0Lid = s->lids.base(3, fabric::PortNum{1}).value, leafLid = s->lids.base(0, fabric::PortNum{0}).value;
+  unsigned h0Lid = s->lids.base(3, fabric::PortNum{1}).value,
+           leafLid = s->lids.base(0, fabric::PortNum{0}).value;
   char want[600];
-  std::snprintf(want, sizeof want,
-                "{ CA Ports:01 SystemGUID:00000000000ca000 NodeGUID:00000000000ca000 PortGUID:00000000000ca001 "
-                "VenID:000000 DevID:0000 Rev:00000000 {h0 HCA-1} LID:%04X PN:01 } { SW Ports:04 "
-                "SystemGUID:0000000000005000 NodeGUID:0000000000005000 PortGUID:0000000000005000 VenID:00000000 "
-                "DevID:0000 Rev:00000000 {leafA} LID:%04X PN:01 } PHY=4x LOG=ACT SPD=10",
-                h0Lid, leafLid);
+  std::snprintf(
+      want, sizeof want,
+      "{ CA Ports:01 SystemGUID:00000000000ca000 NodeGUID:00000000000ca000 PortGUID:00000000000ca001 "
+      "VenID:000000 DevID:0000 Rev:00000000 {h0 HCA-1} LID:%04X PN:01 } { SW Ports:04 "
+      "SystemGUID:0000000000005000 NodeGUID:0000000000005000 PortGUID:0000000000005000 VenID:00000000 "
+      "DevID:0000 Rev:00000000 {leafA} LID:%04X PN:01 } PHY=4x LOG=ACT SPD=10",
+      h0Lid, leafLid);
   EXPECT_NE(std::find(ls.begin(), ls.end(), std::string(want)), ls.end()) << text;
   // Not activated: the state as discovered.
   EXPECT_NE(formatSubnetLst(*s, false).find("LOG=INI"), std::string::npos);

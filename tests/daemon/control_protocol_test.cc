@@ -61,7 +61,8 @@ TEST(ControlProtocolParse, UnknownCommandIsItsOwnError) {
 TEST(ControlProtocolParse, OversizedAndDeeplyNestedRequestsAreRefused) {
   std::string big = R"({"command": "status", "id": ")" + std::string(kMaxRequestBytes, 'a') + "\"}";
   EXPECT_EQ(parseError(big).code, ErrorCode::kTooLarge);
-  std::string deep = R"({"command": "status", "args": {"x": )" + std::string(1000, '[') + std::string(1000, ']') + "}}";
+  std::string deep =
+      R"({"command": "status", "args": {"x": )" + std::string(1000, '[') + std::string(1000, ']') + "}}";
   EXPECT_EQ(parseError(deep).code, ErrorCode::kBadRequest);
   // Brackets inside strings do not count as nesting.
   auto ok = parseRequest(R"({"id": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "command": "status"})");
@@ -100,7 +101,7 @@ TEST(ControlProtocolAccess, RootDaemonUserAndGroupMembersMayChangeState) {
   EXPECT_TRUE(mayChangeState({1000, 1000, 1, {}}, rootOnly));  // the daemon's own user
   EXPECT_FALSE(mayChangeState({65534, 65534, 1, {}}, rootOnly));
   AccessPolicy group{0, gid_t{600}};
-  EXPECT_TRUE(mayChangeState({1001, 600, 1, {}}, group));          // primary group
+  EXPECT_TRUE(mayChangeState({1001, 600, 1, {}}, group));           // primary group
   EXPECT_TRUE(mayChangeState({1001, 100, 1, {5, 600, 7}}, group));  // supplementary
   EXPECT_FALSE(mayChangeState({1001, 100, 1, {5, 7}}, group));
   EXPECT_FALSE(mayChangeState({}, group));  // credentials unknown
@@ -119,8 +120,8 @@ TEST(ControlProtocolNames, DescriptionsGuidsAndLidsNameNodes) {
   EXPECT_EQ(t.node(*name("h2 HCA-1")).description, "h2 HCA-1");
   EXPECT_EQ(t.node(*name("h2")).description, "h2 HCA-1");  // first word: the host name
   EXPECT_EQ(*name("0x0000000000005001"), *name("leafB"));
-  EXPECT_EQ(*name("0000000000005001"), *name("leafB"));    // 16 hex digits
-  EXPECT_EQ(*name("0xca011"), *name("h1"));                // a port GUID names its node
+  EXPECT_EQ(*name("0000000000005001"), *name("leafB"));  // 16 hex digits
+  EXPECT_EQ(*name("0xca011"), *name("h1"));              // a port GUID names its node
   fabric::Lid h3 = s->lids.base(*name("h3"), fabric::PortNum{1});
   EXPECT_EQ(*name(h3.value), *name("h3"));
   EXPECT_EQ(*name(std::to_string(h3.value)), *name("h3"));

@@ -4,8 +4,8 @@
 // timeouts, and many concurrent clients while the snapshot is being replaced.
 #include "daemon/control_server.h"
 
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -56,7 +56,8 @@ std::string readLine(int fd, std::string& buffer, std::chrono::milliseconds time
       buffer.erase(0, nl + 1);
       return line;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return "";
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
@@ -100,15 +101,16 @@ class ControlServerTest : public ::testing::Test {
   }
   void start(ControlServerOptions o = {}) {
     o.path = path;
-    auto s = ControlServer::start(o, state, events, log, [this](Request r, PeerCredentials p, ControlServer::Reply reply) {
-      ++changes;
-      lastPeer = p;
-      // Answer from another thread, later, as the event loop would.
-      std::thread([r = std::move(r), reply = std::move(reply)] {
-        std::this_thread::yield();
-        reply(okResponse(r.id, {{"done", r.command}}));
-      }).detach();
-    });
+    auto s = ControlServer::start(o, state, events, log,
+                                  [this](Request r, PeerCredentials p, ControlServer::Reply reply) {
+                                    ++changes;
+                                    lastPeer = p;
+                                    // Answer from another thread, later, as the event loop would.
+                                    std::thread([r = std::move(r), reply = std::move(reply)] {
+                                      std::this_thread::yield();
+                                      reply(okResponse(r.id, {{"done", r.command}}));
+                                    }).detach();
+                                  });
     ASSERT_TRUE(s.ok()) << s.error().message;
     server = std::move(*s);
   }
@@ -192,7 +194,9 @@ TEST_F(ControlServerTest, PipelinedRequestsAreAnsweredInOrder) {
   start();
   int fd = connectTo(path);
   ASSERT_GE(fd, 0);
-  sendAll(fd, "{\"id\":1,\"command\":\"status\"}\n\n{\"id\":2,\"command\":\"resweep\"}\r\n{\"id\":3,\"command\":\"lids\"}\n");
+  sendAll(fd,
+          "{\"id\":1,\"command\":\"status\"}\n\n{\"id\":2,\"command\":\"resweep\"}\r\n{\"id\":3,\"command\":"
+          "\"lids\"}\n");
   std::string buf;
   for (int id = 1; id <= 3; ++id) {
     Json r = Json::parse(readLine(fd, buf), nullptr, false);
@@ -312,7 +316,8 @@ TEST_F(ControlServerTest, GroupMembersMayChangeStateThroughAPrimaryOrSupplementa
   o.group = "nogroup";
   start(o);
   // Mode 0660 root:nogroup: a member connects, a non-member cannot even connect.
-  Json primary = Json::parse(askAs(path, 65534, ng, {}, R"({"command":"loglevel","args":{"level":"debug"}})"));
+  Json primary =
+      Json::parse(askAs(path, 65534, ng, {}, R"({"command":"loglevel","args":{"level":"debug"}})"));
   EXPECT_TRUE(primary["ok"].get<bool>()) << primary.dump();
   Json supplementary = Json::parse(askAs(path, 4242, 4242, {ng}, R"({"command":"reroute"})"));
   EXPECT_TRUE(supplementary["ok"].get<bool>()) << supplementary.dump();
@@ -361,7 +366,8 @@ TEST_F(ControlServerTest, FiftyConcurrentClientsWhileTheSnapshotChanges) {
       for (int k = 0; k < 5; ++k) {
         int fd = connectTo(path);
         if (fd < 0) return;
-        sendAll(fd, i % 2 ? "{\"command\":\"lids\"}\n" : "{\"command\":\"path\",\"args\":{\"src\":\"h0\",\"dst\":\"h3\"}}\n");
+        sendAll(fd, i % 2 ? "{\"command\":\"lids\"}\n"
+                          : "{\"command\":\"path\",\"args\":{\"src\":\"h0\",\"dst\":\"h3\"}}\n");
         std::string buf;
         Json r = Json::parse(readLine(fd, buf), nullptr, false);
         ::close(fd);

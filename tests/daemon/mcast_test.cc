@@ -16,8 +16,8 @@ namespace {
 using mad::McMemberRecord;
 namespace mcm = mad::mcm;
 constexpr uint64_t kPrefix = 0xfe80000000000000ULL;
-constexpr uint64_t kCreate = mcm::kMgid | mcm::kPortGid | mcm::kQkey | mcm::kPkey | mcm::kSl | mcm::kFlowLabel |
-                             mcm::kTClass | mcm::kJoinState;
+constexpr uint64_t kCreate = mcm::kMgid | mcm::kPortGid | mcm::kQkey | mcm::kPkey | mcm::kSl |
+                             mcm::kFlowLabel | mcm::kTClass | mcm::kJoinState;
 
 McMemberRecord request(uint64_t portGuid, uint8_t joinState, mad::Gid mgid = {0xff12601b00000000ULL, 0x42}) {
   McMemberRecord r;
@@ -79,8 +79,12 @@ TEST(McastGroups, CreateJoinLeave) {
   McMemberRecord wrong = request(2, mad::kJoinFull);
   wrong.qkey = 7;
   EXPECT_EQ(statusOf(groups.join(wrong, kCreate, port)), 0x0200);
-  EXPECT_EQ(statusOf(groups.join(request(2, mad::kJoinFull), mcm::kMgid | mcm::kPortGid | mcm::kJoinState, port)), 0);
-  EXPECT_EQ(statusOf(groups.join(request(3, mad::kJoinSendOnly), mcm::kMgid | mcm::kPortGid | mcm::kJoinState, port)), 0);
+  EXPECT_EQ(
+      statusOf(groups.join(request(2, mad::kJoinFull), mcm::kMgid | mcm::kPortGid | mcm::kJoinState, port)),
+      0);
+  EXPECT_EQ(statusOf(groups.join(request(3, mad::kJoinSendOnly), mcm::kMgid | mcm::kPortGid | mcm::kJoinState,
+                                 port)),
+            0);
   // A member whose link cannot carry the group's MTU is refused.
   EXPECT_EQ(statusOf(groups.join(request(4, mad::kJoinFull), mcm::kMgid | mcm::kPortGid | mcm::kJoinState,
                                  McastPortLimits{4, 0})),
@@ -141,8 +145,10 @@ class McastProgrammerTest : public ::testing::Test, public testing::FakeFabricFi
       for (unsigned p : fabric->mftPorts(fakeIndex(topo, sw), mlid)) {
         if (p == in || p == 0) continue;
         const auto& port = topo.node(sw).ports[p];
-        if (topo.node(port.peerNode).isSwitch()) work.emplace_back(port.peerNode, port.peerPort.value);
-        else ++got[topo.node(port.peerNode).ports[port.peerPort.value].guid.value];
+        if (topo.node(port.peerNode).isSwitch())
+          work.emplace_back(port.peerNode, port.peerPort.value);
+        else
+          ++got[topo.node(port.peerNode).ports[port.peerPort.value].guid.value];
       }
     }
     return got;
@@ -187,9 +193,11 @@ TEST_F(McastProgrammerTest, WritesTreesAndOnlyWhatChanged) {
   }
   McastReport third = programmer.program(topo, groups.routes(topo));
   EXPECT_GT(third.blocksSent, 0u);
-  EXPECT_EQ(flood(topo, join.mlid, members[0]), (std::map<uint64_t, int>{{topo.node(members[1]).ports[1].guid.value, 1}}));
+  EXPECT_EQ(flood(topo, join.mlid, members[0]),
+            (std::map<uint64_t, int>{{topo.node(members[1]).ports[1].guid.value, 1}}));
   size_t switchesWithEntries = 0;
-  for (fabric::NodeIndex s : topo.switches()) switchesWithEntries += !fabric->mftPorts(fakeIndex(topo, s), join.mlid).empty();
+  for (fabric::NodeIndex s : topo.switches())
+    switchesWithEntries += !fabric->mftPorts(fakeIndex(topo, s), join.mlid).empty();
   EXPECT_LE(switchesWithEntries, 5u) << "a two-member tree on a 3-level tree spans at most 5 switches";
 }
 

@@ -63,10 +63,11 @@ TEST(PkeyProgrammer, WritesTheDefaultPkeyOnlyWhereItIsMissing) {
   PkeyFixture f;
   const fabric::NodeIndex h1 = f.fakeIndex(f.topo(), f.host(1)), h2 = f.fakeIndex(f.topo(), f.host(2));
   const fabric::NodeIndex spine = f.fakeIndex(f.topo(), f.sw("spine-0"));
-  f.fabric->setPkeys(h1, fabric::PortNum{1}, {});                          // empty: entry 0
-  f.fabric->setPkeys(h2, fabric::PortNum{1}, std::vector<uint16_t>(40, 0x8005));  // full to 40: entry 40, block 1
-  f.fabric->setPkeys(spine, fabric::PortNum{0}, {0x7FFF});                 // limited member: upgraded
-  f.fabric->setPkeys(spine, fabric::PortNum{2}, {0x7FFF});                 // an external port: left alone
+  f.fabric->setPkeys(h1, fabric::PortNum{1}, {});  // empty: entry 0
+  f.fabric->setPkeys(h2, fabric::PortNum{1},
+                     std::vector<uint16_t>(40, 0x8005));    // full to 40: entry 40, block 1
+  f.fabric->setPkeys(spine, fabric::PortNum{0}, {0x7FFF});  // limited member: upgraded
+  f.fabric->setPkeys(spine, fabric::PortNum{2}, {0x7FFF});  // an external port: left alone
   PkeyProgrammer p(*f.engine, f.clock);
   PkeyReport r = p.program(f.topo());
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();

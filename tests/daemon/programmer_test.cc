@@ -52,7 +52,8 @@ TEST(Programmer, BringsTheFabricUp) {
     for (unsigned p = node.isSwitch() ? 0 : 1; p <= (node.isSwitch() ? 0u : node.numPorts); ++p) {
       if (!node.isSwitch() && !node.ports[p].connected()) continue;
       fabric::PortAttrs a = fx.fabric->portAttrs(f, PortNum{static_cast<uint8_t>(p)});
-      EXPECT_EQ(a.lid, up.lids.base(n, PortNum{static_cast<uint8_t>(p)})) << node.description << " port " << p;
+      EXPECT_EQ(a.lid, up.lids.base(n, PortNum{static_cast<uint8_t>(p)}))
+          << node.description << " port " << p;
       EXPECT_EQ(a.smLid, up.lids.base(t.smNode(), t.smPort()));
     }
     if (node.isSwitch()) {
@@ -125,7 +126,8 @@ TEST(Programmer, ClientReregisterOncePerPort) {
   EXPECT_EQ(fx.fabric->clientReregistrations(), 0u);
   size_t caPorts = 0;
   for (NodeIndex n : up.found.topology->cas())
-    for (unsigned p = 1; p <= up.found.topology->node(n).numPorts; ++p) caPorts += up.found.topology->node(n).ports[p].connected();
+    for (unsigned p = 1; p <= up.found.topology->node(n).numPorts; ++p)
+      caPorts += up.found.topology->node(n).ports[p].connected();
   DiscoveryResult again = fx.discover();
   Programmer programmer(*fx.engine, fx.clock);
   ProgramOptions rereg;
@@ -143,7 +145,8 @@ std::vector<std::pair<NodeIndex, unsigned>> managementPorts(const fabric::Topolo
   std::vector<std::pair<NodeIndex, unsigned>> out;
   for (NodeIndex n = 0; n < t.size(); ++n) {
     const fabric::Node& node = t.node(n);
-    if (node.isSwitch()) out.emplace_back(n, 0);
+    if (node.isSwitch())
+      out.emplace_back(n, 0);
     else
       for (unsigned p = 1; p <= node.numPorts; ++p)
         if (node.ports[p].connected()) out.emplace_back(n, p);
@@ -185,7 +188,8 @@ TEST(Programmer, ProtectsEveryManagementPortWithTheMkey) {
 
   // A tool without the key: its Get and its Set of a host's PortInfo go unanswered.
   const NodeIndex ca = t.cas().front();
-  const fabric::DrPath& route = t.node(ca).ports[1].route.count ? t.node(ca).ports[1].route : t.node(ca).route;
+  const fabric::DrPath& route =
+      t.node(ca).ports[1].route.count ? t.node(ca).ports[1].route : t.node(ca).route;
   mad::MadEngine tool(fx.port, fx.clock, {4, 100ms, 0});
   std::vector<bool> ok;
   for (uint8_t method : {mad::kGet, mad::kSet})
@@ -290,9 +294,9 @@ TEST(Programmer, LeavesTheResultAtWhatTheFabricHolds) {
   EXPECT_EQ(fx.engine->counters().sent, sent);
 }
 
-// The answer to the first attempt of every third PortInfo Set is lost after the fake SMA applied it: the retried PortState change
-// is refused with 0x1C (the port already has that state, as on ibsim), which the Programmer must take as done
-// (found by the 10% MAD-loss test on ibsim, tests/ibsim/faults_test.cc).
+// The answer to the first attempt of every third PortInfo Set is lost after the fake SMA applied it: the
+// retried PortState change is refused with 0x1C (the port already has that state, as on ibsim), which the
+// Programmer must take as done (found by the 10% MAD-loss test on ibsim, tests/ibsim/faults_test.cc).
 TEST(Programmer, RetriedPortStateSetRefusedAsAlreadyAppliedIsNotAnError) {
   FakeFabricFixture fx;
   fx.start(fatTree());
@@ -323,8 +327,8 @@ TEST(Programmer, RetriedPortStateSetRefusedAsAlreadyAppliedIsNotAnError) {
       }
 }
 
-// Every attempt of the first pass of LFT block 0's Set on each switch is lost (4 = 1 + the fixture's 3 retries):
-// the second pass delivers them, so the run ends with no errors and the right tables.
+// Every attempt of the first pass of LFT block 0's Set on each switch is lost (4 = 1 + the fixture's 3
+// retries): the second pass delivers them, so the run ends with no errors and the right tables.
 TEST(Programmer, SetsWithNoAnswerGoAgainInASecondPass) {
   FakeFabricFixture fx;
   fx.start(fatTree());
@@ -334,7 +338,8 @@ TEST(Programmer, SetsWithNoAnswerGoAgainInASecondPass) {
     auto h = mad::parseHeader(sent);
     mad::MadPacket key = sent;
     mad::setTid(key, 0);
-    if (h && h->method == mad::kSet && h->attrId == mad::kAttrLft && h->attrMod == 0 && ++attempts[key.bytes] <= 4) {
+    if (h && h->method == mad::kSet && h->attrId == mad::kAttrLft && h->attrMod == 0 &&
+        ++attempts[key.bytes] <= 4) {
       ++lost;
       return std::vector<mad::MadPacket>{};
     }

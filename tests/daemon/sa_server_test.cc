@@ -28,7 +28,8 @@ struct SaFixture : testing::FakeFabricFixture {
     auto up = bringUp(cache);
     PkeyProgrammer pkeys(*engine, clock);
     EXPECT_TRUE(pkeys.program(*up.found.topology).warnings.empty());
-    snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables()});
+    snap = std::make_shared<const SubnetSnapshot>(
+        SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables()});
     sa = std::make_unique<SaServer>(
         clock, [this] { return snap; },
         [this] {
@@ -99,7 +100,8 @@ struct SaFixture : testing::FakeFabricFixture {
     size_t bytes = total - 20 * segments;
     std::vector<std::vector<uint8_t>> recs;
     for (size_t off = 0; stride && off + stride <= bytes; off += stride)
-      recs.emplace_back(payload.begin() + static_cast<long>(off), payload.begin() + static_cast<long>(off + stride));
+      recs.emplace_back(payload.begin() + static_cast<long>(off),
+                        payload.begin() + static_cast<long>(off + stride));
     return recs;
   }
   uint16_t lidOf(uint64_t portGuid) {
@@ -137,7 +139,8 @@ TEST(SaServer, NodeRecordsOnePerEndportAndByLid) {
 TEST(SaServer, ErrorsAreAnswered) {
   SaFixture f;
   // Get matching every node: too many; Get of a LID nobody has: no records.
-  EXPECT_EQ(f.status(f.sa->handle(f.request(mad::kGet, mad::kSaAttrNodeRecord))[0]), mad::kStatusTooManyRecords);
+  EXPECT_EQ(f.status(f.sa->handle(f.request(mad::kGet, mad::kSaAttrNodeRecord))[0]),
+            mad::kStatusTooManyRecords);
   uint8_t q[mad::kNodeRecordSize] = {};
   q[1] = 200;
   EXPECT_EQ(f.status(f.sa->handle(f.request(mad::kGet, mad::kSaAttrNodeRecord, 1, q, sizeof q))[0]),
@@ -145,7 +148,8 @@ TEST(SaServer, ErrorsAreAnswered) {
   // GetTable with no match is a success with no records.
   EXPECT_TRUE(f.table(mad::kSaAttrNodeRecord, 1, q, sizeof q).empty());
   EXPECT_EQ(f.status(f.sa->handle(f.request(mad::kGet, 0x77))[0]), mad::kStatusMethodAttrUnsupported);
-  EXPECT_EQ(f.status(f.sa->handle(f.request(0x11, mad::kSaAttrNodeRecord))[0]), mad::kStatusMethodUnsupported);
+  EXPECT_EQ(f.status(f.sa->handle(f.request(0x11, mad::kSaAttrNodeRecord))[0]),
+            mad::kStatusMethodUnsupported);
   EXPECT_EQ(f.status(f.sa->handle(f.request(mad::kSet, mad::kSaAttrNodeRecord))[0]),
             mad::kStatusMethodAttrUnsupported);
   mad::MadPacket bad = f.request(mad::kGet, mad::kSaAttrNodeRecord);
@@ -202,7 +206,8 @@ TEST(SaServer, PathRecordFollowsTheLfts) {
     q.dlid = d;
     uint8_t rec[mad::kPathRecordSize];
     mad::encodePathRecord(q, rec);
-    auto out = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSlid | mad::kPrDlid, rec, sizeof rec));
+    auto out = f.sa->handle(
+        f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSlid | mad::kPrDlid, rec, sizeof rec));
     EXPECT_EQ(out.size(), 1u);
     EXPECT_EQ(f.status(out[0]), 0);
     return mad::decodePathRecord(mad::saData(out[0]));
@@ -224,11 +229,13 @@ TEST(SaServer, PathRecordFollowsTheLfts) {
   q.dgid = mad::Gid{mad::kDefaultGidPrefix, 0x100005};
   uint8_t rec[mad::kPathRecordSize];
   mad::encodePathRecord(q, rec);
-  auto out = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSgid | mad::kPrDgid, rec, sizeof rec));
+  auto out = f.sa->handle(
+      f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSgid | mad::kPrDgid, rec, sizeof rec));
   EXPECT_EQ(mad::decodePathRecord(mad::saData(out[0])).dlid, h2);
   q.dgid.guid = 0xdead;
   mad::encodePathRecord(q, rec);
-  out = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSgid | mad::kPrDgid, rec, sizeof rec));
+  out = f.sa->handle(
+      f.request(mad::kGet, mad::kSaAttrPathRecord, mad::kPrSgid | mad::kPrDgid, rec, sizeof rec));
   EXPECT_EQ(f.status(out[0]), mad::kStatusInvalidGid);
   // MTU "greater than" what the path offers: nothing.
   q.dgid.guid = 0x100005;
@@ -236,7 +243,8 @@ TEST(SaServer, PathRecordFollowsTheLfts) {
   q.mtu = far.mtu;
   mad::encodePathRecord(q, rec);
   out = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPathRecord,
-                               mad::kPrSgid | mad::kPrDgid | mad::kPrMtu | mad::kPrMtuSelector, rec, sizeof rec));
+                               mad::kPrSgid | mad::kPrDgid | mad::kPrMtu | mad::kPrMtuSelector, rec,
+                               sizeof rec));
   EXPECT_EQ(f.status(out[0]), mad::kStatusNoRecords);
   // All pairs from one source: 8 endports.
   mad::encodePathRecord(mad::PathRecord{}, rec);
@@ -303,7 +311,8 @@ TEST(SaServer, InformInfoSubscribersGetReports) {
   routing::LidAssignment lids = f.snap->lids;
   auto host = f.snap->topology->findPort(fabric::Guid{0x100005});
   lids.set(host->first, host->second, routing::LidRange{fabric::Lid{0}, 0});
-  f.snap = std::make_shared<const SubnetSnapshot>(SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys});
+  f.snap = std::make_shared<const SubnetSnapshot>(
+      SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys});
   reports = f.sa->reportsForSnapshot();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(mad::saData(reports[0])[5], 65);
@@ -404,8 +413,8 @@ TEST(SaServer, PkeyTableRecordsForEndports) {
   q.block = 0;
   uint8_t rec[mad::kPkeyTableRecordSize];
   mad::encodePkeyTableRecord(q, rec);
-  auto got = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPkeyTableRecord, mad::kPktrLid | mad::kPktrBlock, rec,
-                                    sizeof rec));
+  auto got = f.sa->handle(
+      f.request(mad::kGet, mad::kSaAttrPkeyTableRecord, mad::kPktrLid | mad::kPktrBlock, rec, sizeof rec));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(f.status(got[0]), 0);
   EXPECT_EQ(mad::decodePkeyTableRecord(mad::saData(got[0])).pkeys[0], 0xFFFF);

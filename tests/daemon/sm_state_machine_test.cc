@@ -66,7 +66,8 @@ TEST_F(SmStateMachineTest, WrongSmKeyNeverMakesUsYield) {
   ASSERT_NE(m.findRemote(kOther), nullptr);
   EXPECT_FALSE(m.findRemote(kOther)->keyOk);
   // A HANDOVER with a wrong key is refused too; with the right one from a master it is acknowledged.
-  EXPECT_EQ(m.onSet(1, info(kOther, 15, SmState::kMaster, 0xBB), clock.now()), SmStateMachine::SetOutcome::kBadKey);
+  EXPECT_EQ(m.onSet(1, info(kOther, 15, SmState::kMaster, 0xBB), clock.now()),
+            SmStateMachine::SetOutcome::kBadKey);
   EXPECT_EQ(m.badKeys(), 2u);
   // Same key: trusted, and a better master wins.
   auto k = make(1, 0xAA);
@@ -108,8 +109,10 @@ TEST_F(SmStateMachineTest, MasterHandsOverToABetterStandby) {
   m.handoverSent(kOther, clock.now());
   EXPECT_FALSE(m.decide(clock.now()).handoverTo);  // pending: not again
   // An ACKNOWLEDGE from someone else is ignored; from the new master it makes us STANDBY.
-  EXPECT_EQ(m.onSet(2, info(Guid{0x300}, 9, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kIgnored);
-  EXPECT_EQ(m.onSet(2, info(kOther, 9, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kNowStandby);
+  EXPECT_EQ(m.onSet(2, info(Guid{0x300}, 9, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kIgnored);
+  EXPECT_EQ(m.onSet(2, info(kOther, 9, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kNowStandby);
   EXPECT_EQ(m.state(), SmState::kStandby);
   EXPECT_EQ(m.master(), kOther);
 }
@@ -130,7 +133,8 @@ TEST_F(SmStateMachineTest, StandbyReceivingHandoverBecomesMaster) {
   m.startDiscovery();
   m.noteRemote(kOther, 5, {}, info(kOther, 1, SmState::kMaster), clock.now());
   ASSERT_EQ(m.decide(clock.now()).state, SmState::kStandby);
-  EXPECT_EQ(m.onSet(1, info(kOther, 1, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kBecomeMaster);
+  EXPECT_EQ(m.onSet(1, info(kOther, 1, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kBecomeMaster);
   EXPECT_EQ(m.state(), SmState::kMaster);
   EXPECT_TRUE(m.tookOver());
   // Its sweep still sees the old master as MASTER (the ACKNOWLEDGE is on its way): it stays master.
@@ -138,7 +142,8 @@ TEST_F(SmStateMachineTest, StandbyReceivingHandoverBecomesMaster) {
   m.noteRemote(kOther, 5, {}, info(kOther, 1, SmState::kMaster), clock.now());
   EXPECT_EQ(m.decide(clock.now()).state, SmState::kMaster);
   // HANDOVER while master: acknowledge, nothing changes.
-  EXPECT_EQ(m.onSet(1, info(kOther, 1, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kAcknowledge);
+  EXPECT_EQ(m.onSet(1, info(kOther, 1, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kAcknowledge);
   EXPECT_EQ(m.masterTerms(), 1u);
 }
 
@@ -147,15 +152,19 @@ TEST_F(SmStateMachineTest, DisableAndDiscover) {
   m.startDiscovery();
   m.noteRemote(kOther, 5, {}, info(kOther, 5, SmState::kMaster), clock.now());
   m.decide(clock.now());
-  EXPECT_EQ(m.onSet(3, info(kOther, 5, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kDisabled);
+  EXPECT_EQ(m.onSet(3, info(kOther, 5, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kDisabled);
   EXPECT_EQ(m.state(), SmState::kNotActive);
   m.startDiscovery();  // a sweep does not wake a NOTACTIVE SM
   EXPECT_EQ(m.state(), SmState::kNotActive);
-  EXPECT_EQ(m.onSet(5, info(kOther, 5, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kDiscover);
+  EXPECT_EQ(m.onSet(5, info(kOther, 5, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kDiscover);
   EXPECT_EQ(m.state(), SmState::kDiscovering);
-  EXPECT_EQ(m.onSet(4, info(kOther, 5, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kNowStandby);
+  EXPECT_EQ(m.onSet(4, info(kOther, 5, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kNowStandby);
   EXPECT_EQ(m.state(), SmState::kStandby);
-  EXPECT_EQ(m.onSet(99, info(kOther, 5, SmState::kMaster), clock.now()), SmStateMachine::SetOutcome::kIgnored);
+  EXPECT_EQ(m.onSet(99, info(kOther, 5, SmState::kMaster), clock.now()),
+            SmStateMachine::SetOutcome::kIgnored);
 }
 
 TEST_F(SmStateMachineTest, TwoMastersTheBetterKeepsIt) {

@@ -41,7 +41,7 @@ TEST_F(StateDir, MkeyIsGeneratedOnceAndKeptSecret) {
   char want[32];
   std::snprintf(want, sizeof want, "0x%016llx\n", static_cast<unsigned long long>(first->key));
   EXPECT_EQ(read(path), want);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // A restart reads the same key back.
@@ -79,7 +79,8 @@ TEST_F(StateDir, MkeyThatCannotBeSavedIsAnError) {
     write(dir / "notadir", "x");
     auto r = loadOrCreateMkey((dir / "notadir" / kMkeyFile).string());
     ASSERT_FALSE(r);
-    EXPECT_NE(r.error().message.find("cannot keep the generated M_Key"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("cannot keep the generated M_Key"), std::string::npos)
+        << r.error().message;
     return;
   }
   fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);

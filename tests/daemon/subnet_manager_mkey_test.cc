@@ -33,7 +33,8 @@ struct MkeySubnet : ::testing::Test {
     o.program.mkey = kMkey;
     o.lightSweepInterval = mad::Duration::zero();
     sm = std::make_unique<SubnetManager>(*fx.engine, fx.clock, o);
-    fx.engine->setUnsolicitedHandler([this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
+    fx.engine->setUnsolicitedHandler(
+        [this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
     sm->setEventHandler([this](const TopologyEvent&) { ++events; });
   }
 };
@@ -51,7 +52,8 @@ TEST_F(MkeySubnet, ComesUpProtectedAndCountsBadMkeyTrapsWithoutSweeping) {
   // not re-read the fabric over it.
   const size_t before = events;
   const uint64_t sweeps = sm->sweeps();
-  mad::MadPacket set = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, t.node(t.switches().front()).route);
+  mad::MadPacket set =
+      mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, t.node(t.switches().front()).route);
   mad::setTid(set, 7);
   EXPECT_TRUE(fx.fabric->handle(set).empty());
   EXPECT_EQ(fx.fabric->mkeyViolations(), 1u);

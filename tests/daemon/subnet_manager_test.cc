@@ -1,6 +1,6 @@
-// SubnetManager on the fake fabric: a sweep brings the subnet up as MASTER; what the fabric sends it (traps) is
-// validated: malformed traps are answered, counted and dropped without touching the subnet, a good one leads to
-// one targeted update after the batch delay.
+// SubnetManager on the fake fabric: a sweep brings the subnet up as MASTER; what the fabric sends it (traps)
+// is validated: malformed traps are answered, counted and dropped without touching the subnet, a good one
+// leads to one targeted update after the batch delay.
 #include "daemon/subnet_manager.h"
 
 #include <gtest/gtest.h>
@@ -31,7 +31,8 @@ struct SmFixture : FakeFabricFixture {
     o.engines = {"minhop"};
     o.lightSweepInterval = mad::Duration::zero();
     sm = std::make_unique<SubnetManager>(*engine, clock, o);
-    engine->setUnsolicitedHandler([this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
+    engine->setUnsolicitedHandler(
+        [this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
     sm->setEventHandler([this](const TopologyEvent& e) { events.push_back(e); });
     if (beforeSweep) beforeSweep();
     auto r = sm->sweep();
@@ -108,21 +109,24 @@ TEST(SubnetManager, AGoodTrapLeadsToOneTargetedUpdateAfterTheBatchDelay) {
   EXPECT_EQ(f.events[0].lftEntriesChanged, 0u);  // nothing changed in the fabric
 }
 
-// The first sweep loses every answer to the ARMED Sets of one host port (a port that refuses or a lossy link):
-// the subnet is not up, and with no sweep interval nothing would ever try again; the SM sweeps again by itself
-// after 1 s, and then the subnet is up.
+// The first sweep loses every answer to the ARMED Sets of one host port (a port that refuses or a lossy
+// link): the subnet is not up, and with no sweep interval nothing would ever try again; the SM sweeps again
+// by itself after 1 s, and then the subnet is up.
 TEST(SubnetManager, ASweepThatLeftTheSubnetNotUpIsRetried) {
   SmFixture f;
   bool lossy = true;
-  auto lossyResponder = [&] { f.port.setResponder([&](const mad::MadPacket& sent) {
-    auto h = mad::parseHeader(sent);
-    auto answers = f.fabric->handle(sent);
-    if (lossy && h && h->method == mad::kSet && h->attrId == mad::kAttrPortInfo &&
-        mad::fields::get(mad::smpData(sent), IB_PORT_STATE_F) == static_cast<uint32_t>(fabric::PortState::kArmed) &&
-        h->attrMod == 1)
-      return std::vector<mad::MadPacket>{};
-    return answers;
-  }); };
+  auto lossyResponder = [&] {
+    f.port.setResponder([&](const mad::MadPacket& sent) {
+      auto h = mad::parseHeader(sent);
+      auto answers = f.fabric->handle(sent);
+      if (lossy && h && h->method == mad::kSet && h->attrId == mad::kAttrPortInfo &&
+          mad::fields::get(mad::smpData(sent), IB_PORT_STATE_F) ==
+              static_cast<uint32_t>(fabric::PortState::kArmed) &&
+          h->attrMod == 1)
+        return std::vector<mad::MadPacket>{};
+      return answers;
+    });
+  };
   f.up(/*expectUp=*/false, lossyResponder);
   lossy = false;
   f.clock.advance(500ms);

@@ -43,8 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t n = std::min(kMadSize, size - off);
     std::memcpy(mad.bytes.data(), data + off, n);
     mad.size = n;
-    // Give fuzzed responses a fair chance to match: byte 0 of each chunk, when odd, copies the low TID half of
-    // a request that was sent.
+    // Give fuzzed responses a fair chance to match: byte 0 of each chunk, when odd, copies the low TID half
+    // of a request that was sent.
     if (n > 20 && (data[off] & 1) && !sent.empty()) {
       const MadPacket& req = sent[data[off + 1] % sent.size()];
       std::memcpy(mad.bytes.data() + 12, req.bytes.data() + 12, 4);

@@ -22,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)parseHeader(repress);
   MadPacket again = makeTrap(*notice, 1);
   auto back = decodeNotice(again);
-  if (!back.ok() || back->trapNumber != notice->trapNumber || back->issuerLid != notice->issuerLid) __builtin_trap();
+  if (!back.ok() || back->trapNumber != notice->trapNumber || back->issuerLid != notice->issuerLid)
+    __builtin_trap();
   return 0;
 }

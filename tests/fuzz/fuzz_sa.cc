@@ -1,6 +1,6 @@
-// libFuzzer target: the SA request path. The input is a sequence of chunks of one op byte plus a 256-byte MAD.
-// Each MAD goes through the SA decoders of mad/sa.h and mad/mcmember.h (SA header, RMPP header, every record
-// decoder on its payload, MultiPathRecord with a fuzzed length) and then to one SaServer (with the
+// libFuzzer target: the SA request path. The input is a sequence of chunks of one op byte plus a 256-byte
+// MAD. Each MAD goes through the SA decoders of mad/sa.h and mad/mcmember.h (SA header, RMPP header, every
+// record decoder on its payload, MultiPathRecord with a fuzzed length) and then to one SaServer (with the
 // MCMemberRecord handler of daemon/mcast_sa.h) over a small routed subnet, so state carries from one MAD to
 // the next: ServiceRecord and InformInfo registrations, multicast joins, RMPP sessions and their ACKs. The op
 // byte also advances the clock (RMPP resends, leases) and turns the MAD into a received trap for
@@ -71,11 +71,12 @@ Ca	1 "H-0000000000100000"		# "H1"
 )";
 
 // Op byte of a chunk.
-constexpr uint8_t kOpRaw = 0x80;      // keep the MAD's class and base version as fuzzed (else forced to SA, 1)
-constexpr uint8_t kOpTrap = 0x40;     // also hand the MAD to reportsFor() as a received trap
-constexpr uint8_t kOpNoSnap = 0x20;   // the server sees no snapshot (before the first sweep)
-constexpr uint8_t kOpAdvance = 0x18;  // (op & 0x18) >> 3: advance the clock by 0, 150 ms, 1 s or 1 h, then poll
-constexpr uint8_t kOpLid = 0x07;      // requester LID 1..8
+constexpr uint8_t kOpRaw = 0x80;     // keep the MAD's class and base version as fuzzed (else forced to SA, 1)
+constexpr uint8_t kOpTrap = 0x40;    // also hand the MAD to reportsFor() as a received trap
+constexpr uint8_t kOpNoSnap = 0x20;  // the server sees no snapshot (before the first sweep)
+constexpr uint8_t kOpAdvance =
+    0x18;                         // (op & 0x18) >> 3: advance the clock by 0, 150 ms, 1 s or 1 h, then poll
+constexpr uint8_t kOpLid = 0x07;  // requester LID 1..8
 
 void checkSent(const std::vector<mad::MadPacket>& out, const uint64_t* tid) {
   for (const auto& m : out) {
@@ -112,16 +113,17 @@ void decoders(const mad::MadPacket& m, size_t len) {
   std::memset(buf, 0, sizeof buf);
   mad::encodeServiceRecord(sr, buf);
   mad::ServiceRecord sr2 = mad::decodeServiceRecord(buf);
-  if (sr2.id != sr.id || sr2.gid != sr.gid || sr2.pkey != sr.pkey || sr2.lease != sr.lease || sr2.key != sr.key ||
-      sr2.name != sr.name || sr2.data != sr.data)
+  if (sr2.id != sr.id || sr2.gid != sr.gid || sr2.pkey != sr.pkey || sr2.lease != sr.lease ||
+      sr2.key != sr.key || sr2.name != sr.name || sr2.data != sr.data)
     __builtin_trap();
 
   mad::InformInfo ii = mad::decodeInformInfo(rec);
   std::memset(buf, 0, sizeof buf);
   mad::encodeInformInfo(ii, buf);
   mad::InformInfo ii2 = mad::decodeInformInfo(buf);
-  if (ii2.gid != ii.gid || ii2.lidBegin != ii.lidBegin || ii2.lidEnd != ii.lidEnd || ii2.isGeneric != ii.isGeneric ||
-      ii2.subscribe != ii.subscribe || ii2.type != ii.type || ii2.trapNumber != ii.trapNumber || ii2.qpn != ii.qpn)
+  if (ii2.gid != ii.gid || ii2.lidBegin != ii.lidBegin || ii2.lidEnd != ii.lidEnd ||
+      ii2.isGeneric != ii.isGeneric || ii2.subscribe != ii.subscribe || ii2.type != ii.type ||
+      ii2.trapNumber != ii.trapNumber || ii2.qpn != ii.qpn)
     __builtin_trap();
 
   mad::McMemberRecord mc = mad::decodeMcMemberRecord(rec);

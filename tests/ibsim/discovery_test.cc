@@ -14,7 +14,9 @@ struct Case {
   const char* simHost;  // where ibsmd attaches ("" = first node, a switch)
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.generator; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.generator;
+}
 
 class DiscoveryTest : public ::testing::TestWithParam<Case> {};
 
@@ -42,14 +44,16 @@ TEST_P(DiscoveryTest, MatchesIbnetdiscoverAndGenerator) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fabrics, DiscoveryTest,
-    ::testing::Values(Case{"kary4x3", "--kary-ntree 4,3", ""},
-                      Case{"kary12x3", "--kary-ntree 12,3", ""},
-                      Case{"fatTree2ParallelFromHost", "--fat-tree 2 --radix 36 --leaves 6 --spines 3 --parallel 3 --hosts-per-leaf 8", "H-0000000000100000"},
-                      Case{"mesh", "--mesh 30 --degree 4 --hosts-per-switch 2 --seed 7", ""},
-                      Case{"torus", "--torus 4,4,3 --hosts-per-switch 1", ""},
-                      Case{"twoPortHcas", "--fat-tree 2 --radix 16 --hca-ports 2", "H-0000000000100000"},
-                      Case{"radix64Switches", "--fat-tree 2 --radix 64 --leaves 4 --spines 2 --hosts-per-leaf 8", ""},
-                      Case{"degradedTree", "--kary-ntree 4,3 --remove-links 6 --remove-switches 2 --seed 3", ""}),
+    ::testing::Values(
+        Case{"kary4x3", "--kary-ntree 4,3", ""}, Case{"kary12x3", "--kary-ntree 12,3", ""},
+        Case{"fatTree2ParallelFromHost",
+             "--fat-tree 2 --radix 36 --leaves 6 --spines 3 --parallel 3 --hosts-per-leaf 8",
+             "H-0000000000100000"},
+        Case{"mesh", "--mesh 30 --degree 4 --hosts-per-switch 2 --seed 7", ""},
+        Case{"torus", "--torus 4,4,3 --hosts-per-switch 1", ""},
+        Case{"twoPortHcas", "--fat-tree 2 --radix 16 --hca-ports 2", "H-0000000000100000"},
+        Case{"radix64Switches", "--fat-tree 2 --radix 64 --leaves 4 --spines 2 --hosts-per-leaf 8", ""},
+        Case{"degradedTree", "--kary-ntree 4,3 --remove-links 6 --remove-switches 2 --seed 3", ""}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Fault injection on ibsim: MAD loss across the whole fabric (ibsim's console `Error "node"[port] <rate>` on
-// every port of every switch), ibsmd killed with SIGKILL mid-sweep and restarted, a damaged guid2lid file, and
-// a full disk (RLIMIT_FSIZE on ibsmd) while it writes guid2lid and the dumps. In every case ibsmd must not
-// crash, must say what went wrong, and must leave a working subnet (route check on the switches' real tables,
-// read back with dump_lfts) with the LIDs it promised to keep.
+// every port of every switch), ibsmd killed with SIGKILL mid-sweep and restarted, a damaged guid2lid file,
+// and a full disk (RLIMIT_FSIZE on ibsmd) while it writes guid2lid and the dumps. In every case ibsmd must
+// not crash, must say what went wrong, and must leave a working subnet (route check on the switches' real
+// tables, read back with dump_lfts) with the LIDs it promised to keep.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -88,7 +88,8 @@ struct Fabric {
     ASSERT_TRUE(tables.ok()) << tables.error().message;
     routing::CheckOptions co;
     co.checkAr = co.checkArCdg = false;
-    routing::CheckReport rep = routing::checkRoutes(*topo, routing::LidAssignment::fromTopology(*topo), *tables, co);
+    routing::CheckReport rep =
+        routing::checkRoutes(*topo, routing::LidAssignment::fromTopology(*topo), *tables, co);
     EXPECT_GT(rep.pairs, 0u);
     EXPECT_EQ(rep.unreachable, 0u) << routing::formatReportText(rep);
     EXPECT_EQ(rep.loops, 0u);
@@ -116,15 +117,17 @@ std::vector<std::string> filesStartingWith(const std::string& dir, const std::st
 
 class MadLossTest : public ::testing::TestWithParam<int> {};
 
-// With every switch port dropping MADs, ibsmd --once still reaches SUBNET UP through its retries (the default 3
-// would run out on some MAD of a few thousand); once the loss is lifted, the tables on the switches route every pair.
+// With every switch port dropping MADs, ibsmd --once still reaches SUBNET UP through its retries (the default
+// 3 would run out on some MAD of a few thousand); once the loss is lifted, the tables on the switches route
+// every pair.
 TEST_P(MadLossTest, OnceReachesSubnetUpThroughRetries) {
   Fabric f("--kary-ntree 4,2");
   // Loss on every switch port compounds along a path (a 3-hop SMP and its answer cross ~8 lossy ports): fine
   // at 10%, but at 30% most attempts would be lost, so 30% is applied at the switches' SMA port 0 only.
   f.setLoss(GetParam(), GetParam() < 30);
-  // ibsim's drops are not independent per attempt (a retry can meet the same lossy stretch again, as seen in an
-  // ASan run where one PortInfo Set lost 7 attempts in a row at 10%), so both rates get a generous retry budget.
+  // ibsim's drops are not independent per attempt (a retry can meet the same lossy stretch again, as seen in
+  // an ASan run where one PortInfo Set lost 7 attempts in a row at 10%), so both rates get a generous retry
+  // budget.
   RunResult r = f.once({"--mad-retries", "15", "--mad-timeout-ms", "200"});
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos) << r.out << r.err;
@@ -134,8 +137,8 @@ TEST_P(MadLossTest, OnceReachesSubnetUpThroughRetries) {
 }
 INSTANTIATE_TEST_SUITE_P(Rates, MadLossTest, ::testing::Values(10, 30));
 
-// SIGKILL while the daemon is sweeping (as soon as it has saved guid2lid, i.e. while it programs the switches):
-// the restarted SM hands out the same LIDs and brings the subnet up with correct routes.
+// SIGKILL while the daemon is sweeping (as soon as it has saved guid2lid, i.e. while it programs the
+// switches): the restarted SM hands out the same LIDs and brings the subnet up with correct routes.
 TEST(FaultsTest, KilledMidSweepRestartsWithSameLids) {
   Fabric f("--kary-ntree 4,3");
   RunOptions o;
@@ -203,11 +206,11 @@ TEST(FaultsTest, DamagedGuid2LidIsKeptAsideAndReplaced) {
   }
 }
 
-// A full disk while guid2lid and the dumps are written (RLIMIT_FSIZE of 1 KiB on ibsmd, started with SIGXFSZ at
-// its default action, so the test also proves ibsmd ignores the signal itself and sees EFBIG as it would see
-// ENOSPC): STATE002 and DUMP002 are logged, the SM still comes up, and the previous files are
-// intact (the temp file + rename never leaves a half-written one). Between the runs a host is unlinked, so
-// the second run had different dumps to write.
+// A full disk while guid2lid and the dumps are written (RLIMIT_FSIZE of 1 KiB on ibsmd, started with SIGXFSZ
+// at its default action, so the test also proves ibsmd ignores the signal itself and sees EFBIG as it would
+// see ENOSPC): STATE002 and DUMP002 are logged, the SM still comes up, and the previous files are intact (the
+// temp file + rename never leaves a half-written one). Between the runs a host is unlinked, so the second run
+// had different dumps to write.
 TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
   Fabric f("--kary-ntree 4,3");
   RunResult first = f.once();

@@ -1,6 +1,7 @@
-// High availability on ibsim: two ibsmd instances at different hosts (exactly one MASTER; the standby takes over
-// within poll_interval * poll_retries of the master's death with no LID change and correct routes; a restarted
-// better SM gets the fabric back by HANDOVER), and ibsmd next to OpenSM (the higher priority one is master).
+// High availability on ibsim: two ibsmd instances at different hosts (exactly one MASTER; the standby takes
+// over within poll_interval * poll_retries of the master's death with no LID change and correct routes; a
+// restarted better SM gets the fabric back by HANDOVER), and ibsmd next to OpenSM (the higher priority one is
+// master).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -33,8 +34,8 @@ struct Ha {
     RunOptions o;
     o.simHost = host;
     return sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", sim->dir() + "/" + name,
-                       "--socket", sock(name), "--sweep-interval", "1", "--set", "sm.priority=" +
-                       std::to_string(priority), "--set", "sm.key=" + smKey},
+                       "--socket", sock(name), "--sweep-interval", "1", "--set",
+                       "sm.priority=" + std::to_string(priority), "--set", "sm.key=" + smKey},
                       o);
   }
   std::string sock(const std::string& name) const { return sim->dir() + "/" + name + ".sock"; }
@@ -112,7 +113,7 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   h.waitState("a", "MASTER", 30s, "first SM alone");
   pid_t b = h.startSm("b", kHostB, 1);
   h.waitState("b", "STANDBY", 30s, "second SM finds a master");
-  EXPECT_EQ(h.state("a"), "MASTER");  // exactly one master
+  EXPECT_EQ(h.state("a"), "MASTER");                      // exactly one master
   EXPECT_GT(h.status("a").value("act_count", 0u), 100u);  // ActCount: the SMPs the master sent
   auto sb = h.status("b");
   ASSERT_TRUE(sb["other_sms"].is_array()) << sb.dump();
@@ -143,7 +144,8 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   // The master dies: the standby takes over within poll_interval * poll_retries (1 s * 3) plus a sweep.
   h.sim->stop(a);
   auto failover = h.waitState("b", "MASTER", 10s, "failover");
-  std::printf("failover: master stopped -> standby MASTER in %lld ms\n", static_cast<long long>(failover.count()));
+  std::printf("failover: master stopped -> standby MASTER in %lld ms\n",
+              static_cast<long long>(failover.count()));
   EXPECT_LT(failover, 5000ms);
   routing::CheckReport after;
   // Programming finishes after the state flips: wait for the routes to be complete again.
@@ -164,13 +166,14 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
   EXPECT_EQ(sa.value("state", ""), "MASTER");
   auto lidsHanded = h.lids(&after);
   EXPECT_EQ(lidsHanded, lidsBefore);
-  // b sent HANDOVER when it learnt of a (Trap 144 or a's SMInfo query); a may take it mid-way through its first
-  // sweep, and b may see a MASTER before a's ACKNOWLEDGE arrives: either way b stepped down.
+  // b sent HANDOVER when it learnt of a (Trap 144 or a's SMInfo query); a may take it mid-way through its
+  // first sweep, and b may see a MASTER before a's ACKNOWLEDGE arrives: either way b stepped down.
   EXPECT_NE(h.sim->output(b).find("SM state MASTER -> STANDBY"), std::string::npos) << h.sim->output(b);
 }
 
 // A better SM (priority 15) with another SM_Key does not take the fabric: the master counts the mismatch and
-// never steps down; the intruder does not trust the master either (it is a misconfigured second fabric owner).
+// never steps down; the intruder does not trust the master either (it is a misconfigured second fabric
+// owner).
 TEST(Ha, BetterSmWithWrongSmKeyDoesNotTakeTheFabric) {
   Ha h;
   pid_t a = h.startSm("a", kHostA, 1, "5");
@@ -181,7 +184,9 @@ TEST(Ha, BetterSmWithWrongSmKeyDoesNotTakeTheFabric) {
       if (h.status("a").value("sm_key_mismatches", 0) > 0 && h.status("b").value("sm_key_mismatches", 0) > 0)
         return true;
     return false;
-  }()) << h.status("a").dump() << "\n" << h.status("b").dump();
+  }()) << h.status("a").dump()
+       << "\n"
+       << h.status("b").dump();
   std::this_thread::sleep_for(3s);  // several poll intervals: a would have handed over by now
   EXPECT_EQ(h.state("a"), "MASTER");
   EXPECT_NE(h.state("b"), "STANDBY");  // b trusts no master with another key
@@ -243,8 +248,9 @@ TEST(Ha, OpensmBetterTakesTheFabricFromIbsmd) {
   Ha::expectRoutesOk(check);
 }
 
-// OpenSM asks for ibsmd's SMInfo when the IsSM trap arrives, often before ibsmd knows the master, so it gets no
-// SM_Key and ignores ibsmd; ibsmd's own Trap 144 on entering STANDBY makes OpenSM look again and hand over.
+// OpenSM asks for ibsmd's SMInfo when the IsSM trap arrives, often before ibsmd knows the master, so it gets
+// no SM_Key and ignores ibsmd; ibsmd's own Trap 144 on entering STANDBY makes OpenSM look again and hand
+// over.
 TEST(Ha, IbsmdBetterTakesTheFabricFromOpensm) {
   Ha h;
   pid_t o = startOpensm(h, kHostB, 1);

@@ -25,7 +25,9 @@ using namespace std::chrono_literals;
 namespace {
 constexpr const char* kUmad2Sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
-int pidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+int pidfdOpen(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
 
 bool socketBound(const std::string& name) {
   std::ifstream in("/proc/net/unix");
@@ -36,7 +38,9 @@ bool socketBound(const std::string& name) {
 }
 }  // namespace
 
-std::string binPath(const std::string& name) { return std::string(IBSM_BIN_DIR) + "/" + name; }
+std::string binPath(const std::string& name) {
+  return std::string(IBSM_BIN_DIR) + "/" + name;
+}
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -74,10 +78,10 @@ std::unique_ptr<Ibsim> Ibsim::start(const std::string& netFile, Options o) {
     dup2(log, 1);
     dup2(log, 2);
     setenv("IBSIM_SOCKNAME", sim->sock_.c_str(), 1);
-    std::string n = std::to_string(o.maxNodes), s = std::to_string(o.maxSwitches), p = std::to_string(o.maxPorts),
-                l = std::to_string(o.lftCap);
-    execlp("ibsim", "ibsim", "-s", "-N", n.c_str(), "-S", s.c_str(), "-P", p.c_str(), "-L", l.c_str(), "fabric.net",
-           static_cast<char*>(nullptr));
+    std::string n = std::to_string(o.maxNodes), s = std::to_string(o.maxSwitches),
+                p = std::to_string(o.maxPorts), l = std::to_string(o.lftCap);
+    execlp("ibsim", "ibsim", "-s", "-N", n.c_str(), "-S", s.c_str(), "-P", p.c_str(), "-L", l.c_str(),
+           "fabric.net", static_cast<char*>(nullptr));
     _exit(127);
   }
   // "Network simulator ready." is printed before the sockets are bound: wait for the control socket itself.
@@ -116,7 +120,9 @@ void Ibsim::console(const std::string& command) {
     throw std::runtime_error("console write failed");
 }
 
-std::string Ibsim::ibsimLog() const { return readFile(dir_ + "/ibsim.log"); }
+std::string Ibsim::ibsimLog() const {
+  return readFile(dir_ + "/ibsim.log");
+}
 
 pid_t Ibsim::launch(const std::vector<std::string>& argv, const RunOptions& o, const std::string& tag) {
   pid_t pid = fork();
@@ -191,9 +197,13 @@ pid_t Ibsim::spawn(const std::vector<std::string>& argv, const RunOptions& o) {
   return launch(argv, o, "bg" + std::to_string(nextTag_++));
 }
 
-RunResult Ibsim::stop(pid_t pid, std::chrono::milliseconds grace) { return collect(pid, {}, true, grace); }
+RunResult Ibsim::stop(pid_t pid, std::chrono::milliseconds grace) {
+  return collect(pid, {}, true, grace);
+}
 
-RunResult Ibsim::wait(pid_t pid, std::chrono::milliseconds timeout) { return collect(pid, timeout, false, {}); }
+RunResult Ibsim::wait(pid_t pid, std::chrono::milliseconds timeout) {
+  return collect(pid, timeout, false, {});
+}
 
 std::string Ibsim::output(pid_t pid) const {
   auto it = children_.find(pid);

@@ -61,7 +61,8 @@ class Ibsim {
  private:
   Ibsim() = default;
   pid_t launch(const std::vector<std::string>& argv, const RunOptions& options, const std::string& tag);
-  RunResult collect(pid_t pid, std::chrono::milliseconds timeout, bool terminate, std::chrono::milliseconds grace);
+  RunResult collect(pid_t pid, std::chrono::milliseconds timeout, bool terminate,
+                    std::chrono::milliseconds grace);
 
   std::string dir_, sock_;
   pid_t ibsimPid_ = -1;
@@ -71,7 +72,7 @@ class Ibsim {
 };
 
 // Paths of the project's binaries and of the installed tools, resolved at configure time.
-std::string binPath(const std::string& name);   // build/bin/<name>
+std::string binPath(const std::string& name);  // build/bin/<name>
 std::string readFile(const std::string& path);
 void writeFile(const std::string& path, const std::string& content);
 

@@ -1,8 +1,8 @@
 // ibsmctl against ibsmd (daemon mode) on ibsim: what ibsmctl shows must be what the fabric's own tools show
 // (ibnetdiscover for nodes and LIDs, ibroute for every switch's routes, ibtracert for a path); errors are one
-// line with a meaningful exit code (no daemon, bad arguments, a bad name, a user who may not); fifty clients at
-// once during sweeps all get correct answers; systemd's notify protocol: READY=1 only after SUBNET UP, then
-// WATCHDOG=1; the OpenSM-format dumps agree with the switches.
+// line with a meaningful exit code (no daemon, bad arguments, a bad name, a user who may not); fifty clients
+// at once during sweeps all get correct answers; systemd's notify protocol: READY=1 only after SUBNET UP,
+// then WATCHDOG=1; the OpenSM-format dumps agree with the switches.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,7 +29,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr const char* kDiagHost = "H-0000000000100000";  // where the diags tools attach (ibsmd is on a switch)
+constexpr const char* kDiagHost =
+    "H-0000000000100000";  // where the diags tools attach (ibsmd is on a switch)
 
 size_t lineCount(const std::string& s) {
   size_t n = 0;
@@ -46,7 +47,8 @@ struct Daemon {
          std::map<std::string, std::string> env = {}, bool waitUp = true) {
     sim = startFabric(fabricArgs, &net);
     sock = sim->dir() + "/ibsm.sock";
-    std::vector<std::string> argv = {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock};
+    std::vector<std::string> argv = {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket",
+                                     sock};
     argv.insert(argv.end(), extra.begin(), extra.end());
     RunOptions o;
     o.env = std::move(env);
@@ -99,7 +101,9 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
   for (const auto& n : topo->nodes())
     theirs.insert({fabric::toString(n.guid), n.isSwitch() ? "SW" : "CA", n.description});
   json nodes = d.ctlJson({"nodes"});  // kept: a range-for over a temporary's member would dangle
-  for (const auto& n : nodes["nodes"]) ours.insert({n["guid"].get<std::string>(), n["type"].get<std::string>(), n["description"].get<std::string>()});
+  for (const auto& n : nodes["nodes"])
+    ours.insert(
+        {n["guid"].get<std::string>(), n["type"].get<std::string>(), n["description"].get<std::string>()});
   EXPECT_EQ(ours, theirs);
   EXPECT_EQ(ours.size(), 64u + 48u);
 
@@ -110,7 +114,8 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
     const auto& node = topo->node(n);
     for (unsigned p = node.isSwitch() ? 0 : 1; p <= (node.isSwitch() ? 0u : node.numPorts); ++p)
       if (node.ports[p].connected() || node.isSwitch())
-        theirLids[fabric::toString(node.ports[p].guid)] = reported.base(n, fabric::PortNum{static_cast<uint8_t>(p)}).value;
+        theirLids[fabric::toString(node.ports[p].guid)] =
+            reported.base(n, fabric::PortNum{static_cast<uint8_t>(p)}).value;
   }
   json lids = d.ctlJson({"lids"});
   for (const auto& l : lids["lids"]) ourLids[l["guid"].get<std::string>()] = l["lid"].get<unsigned>();
@@ -131,7 +136,8 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
     ASSERT_TRUE(node);
     json routes = d.ctlJson({"routes", sw["guid"].get<std::string>()})["routes"];
     size_t realEntries = 0;
-    for (size_t l = 1; l < real->lft[*node].size(); ++l) realEntries += real->lft[*node][l] != routing::kNoPort;
+    for (size_t l = 1; l < real->lft[*node].size(); ++l)
+      realEntries += real->lft[*node][l] != routing::kNoPort;
     EXPECT_EQ(routes.size(), realEntries) << sw["description"];
     for (const auto& e : routes) {
       EXPECT_EQ(e["port"], real->port(*node, fabric::Lid{e["lid"].get<uint16_t>()}))
@@ -146,7 +152,8 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
   for (const auto& l : lids["lids"])
     if (l["type"] == "CA") ca.push_back(l);
   ASSERT_GE(ca.size(), 2u);
-  std::string src = std::to_string(ca.front()["lid"].get<unsigned>()), dst = std::to_string(ca.back()["lid"].get<unsigned>());
+  std::string src = std::to_string(ca.front()["lid"].get<unsigned>()),
+              dst = std::to_string(ca.back()["lid"].get<unsigned>());
   json path = d.ctlJson({"path", src, dst});
   EXPECT_TRUE(path["reached"].get<bool>()) << path.dump();
   RunResult trace = d.diag({"ibtracert", src, dst});
@@ -167,7 +174,8 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
   RunResult check = d.ctl({"check"});
   EXPECT_EQ(check.exitCode, 0) << check.out;
   EXPECT_NE(check.out.find("result: OK"), std::string::npos) << check.out;
-  auto dumped = routing::parseLftDump(readFile(d.sim->dir() + "/state/opensm-lfts.dump"), *topo, "opensm-lfts.dump");
+  auto dumped =
+      routing::parseLftDump(readFile(d.sim->dir() + "/state/opensm-lfts.dump"), *topo, "opensm-lfts.dump");
   ASSERT_TRUE(dumped.ok()) << dumped.error().message;
   std::string lst = readFile(d.sim->dir() + "/state/opensm-subnet.lst");
   EXPECT_EQ(lineCount(lst), 2 * topo->links().size());
@@ -222,8 +230,9 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   // No daemon at that path.
   RunOptions plain;
   plain.preload = false;
-  expectOneLineError(d.sim->run({binPath("ibsmctl"), "--socket", d.sim->dir() + "/none.sock", "status"}, plain), 3,
-                     "cannot reach ibsmd");
+  expectOneLineError(
+      d.sim->run({binPath("ibsmctl"), "--socket", d.sim->dir() + "/none.sock", "status"}, plain), 3,
+      "cannot reach ibsmd");
   // Bad arguments.
   expectOneLineError(d.ctl({"frobnicate"}), 2, "unknown command 'frobnicate'");
   expectOneLineError(d.ctl({"routes"}), 2, "missing argument");
@@ -256,8 +265,9 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   ASSERT_EQ(::stat(d.sock.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660u);
   auto asNobody = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                     binPath("ibsmctl"), "--socket", d.sock};
+    std::vector<std::string> argv = {
+        "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", binPath("ibsmctl"), "--socket",
+        d.sock};
     argv.insert(argv.end(), args.begin(), args.end());
     return d.sim->run(argv, plain);
   };
@@ -287,9 +297,12 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
   for (int i = 0; i < 50; ++i) {
     int kind = i % 10 == 0 ? 0 : i % 3;  // 0 resweep, 1 lids, 2 path
     std::vector<std::string> argv = {binPath("ibsmctl"), "--socket", d.sock, "--json", "--timeout", "60"};
-    if (kind == 0) argv.insert(argv.end(), {"resweep", "--heavy"});
-    else if (kind == 1) argv.push_back("lids");
-    else argv.insert(argv.end(), {"path", "host-0", "host-63"});
+    if (kind == 0)
+      argv.insert(argv.end(), {"resweep", "--heavy"});
+    else if (kind == 1)
+      argv.push_back("lids");
+    else
+      argv.insert(argv.end(), {"path", "host-0", "host-63"});
     clients.emplace_back(d.sim->spawn(argv, o), kind);
   }
   std::vector<double> loaded;
@@ -322,7 +335,8 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
     return v[v.size() / 2];
   };
   auto heavySweep = [&] {
-    json r = json::parse(rawRequest(d.sock, "{\"command\":\"resweep\",\"args\":{\"heavy\":true}}\n"), nullptr, false);
+    json r = json::parse(rawRequest(d.sock, "{\"command\":\"resweep\",\"args\":{\"heavy\":true}}\n"), nullptr,
+                         false);
     EXPECT_TRUE(r.is_object() && r["ok"].get<bool>()) << r.dump();
     return r.is_object() && r["ok"].get<bool>() ? r["result"]["sweep"]["duration_ms"].get<double>() : 0.0;
   };
@@ -333,10 +347,11 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
   for (int t = 0; t < 50; ++t)
     readers.emplace_back([&, t] {
       for (int k = 0; k < 20; ++k) {
-        json r = json::parse(rawRequest(d.sock, t % 2 ? "{\"command\":\"lids\"}\n" : "{\"command\":\"status\"}\n"),
-                             nullptr, false);
-        bool ok = r.is_object() && r["ok"].get<bool>() &&
-                  (t % 2 == 0 || r["result"]["lids"].size() == kEndports);
+        json r =
+            json::parse(rawRequest(d.sock, t % 2 ? "{\"command\":\"lids\"}\n" : "{\"command\":\"status\"}\n"),
+                        nullptr, false);
+        bool ok =
+            r.is_object() && r["ok"].get<bool>() && (t % 2 == 0 || r["result"]["lids"].size() == kEndports);
         ok ? ++answered : ++wrong;
       }
     });
@@ -345,12 +360,14 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
   EXPECT_EQ(answered.load(), 1000u);
   EXPECT_EQ(wrong.load(), 0u);
   double quietMs = median(quiet), busyMs = median(busy);
-  std::printf("heavy sweep median: %.1f ms alone, %.1f ms with 50 readers (%zu sweeps)\n", quietMs, busyMs, busy.size());
+  std::printf("heavy sweep median: %.1f ms alone, %.1f ms with 50 readers (%zu sweeps)\n", quietMs, busyMs,
+              busy.size());
   RecordProperty("sweep_alone_ms", std::to_string(quietMs));
   RecordProperty("sweep_with_readers_ms", std::to_string(busyMs));
   EXPECT_LT(busyMs, 3 * quietMs + 200) << "sweeps alone: " << quietMs << " ms";
 
-  // Reads are answered while a sweep runs (they see "sweeping": true and the previous snapshot), not after it.
+  // Reads are answered while a sweep runs (they see "sweeping": true and the previous snapshot), not after
+  // it.
   size_t duringSweep = 0, reads = 0;
   double slowestMs = 0;
   for (int attempt = 0; attempt < 5 && duringSweep == 0; ++attempt) {
@@ -359,7 +376,8 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
       auto t = std::chrono::steady_clock::now();
       json st = json::parse(rawRequest(d.sock, "{\"command\":\"status\"}\n"), nullptr, false);
       json ls = json::parse(rawRequest(d.sock, "{\"command\":\"lids\"}\n"), nullptr, false);
-      slowestMs = std::max(slowestMs, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
+      slowestMs = std::max(
+          slowestMs, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
       ASSERT_TRUE(st.is_object() && ls.is_object());
       ++reads;
       if (st["result"]["sweeping"].get<bool>()) {
@@ -369,8 +387,8 @@ TEST(Ibsmctl, FiftyConcurrentClientsDuringSweepsGetCorrectAnswers) {
     }
     EXPECT_EQ(d.sim->wait(sweeper, 60s).exitCode, 0);
   }
-  std::printf("%zu of %zu status+lids reads were answered during a heavy sweep; slowest pair %.1f ms\n", duringSweep,
-              reads, slowestMs);
+  std::printf("%zu of %zu status+lids reads were answered during a heavy sweep; slowest pair %.1f ms\n",
+              duringSweep, reads, slowestMs);
   EXPECT_GT(duringSweep, 0u);
   EXPECT_TRUE(d.sim->running(d.sm));
 }
@@ -379,8 +397,8 @@ TEST(Ibsmd, SighupReloadKeepsTheOldConfigOnErrorAndAppliesAGoodOne) {
   auto sim = startFabric("--kary-ntree 2,2");
   std::string cfg = sim->dir() + "/ibsm.yaml", sock = sim->dir() + "/ibsm.sock";
   writeFile(cfg, "log:\n  level: info\nrouting:\n  engines: [ftree, minhop]\n");
-  pid_t sm = sim->spawn({binPath("ibsmd"), "--config", cfg, "--state-dir", sim->dir() + "/state", "--socket", sock,
-                         "--sweep-interval", "0"});
+  pid_t sm = sim->spawn({binPath("ibsmd"), "--config", cfg, "--state-dir", sim->dir() + "/state", "--socket",
+                         sock, "--sweep-interval", "0"});
   RunOptions plain;
   plain.preload = false;
   auto status = [&] {
@@ -444,18 +462,20 @@ class NotifySocket {
 TEST(Ibsmd, NotifiesReadyOnlyAfterSubnetUpThenWatchdog) {
   auto sim = startFabric("--kary-ntree 2,2");
   NotifySocket notify(sim->dir() + "/notify.sock");
-  // LFT Sets (attribute 0x19) to the other three switches are lost: the first sweep cannot bring the subnet up.
+  // LFT Sets (attribute 0x19) to the other three switches are lost: the first sweep cannot bring the subnet
+  // up.
   auto lftErrors = [&](int rate) {
     for (const char* sw : {"S-0000000000200001", "S-0000000000200002", "S-0000000000200003"})
       for (int p = 1; p <= 4; ++p)
-        sim->console(std::string("Error \"") + sw + "\"[" + std::to_string(p) + "] " + std::to_string(rate) + " 25");
+        sim->console(std::string("Error \"") + sw + "\"[" + std::to_string(p) + "] " + std::to_string(rate) +
+                     " 25");
   };
   lftErrors(100);
   std::string sock = sim->dir() + "/ibsm.sock";
   RunOptions o;
   o.env = {{"NOTIFY_SOCKET", sim->dir() + "/notify.sock"}, {"WATCHDOG_USEC", "400000"}};
-  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock, "--sweep-interval",
-                         "0", "--mad-timeout-ms", "20", "--mad-retries", "1"},
+  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
+                         "--sweep-interval", "0", "--mad-timeout-ms", "20", "--mad-retries", "1"},
                         o);
   RunOptions plain;
   plain.preload = false;

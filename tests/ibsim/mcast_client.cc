@@ -3,8 +3,8 @@
 //   ibsm-test-mcast join|leave MGID JOINSTATE   -> prints "mlid 0xC000 mtu 4 rate 3" or the MAD status
 // MGID as 32 hex digits or "ipoib" (the IPoIB broadcast group of the default partition). Uses libibmad's SA
 // RPC (one MAD, no RMPP), sending the MCMemberRecord fields an IPoIB client sends: MGID, PortGID, JoinState,
-// Q_Key and P_Key for a join; MGID, PortGID and JoinState for a leave. IBSM_TEST_SA_LID sends the request to that
-// LID instead of the port's SM LID (to ask a standby).
+// Q_Key and P_Key for a join; MGID, PortGID and JoinState for a leave. IBSM_TEST_SA_LID sends the request to
+// that LID instead of the port's SM LID (to ask a standby).
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad MGID %s\n", argv[2]);
     return 2;
   }
-  int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};  // resolving ourselves takes SMPs; umad2sim needs an agent per class
+  int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS,
+                   IB_SA_CLASS};  // resolving ourselves takes SMPs; umad2sim needs an agent per class
   struct ibmad_port* port = mad_rpc_open_port(nullptr, 0, classes, 3);
   if (!port) {
     std::fprintf(stderr, "cannot open the port\n");
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot resolve the local port or the SM LID\n");
     return 1;
   }
-  if (const char* lid = std::getenv("IBSM_TEST_SA_LID")) sm.lid = static_cast<int>(std::strtol(lid, nullptr, 0));
+  if (const char* lid = std::getenv("IBSM_TEST_SA_LID"))
+    sm.lid = static_cast<int>(std::strtol(lid, nullptr, 0));
   uint8_t rec[IB_SA_DATA_SIZE] = {};
   mad_set_array(rec, 0, IB_SA_MCM_MGID_F, mgid);
   mad_set_array(rec, 0, IB_SA_MCM_PORTGID_F, gid);

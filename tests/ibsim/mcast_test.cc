@@ -52,8 +52,8 @@ struct McastFixture {
   McastFixture() {
     RunOptions at;
     at.simHost = "H-0000000000100000";
-    sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
-                     "--sweep-interval", "0"},
+    sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket",
+                     sim->dir() + "/ibsm.sock", "--sweep-interval", "0"},
                     at);
     auto deadline = std::chrono::steady_clock::now() + 30s;
     while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
@@ -77,7 +77,9 @@ struct McastFixture {
     auto lids = routing::LidAssignment::fromTopology(*topo);
     std::map<fabric::NodeIndex, std::set<unsigned>> mft;
     for (fabric::NodeIndex s : topo->switches())
-      mft[s] = mftPorts(sim->run({"ibroute", "-M", std::to_string(lids.base(s, fabric::PortNum{0}).value)}, diag).out, mlid);
+      mft[s] = mftPorts(
+          sim->run({"ibroute", "-M", std::to_string(lids.base(s, fabric::PortNum{0}).value)}, diag).out,
+          mlid);
     std::map<uint64_t, int> got;
     auto from = topo->findPort(fabric::Guid{fromGuid});
     if (!from) return got;
@@ -90,8 +92,10 @@ struct McastFixture {
         if (p == in || p == 0 || p >= topo->node(sw).ports.size()) continue;
         const auto& port = topo->node(sw).ports[p];
         if (!port.connected()) continue;
-        if (topo->node(port.peerNode).isSwitch()) work.emplace_back(port.peerNode, port.peerPort.value);
-        else ++got[topo->node(port.peerNode).ports[port.peerPort.value].guid.value];
+        if (topo->node(port.peerNode).isSwitch())
+          work.emplace_back(port.peerNode, port.peerPort.value);
+        else
+          ++got[topo->node(port.peerNode).ports[port.peerPort.value].guid.value];
       }
     }
     return got;
@@ -122,7 +126,8 @@ TEST(IbsimMcast, JoinsBuildATreeAndLeavesPruneIt) {
       for (uint64_t m : in)
         if (m != from) want[m + 1] = 1;  // port 1's GUID
       std::map<uint64_t, int> got;
-      for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;) {
+      for (auto deadline = std::chrono::steady_clock::now() + 10s;
+           std::chrono::steady_clock::now() < deadline;) {
         got = f.flood(0xC000, from + 1);
         if (got == want) break;
         std::this_thread::sleep_for(100ms);

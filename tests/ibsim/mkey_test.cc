@@ -1,10 +1,10 @@
-// M_Key protection on ibsim. ibsim 0.10's SMAs do not implement M_Key (found by experiment, and in its source:
-// a PortInfo Set keeps none of M_Key, MKeyProtectBits and MKeyLeasePeriod, and no SMP's M_Key is checked), so
-// enforcement cannot be tested here (the unit tests do it on FakeFabric with enforceMkey). What is tested is
-// ibsmd's side on a real transport: with protection on it brings the subnet up with the key in its SMPs, finds
-// that the ports drop the key and says so (MKEY001), and keeps a random key in the state directory across
-// restarts; with protection off none of it happens. And the ibsim limitation itself, so that this test tells
-// when a newer ibsim starts keeping the key.
+// M_Key protection on ibsim. ibsim 0.10's SMAs do not implement M_Key (found by experiment, and in its
+// source: a PortInfo Set keeps none of M_Key, MKeyProtectBits and MKeyLeasePeriod, and no SMP's M_Key is
+// checked), so enforcement cannot be tested here (the unit tests do it on FakeFabric with enforceMkey). What
+// is tested is ibsmd's side on a real transport: with protection on it brings the subnet up with the key in
+// its SMPs, finds that the ports drop the key and says so (MKEY001), and keeps a random key in the state
+// directory across restarts; with protection off none of it happens. And the ibsim limitation itself, so that
+// this test tells when a newer ibsim starts keeping the key.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -47,17 +47,19 @@ struct MkeyFabric {
 
 TEST(MkeyTest, RandomKeyIsKeptAcrossRestartsAndPortsWithoutMkeySupportAreReported) {
   MkeyFabric f;
-  const std::vector<std::string> on{"sm.m_key=random", "sm.m_key_protection_level=2", "sm.m_key_lease_period=60"};
+  const std::vector<std::string> on{"sm.m_key=random", "sm.m_key_protection_level=2",
+                                    "sm.m_key_lease_period=60"};
   RunResult first = f.once(on);
   ASSERT_EQ(first.exitCode, 0) << first.out << first.err;
   EXPECT_NE(first.out.find("SUBNET UP"), std::string::npos) << first.out;
-  EXPECT_NE(first.err.find("MKEY002 generated a new M_Key, kept in " + f.keyFile), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("MKEY002 generated a new M_Key, kept in " + f.keyFile), std::string::npos)
+      << first.err;
   // 4 switches (port 0) and 4 hosts: every management port acknowledged the Set and dropped the key.
   EXPECT_NE(first.err.find("MKEY001 8 port(s) acknowledged the M_Key but do not keep it"), std::string::npos)
       << first.err;
   const std::string key = readFile(f.keyFile);
   EXPECT_TRUE(std::regex_match(key, std::regex("0x[0-9a-f]{16}\n"))) << key;
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(f.keyFile.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(f.portMkey(), "0x0000000000000000");  // ibsim 0.10 keeps no M_Key

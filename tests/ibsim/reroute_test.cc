@@ -1,7 +1,7 @@
 // Traps and re-route on ibsim with ibsmd running as a daemon: links and a whole switch go down and come back
-// from ibsim's console; the tables read back from the switches (dump_lfts) must never route through a dead link,
-// must reach every pair, and must be balanced again once everything is back. Flap storms and many simultaneous
-// failures end in a correct state.
+// from ibsim's console; the tables read back from the switches (dump_lfts) must never route through a dead
+// link, must reach every pair, and must be balanced again once everything is back. Flap storms and many
+// simultaneous failures end in a correct state.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -33,9 +33,9 @@ struct Fixture {
     built = parseOrFail(net, "generated");
     RunOptions o;
     o.simHost = "H-0000000000100002";
-    sm = sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", sim->dir() + "/state", "--socket",
-                     sim->dir() + "/ibsm.sock", "--sweep-interval", "1", "--set", "flap.hold_down_ms=300", "--set",
-                     "flap.max_backoff_ms=1500"},
+    sm = sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", sim->dir() + "/state",
+                     "--socket", sim->dir() + "/ibsm.sock", "--sweep-interval", "1", "--set",
+                     "flap.hold_down_ms=300", "--set", "flap.max_backoff_ms=1500"},
                     o);
     waitFor([&] { return count("SUBNET UP") > 0; }, 60s, "SUBNET UP");
   }
@@ -49,7 +49,8 @@ struct Fixture {
   void waitFor(F cond, std::chrono::milliseconds limit, const std::string& what) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (!cond()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timed out waiting for " << what << "\n" << sim->output(sm);
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timed out waiting for " << what << "\n"
+                                                            << sim->output(sm);
       std::this_thread::sleep_for(20ms);
     }
   }
@@ -88,7 +89,8 @@ struct Fixture {
       rep = check();
       // Every pair reachable, nothing through a dead link (minhop promises no deadlock freedom on a degraded
       // tree, so the CDG is not part of the verdict).
-      if (rep.unreachable == 0 && rep.deadLink == 0 && rep.pairs > 0 && rep.reachable == rep.pairs) return rep;
+      if (rep.unreachable == 0 && rep.deadLink == 0 && rep.pairs > 0 && rep.reachable == rep.pairs)
+        return rep;
       std::this_thread::sleep_for(50ms);
     } while (std::chrono::steady_clock::now() < deadline);
     ADD_FAILURE() << "routes did not converge:\n" << routing::formatReportText(rep) << sim->output(sm);
@@ -105,8 +107,8 @@ struct Fixture {
     return "Unlink \"" + id(built->node(l.a)) + "\"[" + std::to_string(l.portA.value) + "]";
   }
   std::string link(const fabric::Link& l) const {
-    return "Link \"" + id(built->node(l.a)) + "\"[" + std::to_string(l.portA.value) + "] \"" + id(built->node(l.b)) +
-           "\"[" + std::to_string(l.portB.value) + "]";
+    return "Link \"" + id(built->node(l.a)) + "\"[" + std::to_string(l.portA.value) + "] \"" +
+           id(built->node(l.b)) + "\"[" + std::to_string(l.portB.value) + "]";
   }
 };
 
@@ -134,7 +136,8 @@ TEST(Reroute, SpineLinkDownAndBack) {
   // ibsim drops AdaptiveRoutingInfo: each switch cost one probe in the first sweep and none since.
   RunOptions plain;
   plain.preload = false;
-  RunResult st = f.sim->run({binPath("ibsmctl"), "--socket", f.sim->dir() + "/ibsm.sock", "--json", "status"}, plain);
+  RunResult st =
+      f.sim->run({binPath("ibsmctl"), "--socket", f.sim->dir() + "/ibsm.sock", "--json", "status"}, plain);
   nlohmann::json ar = nlohmann::json::parse(st.out, nullptr, false)["ar"];
   EXPECT_EQ(ar.value("probes", 0u), f.built->switches().size()) << st.out;
   EXPECT_EQ(ar.value("incapable", 0u), f.built->switches().size()) << st.out;

@@ -38,8 +38,8 @@ uint64_t num(const std::string& s) {
 struct SaFabric {
   std::unique_ptr<Ibsim> sim = startFabric("--kary-ntree 2,2");
   std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
-                         "--sweep-interval", "0"});
+  pid_t sm = sim->spawn(
+      {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
   RunOptions diag;
   fabric::TopologyPtr topo;
   routing::LidAssignment lids;
@@ -133,7 +133,8 @@ TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
   // what it got.
   std::string inventory = sim->dir() + "/osmtest.dat";
   RunResult osmtest = sim->run({"osmtest", "-f", "c", "-i", inventory}, diag);
-  EXPECT_NE(osmtest.out.find("TEST \"Create Inventory\" PASS"), std::string::npos) << osmtest.out << osmtest.err;
+  EXPECT_NE(osmtest.out.find("TEST \"Create Inventory\" PASS"), std::string::npos)
+      << osmtest.out << osmtest.err;
   std::string inv = readFile(inventory);
   EXPECT_NE(inv.find("DEFINE_NODE"), std::string::npos) << inv;
   EXPECT_NE(inv.find("node_guid               0x0000000000200000"), std::string::npos) << inv;
@@ -141,7 +142,8 @@ TEST(IbsimSa, SaqueryAgreesWithIbnetdiscover) {
   sim->stop(sm);
 }
 
-// The first 32 P_Keys after `marker` in a dump: saquery's "PKey Table:" lines, or smpquery's "   0: ..." rows.
+// The first 32 P_Keys after `marker` in a dump: saquery's "PKey Table:" lines, or smpquery's "   0: ..."
+// rows.
 std::vector<uint64_t> pkeysAfter(const std::string& out, const std::string& marker) {
   std::vector<uint64_t> keys;
   size_t at = out.find(marker);
@@ -161,7 +163,8 @@ TEST(IbsimSa, PkeyTableRecordsAgreeWithSmpquery) {
     const auto& n = topo->node(i);
     const uint16_t lid = lids.base(i, fabric::PortNum{static_cast<uint8_t>(n.isSwitch() ? 0 : 1)}).value;
     ASSERT_NE(lid, 0) << n.description;
-    // A CA's port 1, a switch's port 0 (the endports; see daemon/pkey_programmer.h). Block 0: one record, one MAD.
+    // A CA's port 1, a switch's port 0 (the endports; see daemon/pkey_programmer.h). Block 0: one record, one
+    // MAD.
     for (unsigned q : {n.isSwitch() ? 0u : 1u}) {
       std::string key = std::to_string(lid) + "/" + std::to_string(q) + "/0";
       RunResult sa = sim->run({"saquery", "PKTR", key}, diag);
@@ -174,7 +177,8 @@ TEST(IbsimSa, PkeyTableRecordsAgreeWithSmpquery) {
       ASSERT_EQ(sma.exitCode, 0) << sma.err;
       std::vector<uint64_t> fromSa = pkeysAfter(sa.out, "PKey Table:"), fromSma = pkeysAfter(sma.out, "0:");
       ASSERT_EQ(fromSa.size(), 32u) << sa.out;
-      // smpquery shows the table's capacity (8 entries on switch port 0); the block's other entries are unused.
+      // smpquery shows the table's capacity (8 entries on switch port 0); the block's other entries are
+      // unused.
       ASSERT_FALSE(fromSma.empty()) << sma.out;
       fromSma.resize(32, 0);
       EXPECT_EQ(fromSa, fromSma) << key << "\n" << sa.out << sma.out;

@@ -67,8 +67,10 @@ void checkAllLinksActive(Ibsim& sim, size_t expectedLinks) {
     if (line.find("==(") == std::string::npos || arrow == std::string::npos) continue;
     if (line.find("\"\"", arrow) != std::string::npos) continue;  // a port with nothing attached
     ++links;
-    if (line.find("Active/") != std::string::npos) ++active;
-    else ADD_FAILURE() << "not active: " << line;
+    if (line.find("Active/") != std::string::npos)
+      ++active;
+    else
+      ADD_FAILURE() << "not active: " << line;
   }
   EXPECT_EQ(active, links);
   EXPECT_EQ(links, 2 * expectedLinks);  // iblinkinfo lists each link from both ends
@@ -127,7 +129,9 @@ struct Case {
   const char* generator;
   const char* routing;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.generator << " --routing " << c.routing; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.generator << " --routing " << c.routing;
+}
 
 class SubnetUpTest : public ::testing::TestWithParam<Case> {};
 
@@ -146,21 +150,23 @@ TEST_P(SubnetUpTest, DiagsToolsSeeAWorkingSubnet) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fabrics, SubnetUpTest,
-    ::testing::Values(Case{"kary4x3", "--kary-ntree 4,3", "minhop"},
-                      Case{"kary12x3", "--kary-ntree 12,3", "minhop"},
-                      Case{"fatTreeParallel", "--fat-tree 2 --radix 36 --leaves 6 --spines 3 --parallel 3 --hosts-per-leaf 8", "minhop"},
-                      Case{"mesh", "--mesh 30 --degree 4 --hosts-per-switch 2 --seed 7", "minhop"},
-                      Case{"torus", "--torus 4,4,3 --hosts-per-switch 1", "minhop"},
-                      Case{"twoPortHcas", "--fat-tree 2 --radix 16 --hca-ports 2", "minhop"},
-                      Case{"defaultChain", "--kary-ntree 4,3 --remove-links 4 --seed 5", "ftree,updn,minhop"}),
+    ::testing::Values(
+        Case{"kary4x3", "--kary-ntree 4,3", "minhop"}, Case{"kary12x3", "--kary-ntree 12,3", "minhop"},
+        Case{"fatTreeParallel",
+             "--fat-tree 2 --radix 36 --leaves 6 --spines 3 --parallel 3 --hosts-per-leaf 8", "minhop"},
+        Case{"mesh", "--mesh 30 --degree 4 --hosts-per-switch 2 --seed 7", "minhop"},
+        Case{"torus", "--torus 4,4,3 --hosts-per-switch 1", "minhop"},
+        Case{"twoPortHcas", "--fat-tree 2 --radix 16 --hca-ports 2", "minhop"},
+        Case{"defaultChain", "--kary-ntree 4,3 --remove-links 4 --seed 5", "ftree,updn,minhop"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(SubnetUp, LmcGivesAlignedRangesAndEveryLidIsRouted) {
   auto sim = startFabric("--kary-ntree 4,3");
   RunOptions o;
   o.timeout = 300s;
-  RunResult r = sim->run({binPath("ibsmd"), "--once", "--routing", "minhop", "--lmc", "2", "--state-dir",
-                          sim->dir() + "/state"}, o);
+  RunResult r = sim->run(
+      {binPath("ibsmd"), "--once", "--routing", "minhop", "--lmc", "2", "--state-dir", sim->dir() + "/state"},
+      o);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   FabricView v = discover(*sim);
   ASSERT_TRUE(v.topo);
@@ -214,7 +220,8 @@ TEST(SubnetUp, LidsSurviveRestartAndHostReturnsToItsLid) {
   ASSERT_EQ(once(*sim).exitCode, 0);
   FabricView without = discover(*sim);
   EXPECT_FALSE(without.topo->findPort(fabric::Guid{hostPortGuid}));
-  sim->console("Link \"" + hostId + "\"[1] \"" + swId + "\"[" + std::to_string(hn.ports[1].peerPort.value) + "]");
+  sim->console("Link \"" + hostId + "\"[1] \"" + swId + "\"[" + std::to_string(hn.ports[1].peerPort.value) +
+               "]");
   ASSERT_EQ(once(*sim).exitCode, 0);
   auto after = checkUniqueLids(*discover(*sim).topo);
   EXPECT_EQ(after[hostPortGuid], lidsBefore[hostPortGuid]);
@@ -229,7 +236,8 @@ TEST(SubnetUp, DaemonAnswersSmInfoAsMaster) {
                          "--socket", sim->dir() + "/ibsm.sock", "--sweep-interval", "0"},
                         smOpt);
   auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (sim->output(sm).find("SUBNET UP") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+  while (sim->output(sm).find("SUBNET UP") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);
   ASSERT_NE(sim->output(sm).find("SUBNET UP"), std::string::npos) << sim->output(sm);
   RunOptions o;

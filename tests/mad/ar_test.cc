@@ -60,7 +60,8 @@ TEST(ArInfo, RoundTripsEveryField) {
   a.subGroupsActive = 3;
   a.groupTableCopySupported = 9;
   a.directionsSupported = 200;
-  a.noFallback = a.is4Mode = a.globalGroups = a.bySlCap = a.bySlEnabled = a.byTransportCap = a.dynamicCapCalc = true;
+  a.noFallback = a.is4Mode = a.globalGroups = a.bySlCap = a.bySlEnabled = a.byTransportCap =
+      a.dynamicCapCalc = true;
   a.groupCap = 4095;
   a.groupTop = 4094;
   a.groupTableCap = 15;
@@ -81,8 +82,8 @@ TEST(ArInfo, RoundTripsEveryField) {
   for (int f = 0; f < 6; ++f) {
     ArInfo one;
     one.groupCap = 16;
-    bool* flags[] = {&one.enabled, &one.arnSupported, &one.frnSupported, &one.frSupported, &one.frEnabled,
-                     &one.rnXmitEnabled};
+    bool* flags[] = {&one.enabled,     &one.arnSupported, &one.frnSupported,
+                     &one.frSupported, &one.frEnabled,    &one.rnXmitEnabled};
     *flags[f] = true;
     uint8_t e[64] = {};
     encodeArInfo(one, e);

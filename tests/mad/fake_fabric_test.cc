@@ -76,7 +76,9 @@ std::optional<MadPacket> ask(FakeFabric& f, MadPacket smp) {
   return r.front();
 }
 
-uint16_t status(const MadPacket& m) { return parseHeader(m)->status; }
+uint16_t status(const MadPacket& m) {
+  return parseHeader(m)->status;
+}
 
 MadPacket portInfoSet(FakeFabric& f, uint8_t port, const fabric::DrPath& route, const PortInfoSet& set) {
   // Start from what the port reports, as the Programmer does.
@@ -256,9 +258,9 @@ void bringUp(FakeFabric& f, const Fabric& fx) {
     fabric::DrPath route;
     uint16_t lid;
   };
-  for (const Ep& e : {Ep{fx.h0, 1, path({}), 1}, Ep{fx.s0, 0, path({1}), 2}, Ep{fx.s1, 0, path({1, 2}), 3},
-                      Ep{fx.h1, 1, path({1, 2, 2}), 4}, Ep{fx.h2, 1, path({1, 4}), 5},
-                      Ep{fx.h2, 2, path({1, 2, 4}), 6}}) {
+  for (const Ep& e :
+       {Ep{fx.h0, 1, path({}), 1}, Ep{fx.s0, 0, path({1}), 2}, Ep{fx.s1, 0, path({1, 2}), 3},
+        Ep{fx.h1, 1, path({1, 2, 2}), 4}, Ep{fx.h2, 1, path({1, 4}), 5}, Ep{fx.h2, 2, path({1, 2, 4}), 6}}) {
     PortInfoSet s;
     s.lid = e.lid;
     s.smLid = 1;
@@ -281,8 +283,11 @@ void bringUp(FakeFabric& f, const Fabric& fx) {
   };
   program(path({1}), {0xFF, 1, 0, 2, 2, 4, 2});
   program(path({1, 2}), {0xFF, 1, 1, 0, 2, 4, 4});
-  const std::pair<NodeIndex, fabric::DrPath> nodes[] = {
-      {fx.h0, path({})}, {fx.s0, path({1})}, {fx.s1, path({1, 2})}, {fx.h1, path({1, 2, 2})}, {fx.h2, path({1, 4})}};
+  const std::pair<NodeIndex, fabric::DrPath> nodes[] = {{fx.h0, path({})},
+                                                        {fx.s0, path({1})},
+                                                        {fx.s1, path({1, 2})},
+                                                        {fx.h1, path({1, 2, 2})},
+                                                        {fx.h2, path({1, 4})}};
   for (uint8_t want : {3, 4})
     for (const auto& [n, route] : nodes)
       for (unsigned p = 1; p <= fx.topo->node(n).numPorts; ++p) {
@@ -431,7 +436,8 @@ TEST(FakeFabric, EnforcesMkeyAsIbaSays) {
   s.mkey = MkeyInfo{kKey, 1, 60};
   ASSERT_TRUE(ask(f, keyed(portInfoSet(f, 1, toH1, s), kKey)));
   EXPECT_EQ(decodePortInfoMkey(smpData(*ask(f, makeDirectedSmp(kGet, kAttrPortInfo, 1, toH1)))), 0u);
-  EXPECT_EQ(decodePortInfoMkey(smpData(*ask(f, keyed(makeDirectedSmp(kGet, kAttrPortInfo, 1, toH1), kKey)))), kKey);
+  EXPECT_EQ(decodePortInfoMkey(smpData(*ask(f, keyed(makeDirectedSmp(kGet, kAttrPortInfo, 1, toH1), kKey)))),
+            kKey);
   // Protect bits 2: no Get without the key either.
   f.setPortMkey(fx.h1, PortNum{1}, MkeyInfo{kKey, 2, 0});
   EXPECT_FALSE(ask(f, makeDirectedSmp(kGet, kAttrNodeInfo, 0, toH1)));
@@ -447,7 +453,8 @@ TEST(FakeFabric, DropRateIsDeterministic) {
     FakeFabric f(fx.topo);
     f.setDropRate(0.2, seed);
     std::vector<bool> answered;
-    for (int i = 0; i < 1000; ++i) answered.push_back(ask(f, makeDirectedSmp(kGet, kAttrNodeInfo, 0, path({1}))).has_value());
+    for (int i = 0; i < 1000; ++i)
+      answered.push_back(ask(f, makeDirectedSmp(kGet, kAttrNodeInfo, 0, path({1}))).has_value());
     EXPECT_EQ(f.droppedByRate(), f.lost());
     return answered;
   };
@@ -543,10 +550,12 @@ TEST(FakeFabric, EngineOverrideGivesASilentSwitchOneShortAttempt) {
   f.attach(port);
   MadEngine engine(port, clock, MadEngineOptions{8, 100ms, 3});
   MadResult result;
-  engine.submit(makeDirectedSmp(kGet, kAttrArInfo, 0, path({1})), [&](const MadResult& r) { result = r; },
-                RequestOptions{5ms, 0});
+  engine.submit(
+      makeDirectedSmp(kGet, kAttrArInfo, 0, path({1})), [&](const MadResult& r) { result = r; },
+      RequestOptions{5ms, 0});
   bool normalOk = false;
-  engine.submit(makeDirectedSmp(kGet, kAttrNodeInfo, 0, path({1})), [&](const MadResult& r) { normalOk = r.ok(); });
+  engine.submit(makeDirectedSmp(kGet, kAttrNodeInfo, 0, path({1})),
+                [&](const MadResult& r) { normalOk = r.ok(); });
   auto t0 = clock.now();
   engine.runUntilIdle();
   EXPECT_EQ(result.status, MadStatus::kTimeout);

@@ -240,7 +240,8 @@ TEST_F(EngineTest, SmpRequestsCarryTheMkey) {
   std::vector<uint64_t> keys;
   for (const MadPacket& m : port.sent()) keys.push_back(getMadMkey(m));
   // In the order sent: the window (4) holds the first four; the two unmatched go at once; the SA MAD last.
-  EXPECT_EQ(keys, (std::vector<uint64_t>{0, 0x1122334455667788, 0x1122334455667788, 0x99, 0x1122334455667788, 0, 0}));
+  EXPECT_EQ(keys, (std::vector<uint64_t>{0, 0x1122334455667788, 0x1122334455667788, 0x99, 0x1122334455667788,
+                                         0, 0}));
 }
 
 TEST_F(EngineTest, CompletionMaySubmitMore) {

@@ -184,10 +184,10 @@ TEST(SaCodec, NoticeForReport) {
   Gid g{kDefaultGidPrefix, 0x100001};
   uint8_t rec[kNoticeSize];
   encodeNotice(n, &g, rec);
-  EXPECT_EQ(rec[0], 0x84);  // IsGeneric | type 4
-  EXPECT_EQ(rec[3], 4);     // producer
-  EXPECT_EQ(rec[5], 64);    // trap number
-  EXPECT_EQ(rec[7], 1);     // issuer LID
+  EXPECT_EQ(rec[0], 0x84);   // IsGeneric | type 4
+  EXPECT_EQ(rec[3], 4);      // producer
+  EXPECT_EQ(rec[5], 64);     // trap number
+  EXPECT_EQ(rec[7], 1);      // issuer LID
   EXPECT_EQ(rec[16], 0xfe);  // GID after 6 reserved bytes of the data details
   EXPECT_EQ(rec[31], 0x01);
 }

@@ -95,7 +95,9 @@ TEST(Smp, PortInfoRoundTripAndSet) {
 TEST(Smp, NodeDescriptionIsSanitised) {
   uint8_t d[64] = {};
   encodeNodeDescription(std::string("host\x01\xff-1", 8), d);
-  EXPECT_EQ(decodeNodeDescription(d), "host?" "?-1");
+  EXPECT_EQ(decodeNodeDescription(d),
+            "host?"
+            "?-1");
   std::string longDesc(100, 'x');
   encodeNodeDescription(longDesc, d);
   EXPECT_EQ(decodeNodeDescription(d).size(), 64u);

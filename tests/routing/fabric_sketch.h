@@ -1,6 +1,6 @@
-// Small fabrics built in code for the routing tests (LID assignment, min-hop, checker, LFT dump). Each test draws
-// its fabric as an ASCII sketch next to the code that builds it. GUIDs are predictable: switch i has node GUID
-// 0x5000 + i, CA i has node GUID 0xca000 + 0x10 * i and port p GUID node GUID + p.
+// Small fabrics built in code for the routing tests (LID assignment, min-hop, checker, LFT dump). Each test
+// draws its fabric as an ASCII sketch next to the code that builds it. GUIDs are predictable: switch i has
+// node GUID 0x5000 + i, CA i has node GUID 0xca000 + 0x10 * i and port p GUID node GUID + p.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -95,9 +95,10 @@ inline TopologyPtr makeGrid(unsigned x, unsigned y, unsigned hosts, bool wrap) {
   return f.build();
 }
 
-// Two-level fat tree: `leaves` leaf switches with `hostsPerLeaf` hosts each, every leaf linked to every one of
-// `spines` spines by `parallel` links.
-inline TopologyPtr makeFatTree2(unsigned leaves, unsigned spines, unsigned hostsPerLeaf, unsigned parallel = 1) {
+// Two-level fat tree: `leaves` leaf switches with `hostsPerLeaf` hosts each, every leaf linked to every one
+// of `spines` spines by `parallel` links.
+inline TopologyPtr makeFatTree2(unsigned leaves, unsigned spines, unsigned hostsPerLeaf,
+                                unsigned parallel = 1) {
   FabricSketch f;
   std::vector<NodeIndex> leaf, spine;
   for (unsigned i = 0; i < leaves; ++i) leaf.push_back(f.addSwitch("leaf" + std::to_string(i)));
@@ -113,8 +114,8 @@ inline TopologyPtr makeFatTree2(unsigned leaves, unsigned spines, unsigned hosts
   return f.build();
 }
 
-// Random connected mesh: a random spanning tree plus `extra` random links (parallel links allowed), one host per
-// switch. Deterministic for a seed.
+// Random connected mesh: a random spanning tree plus `extra` random links (parallel links allowed), one host
+// per switch. Deterministic for a seed.
 inline TopologyPtr makeRandomMesh(unsigned switches, unsigned extra, uint32_t seed) {
   FabricSketch f;
   std::mt19937 rng(seed);

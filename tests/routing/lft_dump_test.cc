@@ -43,7 +43,8 @@ TEST(LftDump, WritesOpenSmFormat) {
             "Unicast lids [0-4] of switch Lid 1 guid 0x0000000000005000 ('sw0'):\n"
             "0x0001 000 # Switch portguid 0x0000000000005000: 'sw0'\n"
             "0x0002 001 # Switch portguid 0x0000000000005001: '");
-  EXPECT_NE(text.find("0x0003 002 # Channel Adapter portguid 0x00000000000ca001: 'h0 HCA-1'\n"), std::string::npos);
+  EXPECT_NE(text.find("0x0003 002 # Channel Adapter portguid 0x00000000000ca001: 'h0 HCA-1'\n"),
+            std::string::npos);
   EXPECT_NE(text.find("4 lids dumped\nUnicast lids [0-4] of switch Lid 2"), std::string::npos) << text;
 }
 
@@ -134,9 +135,15 @@ TEST(LftDump, RandomInputNeverCrashes) {
     for (int e = 0; e < edits && !s.empty(); ++e) {
       size_t at = rng() % s.size();
       switch (rng() % 3) {
-        case 0: s[at] = static_cast<char>(rng() % 256); break;
-        case 1: s.erase(at, rng() % 20); break;
-        case 2: s.insert(at, s.substr(rng() % s.size(), rng() % 30)); break;
+        case 0:
+          s[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          s.erase(at, rng() % 20);
+          break;
+        case 2:
+          s.insert(at, s.substr(rng() % s.size(), rng() % 30));
+          break;
       }
     }
     auto r = parseLftDump(s, *p.topo, "f");

@@ -10,8 +10,8 @@
 namespace ibsm::routing {
 namespace {
 
-using testing::FabricSketch;
 using fabric::TopologyPtr;
+using testing::FabricSketch;
 
 // Every endport has a LID range, ranges are aligned, disjoint, below 0xC000, and owner() agrees.
 void expectConsistent(const fabric::Topology& topo, const LidAssignment& lids, uint8_t lmc) {
@@ -19,7 +19,8 @@ void expectConsistent(const fabric::Topology& topo, const LidAssignment& lids, u
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     const auto& n = topo.node(i);
     std::vector<unsigned> ports;
-    if (n.isSwitch()) ports.push_back(0);
+    if (n.isSwitch())
+      ports.push_back(0);
     else
       for (unsigned p = 1; p <= n.numPorts; ++p)
         if (n.ports[p].connected()) ports.push_back(p);
@@ -156,7 +157,8 @@ TEST(LidAssignment, AbsentPortsStayReserved) {
   auto r = assignLids(*s.topo, persistent, 0);
   ASSERT_TRUE(r.ok());
   expectConsistent(*s.topo, r->lids, 0);
-  for (unsigned l : {1u, 4u, 5u, 6u, 7u}) EXPECT_EQ(r->lids.owner(Lid{static_cast<uint16_t>(l)}).node, fabric::kNoNode);
+  for (unsigned l : {1u, 4u, 5u, 6u, 7u})
+    EXPECT_EQ(r->lids.owner(Lid{static_cast<uint16_t>(l)}).node, fabric::kNoNode);
   EXPECT_EQ(r->lids.base(s.sw0, PortNum{0}).value, 2);
   ASSERT_TRUE(r->guid2lid.count(gone));
   EXPECT_EQ(r->guid2lid.at(gone), (LidRange{Lid{1}, 0}));
@@ -212,7 +214,8 @@ TEST(LidAssignment, UnchangedFabricReportsNoChanges) {
   EXPECT_EQ(back.lmc(), 1);
   for (NodeIndex i = 0; i < s.topo->size(); ++i)
     for (unsigned p = 0; p <= s.topo->node(i).numPorts; ++p)
-      EXPECT_EQ(back.range(i, PortNum{static_cast<uint8_t>(p)}), r->lids.range(i, PortNum{static_cast<uint8_t>(p)}));
+      EXPECT_EQ(back.range(i, PortNum{static_cast<uint8_t>(p)}),
+                r->lids.range(i, PortNum{static_cast<uint8_t>(p)}));
 }
 
 TEST(LidAssignment, OrderOfNodesDoesNotMatter) {
@@ -243,7 +246,9 @@ TEST(LidAssignment, OrderOfNodesDoesNotMatter) {
     EXPECT_TRUE(b.connect(idx(0x100), PortNum{1}, idx(0x101), PortNum{1}).ok());
     EXPECT_TRUE(b.connect(idx(0x101), PortNum{2}, idx(0x102), PortNum{1}).ok());
     for (unsigned i = 0; i < 6; ++i)
-      EXPECT_TRUE(b.connect(idx(0x900 - 0x10 * i), PortNum{1}, idx(0x100 + i % 3), PortNum{static_cast<uint8_t>(3 + i)}).ok());
+      EXPECT_TRUE(b.connect(idx(0x900 - 0x10 * i), PortNum{1}, idx(0x100 + i % 3),
+                            PortNum{static_cast<uint8_t>(3 + i)})
+                      .ok());
     return *std::move(b).build();
   };
   auto t1 = build(false), t2 = build(true);

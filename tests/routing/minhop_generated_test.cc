@@ -1,4 +1,5 @@
-// Min-hop and the checker on fabrics from the generator (k-ary n-trees, fat trees, meshes, tori, degraded trees).
+// Min-hop and the checker on fabrics from the generator (k-ary n-trees, fat trees, meshes, tori, degraded
+// trees).
 #include <gtest/gtest.h>
 
 #include "fabric/topology_file.h"
@@ -67,7 +68,8 @@ TEST(MinHopGenerated, KaryNTreesAreBalancedAndDeadlockFree) {
     // Every switch-to-switch link carries traffic, and the worst is within 1.8x of the mean (the lowest-port
     // tie-break of OpenSM's default gives 3.5x on 4,3 and 7.5x on 8,3 through aliasing).
     EXPECT_GT(c.minLoad, 0u) << k << "," << n;
-    EXPECT_LE(static_cast<double>(c.maxLoad), 1.8 * c.meanLoad) << k << "," << n << ": " << formatReportText(c);
+    EXPECT_LE(static_cast<double>(c.maxLoad), 1.8 * c.meanLoad)
+        << k << "," << n << ": " << formatReportText(c);
   }
 }
 
@@ -109,7 +111,8 @@ TEST(MinHopGenerated, MeshesAndTori) {
     ASSERT_TRUE(topo);
     routeAndCheck(*topo);
   }
-  for (auto dims : {std::vector<unsigned>{6, 6}, std::vector<unsigned>{4, 4, 3}, std::vector<unsigned>{2, 5}}) {
+  for (auto dims :
+       {std::vector<unsigned>{6, 6}, std::vector<unsigned>{4, 4, 3}, std::vector<unsigned>{2, 5}}) {
     FabricSpec torus;
     torus.shape = Shape::kTorus;
     torus.dims = dims;

@@ -25,8 +25,10 @@ std::map<std::pair<NodeIndex, uint8_t>, int> deliver(const Topology& topo, const
   // (switch, ingress port) to process; a hop budget catches loops.
   std::vector<std::pair<NodeIndex, uint8_t>> work;
   const fabric::Node& src = topo.node(from.node);
-  if (src.isSwitch()) work.emplace_back(from.node, 0);
-  else work.emplace_back(src.ports[from.port.value].peerNode, src.ports[from.port.value].peerPort.value);
+  if (src.isSwitch())
+    work.emplace_back(from.node, 0);
+  else
+    work.emplace_back(src.ports[from.port.value].peerNode, src.ports[from.port.value].peerPort.value);
   size_t steps = 0;
   while (!work.empty() && ++steps < 100000) {
     auto [sw, in] = work.back();
@@ -42,8 +44,10 @@ std::map<std::pair<NodeIndex, uint8_t>, int> deliver(const Topology& topo, const
       }
       const fabric::Port& port = n.ports[p];
       if (!port.connected()) continue;
-      if (topo.node(port.peerNode).isSwitch()) work.emplace_back(port.peerNode, port.peerPort.value);
-      else ++got[{port.peerNode, port.peerPort.value}];
+      if (topo.node(port.peerNode).isSwitch())
+        work.emplace_back(port.peerNode, port.peerPort.value);
+      else
+        ++got[{port.peerNode, port.peerPort.value}];
     }
   }
   EXPECT_LT(steps, 100000u) << "the tree loops";
@@ -98,7 +102,8 @@ TEST(McastTree, SwitchMemberAndUnlinkedHost) {
   f.link(s0, s1);
   f.link(h0, 1, s0, f.nextPort(s0));
   auto topo = f.build();
-  McastTree t = buildMcastTree(*topo, {{h0, PortNum{1}, true}, {s1, PortNum{0}, true}, {lonely, PortNum{1}, true}});
+  McastTree t =
+      buildMcastTree(*topo, {{h0, PortNum{1}, true}, {s1, PortNum{0}, true}, {lonely, PortNum{1}, true}});
   ASSERT_EQ(t.unreachable.size(), 1u);
   EXPECT_EQ(t.unreachable[0].node, lonely);
   expectDelivery(*topo, {{h0, PortNum{1}, true}, {s1, PortNum{0}, true}});

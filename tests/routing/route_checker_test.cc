@@ -21,7 +21,9 @@ RoutingTables emptyTables(const Topology& topo, const LidAssignment& lids) {
   return t;
 }
 
-void setRoute(RoutingTables& t, NodeIndex sw, Lid lid, uint8_t port) { t.lft[sw][lid.value] = port; }
+void setRoute(RoutingTables& t, NodeIndex sw, Lid lid, uint8_t port) {
+  t.lft[sw][lid.value] = port;
+}
 
 bool anyExampleHas(const CheckReport& r, const std::string& what) {
   for (const auto& e : r.examples)
@@ -116,8 +118,8 @@ TEST(RouteChecker, CatchesLoop) {
 TEST(RouteChecker, CatchesDeadAndMissingPorts) {
   Line l = makeLine();
   RoutingTables t = lineTables(l);
-  setRoute(t, l.s0, l.lids.base(l.h1, PortNum{1}), 2);   // unlinked port
-  setRoute(t, l.s0, l.lids.base(l.s1, PortNum{0}), 9);   // past the switch's 4 ports
+  setRoute(t, l.s0, l.lids.base(l.h1, PortNum{1}), 2);  // unlinked port
+  setRoute(t, l.s0, l.lids.base(l.s1, PortNum{0}), 9);  // past the switch's 4 ports
   CheckReport r = checkRoutes(*l.topo, l.lids, t);
   EXPECT_EQ(r.deadLink, 2u);
   EXPECT_TRUE(anyExampleHas(r, "dead or missing egress port at switch 0x0000000000005000 'sw0' port 2"));
@@ -213,8 +215,8 @@ TEST(RouteChecker, ArMembersMustBeShortestAndKeepTheCdgAcyclic) {
   Ring g = makeRing();
   RoutingTables t = ringTables(g, /*clockwiseOnly=*/false);
   t.ar.resize(g.topo->size());
-  // sw_i -> h_(i+1): shortest is port 1 (one hop clockwise); the AR alternative port 2 goes the long way round,
-  // where sw_(i-1) sends it on counter-clockwise (port 2) too. Every alternative adds a dependency
+  // sw_i -> h_(i+1): shortest is port 1 (one hop clockwise); the AR alternative port 2 goes the long way
+  // round, where sw_(i-1) sends it on counter-clockwise (port 2) too. Every alternative adds a dependency
   // ccw(i) -> ccw(i-1), and the three close a cycle the static routes do not have.
   PortMask both;
   both.set(1).set(2);

@@ -1,8 +1,8 @@
 // ibsmctl's human output: aligned tables, the status report with "SUBNET UP", paths that do or do not arrive,
 // and exit codes carried by the result.
-#include "tools/ibsmctl/ctl_format.h"
-
 #include <gtest/gtest.h>
+
+#include "tools/ibsmctl/ctl_format.h"
 
 namespace ibsm::ctl {
 namespace {
@@ -29,11 +29,24 @@ TEST(IbsmctlFormat, RangesAndDurations) {
 }
 
 TEST(IbsmctlFormat, StatusSaysSubnetUpOnlyWhenItIs) {
-  json st = {{"state", "MASTER"},       {"priority", 3},   {"pid", 42},          {"started_ms", 1000},
-             {"subnet_up", true},       {"subnet_up_since_ms", 61000},           {"sweeps", 2},
-             {"sweep_interval_s", 10},  {"log_level", "info"}, {"config", "(defaults)"},
-             {"fabric", {{"switches", 4}, {"cas", 4}, {"ca_ports", 4}, {"links", 8}, {"endports_with_lid", 8},
-                         {"max_lid", 8}, {"lmc", 0}}},
+  json st = {{"state", "MASTER"},
+             {"priority", 3},
+             {"pid", 42},
+             {"started_ms", 1000},
+             {"subnet_up", true},
+             {"subnet_up_since_ms", 61000},
+             {"sweeps", 2},
+             {"sweep_interval_s", 10},
+             {"log_level", "info"},
+             {"config", "(defaults)"},
+             {"fabric",
+              {{"switches", 4},
+               {"cas", 4},
+               {"ca_ports", 4},
+               {"links", 8},
+               {"endports_with_lid", 8},
+               {"max_lid", 8},
+               {"lmc", 0}}},
              {"mad", {{"sent", 10}, {"received", 10}}}};
   Formatted up = formatResult("status", st, 121000);
   EXPECT_EQ(up.exitCode, 0);
@@ -47,7 +60,10 @@ TEST(IbsmctlFormat, StatusSaysSubnetUpOnlyWhenItIs) {
 }
 
 TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
-  json hop = {{"switch", {{"description", "leaf-0"}, {"lid", 1}}}, {"in_port", 1}, {"out_port", 4}, {"ar_ports", {3, 4}}};
+  json hop = {{"switch", {{"description", "leaf-0"}, {"lid", 1}}},
+              {"in_port", 1},
+              {"out_port", 4},
+              {"ar_ports", {3, 4}}};
   json p = {{"source", {{"description", "host-0 HCA-1"}, {"lid", 5}, {"port", 1}}},
             {"destination", {{"description", "host-3 HCA-1"}, {"lid", 8}, {"port", 1}}},
             {"lid", 8},
@@ -65,8 +81,8 @@ TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
 }
 
 TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
-  for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events", "check",
-                        "topology", "resweep", "reroute", "loglevel"}) {
+  for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events",
+                        "check", "topology", "resweep", "reroute", "loglevel"}) {
     Formatted f = formatResult(c, json::object(), 0);
     (void)f;
     Formatted g = formatResult(c, json(nullptr), 0);
@@ -76,14 +92,32 @@ TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
 }
 
 TEST(IbsmctlFormat, SweepResultsAndLists) {
-  json sweep = {{"sweep", {{"number", 3}, {"cause", "resweep"}, {"ok", true}, {"subnet_up", true}, {"duration_ms", 12.34},
-                           {"smps", 40}, {"lft_blocks_sent", 0}, {"routes_changed", 0}, {"lids_changed", 0}}}};
+  json sweep = {{"sweep",
+                 {{"number", 3},
+                  {"cause", "resweep"},
+                  {"ok", true},
+                  {"subnet_up", true},
+                  {"duration_ms", 12.34},
+                  {"smps", 40},
+                  {"lft_blocks_sent", 0},
+                  {"routes_changed", 0},
+                  {"lids_changed", 0}}}};
   Formatted f = formatResult("resweep", sweep, 0);
-  EXPECT_EQ(f.text, "sweep 3 (resweep): SUBNET UP in 12.3 ms, 40 SMPs, 0 LFT blocks written, 0 routes changed, 0 LIDs changed\n");
+  EXPECT_EQ(f.text,
+            "sweep 3 (resweep): SUBNET UP in 12.3 ms, 40 SMPs, 0 LFT blocks written, 0 routes changed, 0 "
+            "LIDs changed\n");
   sweep["sweep"]["subnet_up"] = false;
   EXPECT_EQ(formatResult("resweep", sweep, 0).exitCode, 1);
-  json lids = {{"lids", {{{"lid", 1}, {"lmc", 0}, {"type", "SW"}, {"port", 0}, {"guid", "0x1"}, {"description", "sw"}},
-                         {{"lid", 4}, {"lmc", 2}, {"last_lid", 7}, {"type", "CA"}, {"port", 1}, {"guid", "0x2"}, {"description", "h"}}}}};
+  json lids = {
+      {"lids",
+       {{{"lid", 1}, {"lmc", 0}, {"type", "SW"}, {"port", 0}, {"guid", "0x1"}, {"description", "sw"}},
+        {{"lid", 4},
+         {"lmc", 2},
+         {"last_lid", 7},
+         {"type", "CA"},
+         {"port", 1},
+         {"guid", "0x2"},
+         {"description", "h"}}}}};
   std::string text = formatResult("lids", lids, 0).text;
   EXPECT_NE(text.find("4-7  CA"), std::string::npos) << text;
 }

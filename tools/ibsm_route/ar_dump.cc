@@ -13,8 +13,8 @@ std::string formatArDump(const fabric::Topology& topo, const routing::LidAssignm
     if (sw >= tables.ar.size() || tables.ar[sw].groups.empty()) continue;
     const ArTable& t = tables.ar[sw];
     const fabric::Node& n = topo.node(sw);
-    std::snprintf(buf, sizeof buf, "AR groups of switch Lid %u guid 0x%016llx (", lids.base(sw, fabric::PortNum{0}).value,
-                  static_cast<unsigned long long>(n.guid.value));
+    std::snprintf(buf, sizeof buf, "AR groups of switch Lid %u guid 0x%016llx (",
+                  lids.base(sw, fabric::PortNum{0}).value, static_cast<unsigned long long>(n.guid.value));
     out += buf;
     out += "'" + n.description + "'): " + std::to_string(t.groups.size()) + " groups" +
            (t.capped ? " (capped)" : "") + "\n";

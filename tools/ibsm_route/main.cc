@@ -3,9 +3,9 @@
 //   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
 //   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's tables
 //
-// Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs the
-// engine chain, checks the tables (reachability, stretch, link load, CDG, AR) and prints the metrics. Exit codes:
-// 0 done (also when the check found problems, unless --strict), 1 failure, 2 usage.
+// Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs
+// the engine chain, checks the tables (reachability, stretch, link load, CDG, AR) and prints the metrics.
+// Exit codes: 0 done (also when the check found problems, unless --strict), 1 failure, 2 usage.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -62,7 +62,8 @@ struct Args {
   std::vector<Guid> roots;
   unsigned lmc = 0, threads = 1;
   uint64_t seed = 0;
-  bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false, help = false;
+  bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
+       help = false;
 };
 
 struct UsageError {
@@ -135,17 +136,23 @@ Result<Args> parseArgs(int argc, char** argv) {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
-      if (opt == "--topology") a.topology = *v;
-      else if (opt == "--routing") a.chain = *v;
-      else if (opt == "--lfts-in") a.lftsIn = *v;
-      else if (opt == "--lfts-out") a.lftsOut = *v;
-      else if (opt == "--ar-out") a.arOut = *v;
-      else if (opt == "--roots-file") a.rootsFile = *v;
+      if (opt == "--topology")
+        a.topology = *v;
+      else if (opt == "--routing")
+        a.chain = *v;
+      else if (opt == "--lfts-in")
+        a.lftsIn = *v;
+      else if (opt == "--lfts-out")
+        a.lftsOut = *v;
+      else if (opt == "--ar-out")
+        a.arOut = *v;
+      else if (opt == "--roots-file")
+        a.rootsFile = *v;
       else if (opt == "--lids") {
-        if (*v != "assigned" && *v != "recorded") return err("--lids: 'assigned' or 'recorded', not '" + *v + "'");
+        if (*v != "assigned" && *v != "recorded")
+          return err("--lids: 'assigned' or 'recorded', not '" + *v + "'");
         a.lidsMode = *v;
-      }
-      else if (opt == "--roots") {
+      } else if (opt == "--roots") {
         auto g = parseGuidList(*v);
         if (!g) return g.error();
         a.roots = *g;
@@ -213,7 +220,9 @@ Result<std::vector<Guid>> readRootsFile(const std::string& path) {
     if (b == std::string::npos) continue;
     std::string item = line.substr(b, e - b + 1);
     auto g = ibsm::fabric::parseGuid(item);
-    if (!g) return ibsm::fabric::makeError(path + ":" + std::to_string(n) + ": bad GUID '" + item.substr(0, 40) + "'");
+    if (!g)
+      return ibsm::fabric::makeError(path + ":" + std::to_string(n) + ": bad GUID '" + item.substr(0, 40) +
+                                     "'");
     roots.push_back(*g);
   }
   if (roots.empty()) return ibsm::fabric::makeError(path + ": no root GUIDs");
@@ -349,9 +358,11 @@ int main(int argc, char** argv) {
   lap("check");
 
   if (!a.lftsOut.empty())
-    if (auto w = writeOut(a.lftsOut, routing::formatLftDump(t, lids, tables)); !w) return fail(1, w.error().message);
+    if (auto w = writeOut(a.lftsOut, routing::formatLftDump(t, lids, tables)); !w)
+      return fail(1, w.error().message);
   if (!a.arOut.empty())
-    if (auto w = writeOut(a.arOut, ibsm::tools::formatArDump(t, lids, tables)); !w) return fail(1, w.error().message);
+    if (auto w = writeOut(a.arOut, ibsm::tools::formatArDump(t, lids, tables)); !w)
+      return fail(1, w.error().message);
   if (!a.lftsOut.empty() || !a.arOut.empty()) lap("write");
 
   double total = 0;
@@ -363,10 +374,11 @@ int main(int argc, char** argv) {
   // With a dump on stdout the metrics go to stderr, so the dump stays parseable.
   FILE* out = (a.lftsOut == "-" || a.arOut == "-") ? stderr : stdout;
   if (a.json) {
-    std::string j = "{\"topology\":" + jsonString(a.topology) + ",\"switches\":" + std::to_string(t.switches().size()) +
-                    ",\"cas\":" + std::to_string(t.cas().size()) + ",\"links\":" + std::to_string(t.links().size()) +
-                    ",\"lmc\":" + std::to_string(lids.lmc()) + ",\"maxLid\":" + std::to_string(lids.maxLid().value) +
-                    ",\"engine\":" + jsonString(tables.engine) + ",\"fallbacks\":[";
+    std::string j =
+        "{\"topology\":" + jsonString(a.topology) + ",\"switches\":" + std::to_string(t.switches().size()) +
+        ",\"cas\":" + std::to_string(t.cas().size()) + ",\"links\":" + std::to_string(t.links().size()) +
+        ",\"lmc\":" + std::to_string(lids.lmc()) + ",\"maxLid\":" + std::to_string(lids.maxLid().value) +
+        ",\"engine\":" + jsonString(tables.engine) + ",\"fallbacks\":[";
     for (size_t i = 0; i < fallbacks.size(); ++i) j += (i ? "," : "") + jsonString(fallbacks[i]);
     j += "],\"lidWarnings\":[";
     for (size_t i = 0; i < warnings.size(); ++i) j += (i ? "," : "") + jsonString(warnings[i]);
@@ -374,16 +386,16 @@ int main(int argc, char** argv) {
     if (a.timing) {
       j += ",\"timing\":{";
       for (const auto& ph : phases)
-        j += jsonString(ph.name + "Ms") + ":" + std::to_string(ph.ms) + "," + jsonString(ph.name + "CpuMs") + ":" +
-             std::to_string(ph.cpuMs) + ",";
+        j += jsonString(ph.name + "Ms") + ":" + std::to_string(ph.ms) + "," + jsonString(ph.name + "CpuMs") +
+             ":" + std::to_string(ph.cpuMs) + ",";
       j += "\"totalMs\":" + std::to_string(total) + ",\"totalCpuMs\":" + std::to_string(totalCpu) +
            ",\"peakRssKb\":" + std::to_string(peakRssKb()) + "}";
     }
     j += "}\n";
     std::fputs(j.c_str(), out);
   } else {
-    std::fprintf(out, "topology: %s: %zu switches, %zu CAs, %zu links\n", a.topology.c_str(), t.switches().size(),
-                 t.cas().size(), t.links().size());
+    std::fprintf(out, "topology: %s: %zu switches, %zu CAs, %zu links\n", a.topology.c_str(),
+                 t.switches().size(), t.cas().size(), t.links().size());
     std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(), lidsNote.c_str());
     for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
     for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());

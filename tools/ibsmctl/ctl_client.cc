@@ -36,7 +36,8 @@ Exchange request(const std::string& path, const std::string& command, const nloh
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   Fd s;
   s.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   setsockopt(s.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     int e = errno;
@@ -80,11 +81,12 @@ Exchange request(const std::string& path, const std::string& command, const nloh
       in.resize(nl);
       break;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ex.failure = Failure::kTimeout;
-      ex.message = "ibsmd did not answer '" + command + "' within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) +
-                   " s (see --timeout)";
+      ex.message = "ibsmd did not answer '" + command + "' within " +
+                   std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s (see --timeout)";
       return ex;
     }
     pollfd p{s.fd, POLLIN, 0};

@@ -3,9 +3,8 @@
 #pragma once
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace ibsm::ctl {
 
@@ -13,7 +12,7 @@ enum class Failure { kNone, kUnreachable, kPermission, kTimeout, kProtocol };
 
 struct Exchange {
   Failure failure = Failure::kNone;
-  std::string message;     // one line, when failure != kNone
+  std::string message;      // one line, when failure != kNone
   nlohmann::json response;  // the parsed response object
 };
 

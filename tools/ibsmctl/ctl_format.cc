@@ -68,9 +68,9 @@ std::string sweepLine(const json& s) {
   std::string line = "sweep " + num(s, "number") + " (" + s.value("cause", "?") + ")";
   if (!s.value("ok", false)) return line + ": failed: " + s.value("error", "?");
   line += std::string(": ") + (s.value("subnet_up", false) ? "SUBNET UP" : "SUBNET NOT UP") + " in " +
-          fixed1(s.value("duration_ms", 0.0)) + " ms, " + num(s, "smps") + " SMPs, " + num(s, "lft_blocks_sent") +
-          " LFT blocks written, " + num(s, "routes_changed") + " routes changed, " + num(s, "lids_changed") +
-          " LIDs changed";
+          fixed1(s.value("duration_ms", 0.0)) + " ms, " + num(s, "smps") + " SMPs, " +
+          num(s, "lft_blocks_sent") + " LFT blocks written, " + num(s, "routes_changed") +
+          " routes changed, " + num(s, "lids_changed") + " LIDs changed";
   return line;
 }
 
@@ -81,8 +81,8 @@ Formatted status(const json& r, int64_t now) {
     std::snprintf(buf, sizeof buf, "%-12s ", k.c_str());
     out += buf + v + "\n";
   };
-  row("SM", r.value("state", "?") + " (priority " + num(r, "priority") + "), pid " + num(r, "pid") + ", running " +
-                duration(now - r.value("started_ms", now)));
+  row("SM", r.value("state", "?") + " (priority " + num(r, "priority") + "), pid " + num(r, "pid") +
+                ", running " + duration(now - r.value("started_ms", now)));
   if (r.value("subnet_up", false)) {
     int64_t since = r.value("subnet_up_since_ms", now);
     row("Subnet", "SUBNET UP since " + localTime(since) + " (" + duration(now - since) + ")");
@@ -106,9 +106,9 @@ Formatted status(const json& r, int64_t now) {
   if (const json& p = at(r, "sm_port"); p.is_object())
     row("SM port", name(p) + " (" + p.value("port_guid", p.value("guid", "?")) + ") LID " + num(p, "lid"));
   if (const json& m = at(r, "mad"); m.is_object())
-    row("MADs", "sent " + num(m, "sent") + ", received " + num(m, "received") + ", timeouts " + num(m, "timeouts") +
-                    ", retries " + num(m, "retries") + ", failed " + num(m, "failed") + ", dropped " +
-                    num(m, "dropped") + ", unsolicited " + num(m, "unsolicited"));
+    row("MADs", "sent " + num(m, "sent") + ", received " + num(m, "received") + ", timeouts " +
+                    num(m, "timeouts") + ", retries " + num(m, "retries") + ", failed " + num(m, "failed") +
+                    ", dropped " + num(m, "dropped") + ", unsolicited " + num(m, "unsolicited"));
   if (const json& t = at(r, "traps"); t.is_object())
     row("Traps", "received " + num(t, "received") + ", malformed " + num(t, "malformed") + ", duplicates " +
                      num(t, "duplicates") + ", bad M_Key " + num(t, "bad_mkey"));
@@ -119,11 +119,13 @@ Formatted status(const json& r, int64_t now) {
   if (const json& o = at(r, "other_sms"); o.is_array()) {
     if (o.empty()) row("Other SMs", "none seen");
     for (const auto& sm : o)
-      row("Other SM", sm.value("guid", "?") + " LID " + num(sm, "lid") + " priority " + num(sm, "priority") + " " +
-                          (sm.value("answered", false) ? sm.value("state", "?") : std::string("not answering")) +
-                          (sm.value("sm_key_ok", true) ? "" : " (wrong SM_Key)"));
+      row("Other SM",
+          sm.value("guid", "?") + " LID " + num(sm, "lid") + " priority " + num(sm, "priority") + " " +
+              (sm.value("answered", false) ? sm.value("state", "?") : std::string("not answering")) +
+              (sm.value("sm_key_ok", true) ? "" : " (wrong SM_Key)"));
   }
-  if (r.value("sm_key_mismatches", 0u)) row("SM_Key", num(r, "sm_key_mismatches") + " SMInfo with a wrong SM_Key");
+  if (r.value("sm_key_mismatches", 0u))
+    row("SM_Key", num(r, "sm_key_mismatches") + " SMInfo with a wrong SM_Key");
   row("Log level", r.value("log_level", "?"));
   row("Config", r.value("config", "?"));
   return {out, 0};
@@ -141,8 +143,8 @@ Formatted switches(const json& r) {
   Table t({"GUID", "LID", "PORTS", "LFT-TOP", "ROUTES", "AR-GROUPS", "DESCRIPTION"},
           {false, true, true, true, true, true, false});
   for (const auto& s : at(r, "switches"))
-    t.add({s.value("guid", "?"), num(s, "lid"), num(s, "linked_ports") + "/" + num(s, "ports"), num(s, "lft_top"),
-           num(s, "lft_entries"), num(s, "ar_groups"), s.value("description", "")});
+    t.add({s.value("guid", "?"), num(s, "lid"), num(s, "linked_ports") + "/" + num(s, "ports"),
+           num(s, "lft_top"), num(s, "lft_entries"), num(s, "ar_groups"), s.value("description", "")});
   return {t.str(), 0};
 }
 
@@ -157,13 +159,14 @@ Formatted lids(const json& r) {
 }
 
 Formatted links(const json& r) {
-  Table t({"FROM", "PORT", "TO", "PORT", "WIDTH", "SPEED", "STATE"}, {false, true, false, true, false, false, false});
+  Table t({"FROM", "PORT", "TO", "PORT", "WIDTH", "SPEED", "STATE"},
+          {false, true, false, true, false, false, false});
   for (const auto& l : at(r, "links")) {
     std::string state = l.value("state", "?");
     if (l.value("state_a", state) != l.value("state_b", state))
       state += " (" + l.value("state_a", "?") + "/" + l.value("state_b", "?") + ")";
-    t.add({name(at(l, "a")), num(at(l, "a"), "port"), name(at(l, "b")), num(at(l, "b"), "port"), l.value("width", "?"),
-           l.value("speed", "?"), state});
+    t.add({name(at(l, "a")), num(at(l, "a"), "port"), name(at(l, "b")), num(at(l, "b"), "port"),
+           l.value("width", "?"), l.value("speed", "?"), state});
   }
   return {t.str(), 0};
 }
@@ -178,8 +181,8 @@ Formatted routes(const json& r) {
     const json& d = at(e, "destination");
     std::string dest = d.is_object() ? d.value("type", "?") + " " + name(d) : "(no endport has this LID)";
     if (at(e, "port").is_null()) code = 1;
-    t.add({num(e, "lid"), at(e, "port").is_null() ? "none" : num(e, "port"), portList(e.value("ar_ports", json::array())),
-           dest});
+    t.add({num(e, "lid"), at(e, "port").is_null() ? "none" : num(e, "port"),
+           portList(e.value("ar_ports", json::array())), dest});
   }
   return {out + t.str(), code};
 }
@@ -187,16 +190,18 @@ Formatted routes(const json& r) {
 Formatted path(const json& r) {
   const json& src = at(r, "source");
   const json& dst = at(r, "destination");
-  std::string out = name(src) + " (LID " + num(src, "lid") + ", port " + num(src, "port") + ") -> " + name(dst) +
-                    " (LID " + num(r, "lid") + "), engine " + r.value("engine", "?") + "\n";
+  std::string out = name(src) + " (LID " + num(src, "lid") + ", port " + num(src, "port") + ") -> " +
+                    name(dst) + " (LID " + num(r, "lid") + "), engine " + r.value("engine", "?") + "\n";
   Table t({"HOP", "SWITCH", "LID", "IN", "OUT", "AR-PORTS"}, {true, false, true, true, true, false});
   int hop = 0;
   for (const auto& h : at(r, "hops"))
     t.add({std::to_string(++hop), name(at(h, "switch")), num(at(h, "switch"), "lid"), num(h, "in_port"),
-           at(h, "out_port").is_null() ? "none" : num(h, "out_port"), portList(h.value("ar_ports", json::array()))});
+           at(h, "out_port").is_null() ? "none" : num(h, "out_port"),
+           portList(h.value("ar_ports", json::array()))});
   out += t.str();
   if (r.value("reached", false)) {
-    out += "reached " + name(dst) + " port " + num(dst, "port") + " in " + std::to_string(hop + 1) + " links\n";
+    out +=
+        "reached " + name(dst) + " port " + num(dst, "port") + " in " + std::to_string(hop + 1) + " links\n";
     return {out, 0};
   }
   out += "NOT REACHED: " + r.value("problem", "?") + "\n";
@@ -209,16 +214,19 @@ Formatted ar(const json& r) {
                     num(sw, "lid") + "): ";
   if (!r.value("enabled", false)) return {out + "adaptive routing is off\n", 0};
   size_t groups = at(r, "groups").size();
-  out += std::to_string(groups) + (groups == 1 ? " group" : " groups") + (r.value("capped", false) ? " (cap reached)" : "") + "\n";
+  out += std::to_string(groups) + (groups == 1 ? " group" : " groups") +
+         (r.value("capped", false) ? " (cap reached)" : "") + "\n";
   Table t({"GROUP", "PORTS", "LIDS"}, {true, false, false});
-  for (const auto& g : at(r, "groups")) t.add({num(g, "group"), portList(at(g, "ports")), ranges(uints(at(g, "lids")))});
+  for (const auto& g : at(r, "groups"))
+    t.add({num(g, "group"), portList(at(g, "ports")), ranges(uints(at(g, "lids")))});
   return {out + t.str(), 0};
 }
 
 Formatted events(const json& r) {
   Table t({"SEQ", "TIME", "KIND", "EVENT"}, {true, false, false, false});
   for (const auto& e : at(r, "events"))
-    t.add({num(e, "seq"), localTime(e.value("time_ms", int64_t{0})), e.value("kind", "?"), e.value("message", "")});
+    t.add({num(e, "seq"), localTime(e.value("time_ms", int64_t{0})), e.value("kind", "?"),
+           e.value("message", "")});
   return {t.rows() ? t.str() : "no events\n", 0};
 }
 
@@ -245,8 +253,10 @@ std::string Table::str() const {
     for (size_t c = 0; c < cells.size(); ++c) {
       bool last = c + 1 == cells.size();
       std::string pad(width[c] - cells[c].size(), ' ');
-      if (right_[c]) l += pad + cells[c];
-      else l += cells[c] + (last ? "" : pad);
+      if (right_[c])
+        l += pad + cells[c];
+      else
+        l += cells[c] + (last ? "" : pad);
       if (!last) l += "  ";
     }
     while (!l.empty() && l.back() == ' ') l.pop_back();
@@ -274,11 +284,17 @@ std::string duration(int64_t ms) {
   if (ms < 0) ms = 0;
   int64_t s = ms / 1000;
   char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
   else if (s < 86400)
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
-  else std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(s / 86400), static_cast<long long>(s / 3600 % 24));
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s / 3600 % 24));
   return buf;
 }
 
@@ -300,7 +316,8 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
       bool up = s.value("ok", false) && s.value("subnet_up", false);
       return {sweepLine(s) + "\n", up ? 0 : 1};
     }
-    if (command == "loglevel") return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
+    if (command == "loglevel")
+      return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
   } catch (const json::exception& e) {
     return {std::string("unexpected answer from ibsmd: ") + e.what() + "\n", 1};
   }

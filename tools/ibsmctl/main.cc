@@ -28,26 +28,32 @@ struct CommandSpec {
 };
 
 const std::vector<CommandSpec> kCommands = {
-    {"status", "", "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric\n"
-                   "counts and MAD counters."},
+    {"status", "",
+     "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric\n"
+     "counts and MAD counters."},
     {"nodes", "[--type SW|CA|RT]", "Every node: type, node GUID, LID, linked/all ports, description."},
     {"switches", "", "Every switch: GUID, LID, ports, LFT top, routes, AR groups, description."},
     {"lids", "", "Every endport LID (a range with LMC > 0): type, port, port GUID, description."},
     {"links", "", "Every link: both ends, width, speed and state (after the last sweep)."},
-    {"routes", "SWITCH [LID|NODE]", "The forwarding table of SWITCH as ibsmd programmed it: destination LID, egress\n"
-                                    "port, AR alternatives. With LID (or a node) only those LIDs."},
-    {"path", "SRC DST", "The route from SRC to DST hop by hop through ibsmd's own tables, with the adaptive-\n"
-                        "routing alternatives at each switch. DST may be a LID (then exactly that LID)."},
+    {"routes", "SWITCH [LID|NODE]",
+     "The forwarding table of SWITCH as ibsmd programmed it: destination LID, egress\n"
+     "port, AR alternatives. With LID (or a node) only those LIDs."},
+    {"path", "SRC DST",
+     "The route from SRC to DST hop by hop through ibsmd's own tables, with the adaptive-\n"
+     "routing alternatives at each switch. DST may be a LID (then exactly that LID)."},
     {"ar", "SWITCH", "The adaptive-routing groups of SWITCH: ports and the LIDs that use each group."},
     {"events", "[--limit N] [--since SEQ] [--kind KIND]",
      "Recent events, oldest first: sweeps (cause, routes changed, LFT blocks, SMPs, duration),\n"
      "config reloads, control requests."},
-    {"check", "", "Runs the route checker on the live tables: reachability, loops, hops, link load,\n"
-                  "deadlock freedom. Exit 1 when it finds a problem."},
-    {"topology", "[--dot]", "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load\n"
-                            "of every link (ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
-    {"resweep", "[--heavy]", "Sweep now and wait for the result. --heavy forgets what the switches are believed to\n"
-                             "hold and writes every LFT block again. Root or control.group only."},
+    {"check", "",
+     "Runs the route checker on the live tables: reachability, loops, hops, link load,\n"
+     "deadlock freedom. Exit 1 when it finds a problem."},
+    {"topology", "[--dot]",
+     "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load\n"
+     "of every link (ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
+    {"resweep", "[--heavy]",
+     "Sweep now and wait for the result. --heavy forgets what the switches are believed to\n"
+     "hold and writes every LFT block again. Root or control.group only."},
     {"reroute", "", "Recompute and reprogram the routes now. Root or control.group only."},
     {"loglevel", "LEVEL", "Set ibsmd's log level: error, warn, info or debug. Root or control.group only."},
 };
@@ -87,13 +93,15 @@ std::string globalHelp() {
     std::snprintf(buf, sizeof buf, "%-44s %s\n", head.c_str(), help.c_str());
     out += buf;
   }
-  out += "\nexit codes: 0 ok, 1 request failed or not found, 2 usage, 3 ibsmd unreachable, 4 permission denied\n";
+  out +=
+      "\nexit codes: 0 ok, 1 request failed or not found, 2 usage, 3 ibsmd unreachable, 4 permission "
+      "denied\n";
   return out;
 }
 
 std::string commandHelp(const CommandSpec& c) {
-  return std::string("usage: ibsmctl [--socket PATH] [--json] ") + c.name + (c.usage[0] ? " " : "") + c.usage +
-         "\n\n" + c.help + "\n";
+  return std::string("usage: ibsmctl [--socket PATH] [--json] ") + c.name + (c.usage[0] ? " " : "") +
+         c.usage + "\n\n" + c.help + "\n";
 }
 
 [[noreturn]] void usage(const std::string& message) {
@@ -138,21 +146,26 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--socket") socketPath = value();
+    if (a == "--socket")
+      socketPath = value();
     else if (a == "--config") {
       configPath = value();
       configGiven = true;
-    } else if (a == "--json") asJson = true;
+    } else if (a == "--json")
+      asJson = true;
     else if (a == "--timeout") {
       std::string v = value();
       char* end = nullptr;
       timeoutS = std::strtod(v.c_str(), &end);
-      if (!end || *end || timeoutS <= 0 || timeoutS > 86400) usage("--timeout needs seconds (0 < S <= 86400)");
-    } else if (a == "--help" || a == "-h") help = true;
+      if (!end || *end || timeoutS <= 0 || timeoutS > 86400)
+        usage("--timeout needs seconds (0 < S <= 86400)");
+    } else if (a == "--help" || a == "-h")
+      help = true;
     else if (a == "--version") {
       std::puts("ibsmctl " IBSM_VERSION);
       return kOk;
-    } else words.push_back(a);
+    } else
+      words.push_back(a);
   }
   if (words.empty()) {
     if (help) {
@@ -187,19 +200,28 @@ int main(int argc, char** argv) {
       if (i + 1 >= words.size()) usage(w + " needs a value");
       return words[++i];
     };
-    if (command == "resweep" && w == "--heavy") args["heavy"] = true;
-    else if (command == "topology" && w == "--dot") args["format"] = "dot";
-    else if (command == "nodes" && w == "--type") args["type"] = value();
-    else if (command == "events" && w == "--limit") args["limit"] = numberArg(w, value());
-    else if (command == "events" && w == "--since") args["since"] = numberArg(w, value());
-    else if (command == "events" && w == "--kind") args["kind"] = value();
+    if (command == "resweep" && w == "--heavy")
+      args["heavy"] = true;
+    else if (command == "topology" && w == "--dot")
+      args["format"] = "dot";
+    else if (command == "nodes" && w == "--type")
+      args["type"] = value();
+    else if (command == "events" && w == "--limit")
+      args["limit"] = numberArg(w, value());
+    else if (command == "events" && w == "--since")
+      args["since"] = numberArg(w, value());
+    else if (command == "events" && w == "--kind")
+      args["kind"] = value();
     else if (w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) != std::string::npos)
       usage(command + ": unknown option '" + w + "'");
-    else pos.push_back(w);
+    else
+      pos.push_back(w);
   }
   auto wantPositional = [&](size_t min, size_t max) {
-    if (pos.size() < min) usage(command + ": missing argument; usage: ibsmctl " + command + " " + spec->usage);
-    if (pos.size() > max) usage(command + ": too many arguments; usage: ibsmctl " + command + " " + spec->usage);
+    if (pos.size() < min)
+      usage(command + ": missing argument; usage: ibsmctl " + command + " " + spec->usage);
+    if (pos.size() > max)
+      usage(command + ": too many arguments; usage: ibsmctl " + command + " " + spec->usage);
   };
   if (command == "routes") {
     wantPositional(1, 2);
@@ -225,10 +247,14 @@ int main(int argc, char** argv) {
 
   if (socketPath.empty()) socketPath = defaultSocket(configPath, configGiven);
   bool slow = command == "resweep" || command == "reroute";
-  auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS : slow ? 120 : 10) * 1000));
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS
+                                                                 : slow       ? 120
+                                                                              : 10) *
+                                                                1000));
   ctl::Exchange ex = ctl::request(socketPath, command, args, timeout);
   switch (ex.failure) {
-    case ctl::Failure::kNone: break;
+    case ctl::Failure::kNone:
+      break;
     case ctl::Failure::kPermission:
       std::fprintf(stderr, "ibsmctl: %s\n", ex.message.c_str());
       return kDenied;
@@ -240,7 +266,8 @@ int main(int argc, char** argv) {
   if (!resp.value("ok", false)) {
     json err = resp.contains("error") && resp["error"].is_object() ? resp["error"] : json::object();
     std::string code = err.value("code", "internal");
-    if (asJson) std::printf("%s\n", json{{"error", err}}.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    if (asJson)
+      std::printf("%s\n", json{{"error", err}}.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     std::fprintf(stderr, "ibsmctl: %s\n", err.value("message", "request failed").c_str());
     if (code == "permission_denied") return kDenied;
     if (code == "bad_request" || code == "unknown_command") return kUsage;
@@ -252,7 +279,9 @@ int main(int argc, char** argv) {
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   ctl::Formatted f = ctl::formatResult(command, result, now);
-  if (asJson) std::printf("%s\n", result.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-  else std::fputs(f.text.c_str(), stdout);
+  if (asJson)
+    std::printf("%s\n", result.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  else
+    std::fputs(f.text.c_str(), stdout);
   return f.exitCode;
 }
