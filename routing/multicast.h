@@ -31,6 +31,12 @@ struct McastTree {
   std::vector<McastMember> unreachable;  // members the tree cannot reach (not linked, other part)
 };
 
+// A multicast group as the MFT programmer takes it: its MLID and the members resolved to topology ports.
+struct McastGroupRoute {
+  uint16_t mlid;
+  std::vector<McastMember> members;
+};
+
 McastTree buildMcastTree(const fabric::Topology& topo, const std::vector<McastMember>& members);
 
 }  // namespace ibsm::routing

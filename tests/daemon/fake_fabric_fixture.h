@@ -7,12 +7,12 @@
 #include <memory>
 #include <string>
 
-#include "daemon/discoverer.h"
-#include "daemon/programmer.h"
-#include "mad/fake_fabric.h"
+#include "daemon/program/programmer.h"
+#include "daemon/sm/discoverer.h"
 #include "mad/mad_engine.h"
 #include "routing/engine.h"
 #include "routing/lid_assignment.h"
+#include "tests/support/fake_fabric.h"
 #include "tools/fabric_gen/generator.h"
 
 namespace ibsm::daemon::testing {

@@ -1,12 +1,12 @@
-// libFuzzer target: the control-socket request parser (daemon/control_protocol.h) and the read-only request
-// handler. Each input line is parsed; a request that parses is answered against a small routed subnet
+// libFuzzer target: the control-socket request parser (daemon/control/control_protocol.h) and the read-only
+// request handler. Each input line is parsed; a request that parses is answered against a small routed subnet
 // snapshot (and against no snapshot), and every response must serialise to one line.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 #include "tests/fuzz/fuzz_snapshot.h"
 
 using namespace ibsm;

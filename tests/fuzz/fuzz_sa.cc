@@ -1,9 +1,9 @@
 // libFuzzer target: the SA request path. The input is a sequence of chunks of one op byte plus a 256-byte
 // MAD. Each MAD goes through the SA decoders of mad/sa.h and mad/mcmember.h (SA header, RMPP header, every
 // record decoder on its payload, MultiPathRecord with a fuzzed length) and then to one SaServer (with the
-// MCMemberRecord handler of daemon/mcast_sa.h) over a small routed subnet, so state carries from one MAD to
-// the next: ServiceRecord and InformInfo registrations, multicast joins, RMPP sessions and their ACKs. The op
-// byte also advances the clock (RMPP resends, leases) and turns the MAD into a received trap for
+// MCMemberRecord handler of daemon/sa/mcast_sa.h) over a small routed subnet, so state carries from one MAD
+// to the next: ServiceRecord and InformInfo registrations, multicast joins, RMPP sessions and their ACKs. The
+// op byte also advances the clock (RMPP resends, leases) and turns the MAD into a received trap for
 // reportsFor(). Every MAD the server sends must be a whole class-0x03 MAD with a header that parses, and the
 // answer to a request must carry its TID.
 #include <cstddef>
@@ -11,9 +11,9 @@
 #include <cstring>
 #include <memory>
 
-#include "daemon/mcast_groups.h"
-#include "daemon/mcast_sa.h"
-#include "daemon/sa_server.h"
+#include "daemon/sa/mcast_groups.h"
+#include "daemon/sa/mcast_sa.h"
+#include "daemon/sa/sa_server.h"
 #include "mad/mcmember.h"
 #include "mad/sa.h"
 #include "tests/fuzz/fuzz_snapshot.h"

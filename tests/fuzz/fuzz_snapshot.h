@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "daemon/subnet_manager.h"
+#include "daemon/state/subnet_snapshot.h"
 #include "fabric/topology_file.h"
 #include "routing/engine.h"
 #include "routing/lid_assignment.h"

@@ -163,8 +163,8 @@ TEST(IbsimSa, PkeyTableRecordsAgreeWithSmpquery) {
     const auto& n = topo->node(i);
     const uint16_t lid = lids.base(i, fabric::PortNum{static_cast<uint8_t>(n.isSwitch() ? 0 : 1)}).value;
     ASSERT_NE(lid, 0) << n.description;
-    // A CA's port 1, a switch's port 0 (the endports; see daemon/pkey_programmer.h). Block 0: one record, one
-    // MAD.
+    // A CA's port 1, a switch's port 0 (the endports; see daemon/program/pkey_programmer.h). Block 0: one
+    // record, one MAD.
     for (unsigned q : {n.isSwitch() ? 0u : 1u}) {
       std::string key = std::to_string(lid) + "/" + std::to_string(q) + "/0";
       RunResult sa = sim->run({"saquery", "PKTR", key}, diag);

@@ -1,4 +1,4 @@
-#include "mad/fake_fabric.h"
+#include "tests/support/fake_fabric.h"
 
 #include <gtest/gtest.h>
 #include <infiniband/mad.h>

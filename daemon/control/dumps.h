@@ -1,0 +1,91 @@
+// Dumps in OpenSM's formats, so that scripts written for OpenSM keep working, plus ibsm's AR-group dump. They
+// are written into paths.dump_dir after each sweep that changed them, atomically (temp file + rename: a
+// reader sees the old or the new file, never half of one), by a thread of their own so that formatting tens
+// of MB for a large fabric never delays the event loop. A failure to write is logged (DUMP002) and never
+// fatal; the previous file stays as it was.
+//   guid2lid            copy of the persistent guid2lid map (skipped when it is the same file)
+//   opensm-lfts.dump    every switch's LFT (routing/lft_dump.h; what dump_lfts/ibroute print)
+//   opensm-subnet.lst   one line per port of every link, both ends, as OpenSM writes it
+//   ibsm-ar-groups.dump adaptive-routing groups per switch
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "daemon/log/log.h"
+#include "daemon/state/subnet_snapshot.h"
+
+namespace ibsm::daemon {
+
+inline constexpr const char* kLftDumpFile = "opensm-lfts.dump";
+inline constexpr const char* kSubnetLstFile = "opensm-subnet.lst";
+inline constexpr const char* kArDumpFile = "ibsm-ar-groups.dump";
+inline constexpr const char* kGuid2LidFile = "guid2lid";
+
+// opensm-subnet.lst: for every node (in OpenSM's order) and every linked port, one line
+//   { CA Ports:01 SystemGUID:... NodeGUID:... PortGUID:... VenID:000000 DevID:0000 Rev:000000A1 {host-0
+//   HCA-1}
+//     LID:0002 PN:01 } { SW-SM Ports:04 ... LID:0001 PN:01 } PHY=4x LOG=ACT SPD=10
+// "-SM" marks the node the SM runs on; LOG is the port state after the sweep (see effectivePortState).
+std::string formatSubnetLst(const SubnetSnapshot& snap, bool portsActivated);
+// ibsm-ar-groups.dump: per switch a header, then one line per group with its ports and the LIDs that use it.
+//   Switch 0x0000000000200000 'leaf-0' lid 1: 2 groups
+//   group 0 ports 3,4 lids 3-4,7
+std::string formatArDump(const SubnetSnapshot& snap);
+
+struct DumpOptions {
+  std::string dir;           // paths.dump_dir; empty: no dumps
+  std::string guid2lidPath;  // paths.guid2lid, copied into dir (unless it is dir/guid2lid)
+};
+
+class DumpWriter {
+ public:
+  DumpWriter(DumpOptions options, Logger& log);
+  ~DumpWriter();  // writes what is pending, then stops
+  DumpWriter(const DumpWriter&) = delete;
+  DumpWriter& operator=(const DumpWriter&) = delete;
+
+  // Queues the snapshot; a newer one replaces a queued one that has not been written yet.
+  void submit(std::shared_ptr<const SubnetSnapshot> snapshot, bool portsActivated);
+  // Takes effect for the next submit (paths.dump_dir is reloadable).
+  void setDir(std::string dir);
+  // Blocks until everything submitted so far is written (or failed).
+  void flush();
+
+  struct Stats {
+    uint64_t rounds = 0;  // snapshots processed
+    uint64_t filesWritten = 0;
+    uint64_t filesUnchanged = 0;  // same content as last written: not rewritten
+    uint64_t failures = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Job {
+    std::shared_ptr<const SubnetSnapshot> snapshot;
+    bool portsActivated = false;
+    DumpOptions options;
+  };
+  void run();
+  void writeAll(const Job& job);
+  void writeOne(const std::string& dir, const std::string& name, const std::string& text);
+
+  Logger& log_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  DumpOptions options_;
+  std::optional<Job> pending_;
+  bool busy_ = false, stop_ = false;
+  uint64_t submitted_ = 0, done_ = 0;
+  Stats stats_;
+  std::map<std::string, size_t> lastHash_;  // file path -> hash of what was last written (writer thread only)
+  std::thread thread_;
+};
+
+}  // namespace ibsm::daemon

@@ -1,0 +1,101 @@
+#include "daemon/program/mcast_programmer.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ibsm::daemon {
+
+using fabric::NodeIndex;
+
+McastReport McastProgrammer::program(const fabric::Topology& topo,
+                                     const std::vector<routing::McastGroupRoute>& groups) {
+  McastReport report;
+  report.groups = groups.size();
+  const mad::TimePoint t0 = clock_.now();
+  const uint64_t sent0 = engine_.counters().sent;
+
+  // What every switch should hold: attribute modifier -> block.
+  std::unordered_map<NodeIndex, std::map<uint32_t, mad::MftBlock>> want;
+  uint32_t topBlock = 0;
+  for (const routing::McastGroupRoute& g : groups) {
+    if (g.mlid < routing::kMinMlid || g.mlid > routing::kMaxMlid) continue;
+    const uint32_t index = g.mlid - routing::kMinMlid;
+    const uint32_t block = index / mad::kMftBlockMlids;
+    topBlock = std::max(topBlock, block);
+    routing::McastTree tree = routing::buildMcastTree(topo, g.members);
+    report.unreachableMembers += tree.unreachable.size();
+    for (const auto& [n, mask] : tree.switches) {
+      const fabric::Node& node = topo.node(n);
+      if (index >= node.sw.multicastFdbCap) {
+        report.warnings.push_back("MCAST001 MLID " + std::to_string(g.mlid) +
+                                  " is past the MulticastFDBCap of " + fabric::toString(node.guid) + " (" +
+                                  node.description + ")");
+        continue;
+      }
+      for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos) {
+        uint16_t bits = 0;
+        for (unsigned i = 0; i < mad::kMftPositionPorts; ++i)
+          if (pos * mad::kMftPositionPorts + i < mask.size() && mask.test(pos * mad::kMftPositionPorts + i))
+            bits = static_cast<uint16_t>(bits | 1u << i);
+        if (bits) want[n][mad::mftAttrMod(block, pos)][index % mad::kMftBlockMlids] = bits;
+      }
+    }
+  }
+
+  // Switches that left the fabric are forgotten: one that comes back (maybe rebooted) is written from
+  // scratch.
+  for (auto it = held_.begin(); it != held_.end();) {
+    auto n = topo.findNode(it->first);
+    if (n && topo.node(*n).isSwitch())
+      ++it;
+    else
+      it = held_.erase(it);
+  }
+  for (NodeIndex n : topo.switches()) {
+    const fabric::Node& node = topo.node(n);
+    auto known = held_.find(node.guid);
+    const bool fresh = known == held_.end();
+    auto& held = held_[node.guid];
+    const auto& mine = want[n];
+    // Blocks to look at: wanted ones, ones the switch holds, and on a new switch all up to the top in use.
+    std::set<uint32_t> mods;
+    for (const auto& [mod, b] : mine) mods.insert(mod);
+    for (const auto& [mod, b] : held) mods.insert(mod);
+    if (fresh && !groups.empty())
+      for (uint32_t b = 0; b <= topBlock && (b + 1) * mad::kMftBlockMlids <= node.sw.multicastFdbCap; ++b)
+        for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos)
+          mods.insert(mad::mftAttrMod(b, pos));
+    for (uint32_t mod : mods) {
+      auto w = mine.find(mod);
+      const mad::MftBlock block = w == mine.end() ? mad::MftBlock{} : w->second;
+      auto h = held.find(mod);
+      if (h != held.end() && h->second == block) {
+        ++report.blocksSkipped;
+        continue;
+      }
+      if (h == held.end() && !fresh && block == mad::MftBlock{}) continue;  // never written, nothing to clear
+      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrMft, mod, node.route);
+      mad::encodeMftBlock(block, mad::smpData(smp));
+      held.erase(mod);  // unknown until acknowledged
+      std::string what = "MCAST002 Set of MFT block " + std::to_string(mod & 0x1FF) + " position " +
+                         std::to_string(mod >> 28) + " on " + fabric::toString(node.guid) + " (" +
+                         node.description + ")";
+      engine_.submit(std::move(smp), [&, guid = node.guid, mod, block, what](const mad::MadResult& r) {
+        if (r.ok() && r.header.status == 0) {
+          held_[guid][mod] = block;
+          ++report.blocksSent;
+          return;
+        }
+        ++report.phase.errors;
+        report.errors.push_back(what +
+                                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+      });
+    }
+  }
+  engine_.runUntilIdle();
+  report.phase.smps = engine_.counters().sent - sent0;
+  report.phase.elapsed = clock_.now() - t0;
+  return report;
+}
+
+}  // namespace ibsm::daemon

@@ -1,0 +1,93 @@
+// Programs the fabric from a routing result: endport LIDs (PortInfo), switch LinearFDBTop (SwitchInfo), LFT
+// blocks (only those whose content differs from what the switch is known to hold), then link states
+// INIT -> ARMED -> ACTIVE once the switches are programmed. Everything goes by directed route, many SMPs in
+// flight; SMPs and time are counted per phase.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "daemon/state/discovery_result.h"
+#include "mad/mad_engine.h"
+#include "routing/lid_assignment.h"
+#include "routing/routing_tables.h"
+
+namespace ibsm::daemon {
+
+// What each switch's LFT holds as far as this SM knows (by switch GUID); blocks never written or read are
+// unknown and always sent.
+class SwitchTableCache {
+ public:
+  struct Entry {
+    std::vector<uint8_t> lft;      // LID -> port, a whole number of 64-LID blocks
+    std::vector<bool> blockKnown;  // per block
+    uint16_t linearFdbTop = 0;
+    bool topKnown = false;
+  };
+  Entry& operator[](fabric::Guid guid) { return entries_[guid]; }
+  const Entry* find(fabric::Guid guid) const {
+    auto it = entries_.find(guid);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  void forget(fabric::Guid guid) { entries_.erase(guid); }
+  void clear() { entries_.clear(); }
+
+ private:
+  std::unordered_map<fabric::Guid, Entry> entries_;
+};
+
+struct ProgramOptions {
+  uint8_t subnetTimeout = 18;   // 4.096 us * 2^18 ~ 1 s, as OpenSM's default
+  uint8_t switchLifeTime = 18;  // SwitchInfo LifeTime (packet lifetime in the switch)
+  bool activate = true;         // bring ports to ARMED and ACTIVE
+  // Ask every CA port that supports it to re-register (PortInfo ClientReregister): set on the first run after
+  // this SM became master, so hosts join their multicast groups and subscriptions again with the new SM.
+  bool clientReregister = false;
+  uint64_t gidPrefix = 0xfe80000000000000ULL;  // subnet prefix written to every endport's PortInfo
+  // M_Key protection: M_Key, MKeyProtectBits and MKeyLeasePeriod written into the PortInfo of every CA port
+  // and switch port 0 that does not hold them yet. nullopt: protection off, the fields are left as they are.
+  // (The SMPs carry the key through the MadEngine, not through these options.)
+  std::optional<mad::MkeyInfo> mkey;
+};
+
+struct PhaseStats {
+  std::string name;
+  size_t smps = 0;
+  size_t errors = 0;
+  size_t secondPass = 0;  // Sets sent again after no answer
+  mad::Duration elapsed{};
+};
+
+struct ProgramReport {
+  std::vector<PhaseStats> phases;
+  size_t lidsSet = 0;  // endports whose PortInfo was written
+  size_t lftBlocksSent = 0;
+  size_t lftBlocksSkipped = 0;  // unchanged blocks not sent
+  size_t portsArmed = 0, portsActivated = 0;
+  size_t mkeysSet = 0;  // management ports whose M_Key fields were written
+  // Ports whose PortInfo Set was acknowledged without keeping the M_Key (an SMA without M_Key support, such
+  // as ibsim's): counted once per port; such ports are not protected and are not asked again.
+  size_t mkeyIgnored = 0;
+  std::vector<std::string> errors;  // SMPs that failed or were rejected
+  size_t smps() const;
+};
+
+class Programmer {
+ public:
+  Programmer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
+  // Updates `fabric` to what the switches and ports hold afterwards (attributes, PortInfo and SwitchInfo
+  // blocks), so a later targeted run sends only what changed since.
+  ProgramReport program(DiscoveryResult& fabric, const routing::LidAssignment& lids,
+                        const routing::RoutingTables& tables, SwitchTableCache& cache,
+                        const ProgramOptions& options);
+
+ private:
+  mad::MadEngine& engine_;
+  const mad::Clock& clock_;
+  std::unordered_set<fabric::Guid> mkeyIgnored_;  // port GUIDs whose SMA does not keep the M_Key
+};
+
+}  // namespace ibsm::daemon

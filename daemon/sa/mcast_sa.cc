@@ -1,0 +1,64 @@
+#include "daemon/sa/mcast_sa.h"
+
+#include <algorithm>
+
+namespace ibsm::daemon {
+
+SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
+  return [&groups, gidPrefix](const SaServer::Query& q) {
+    SaServer::Answer a;
+    a.recordSize = mad::kMcMemberRecordSize;
+    const mad::McMemberRecord req = mad::decodeMcMemberRecord(mad::saData(q.mad));
+    const uint64_t mask = q.sa.compMask;
+    auto answer = [&](const std::variant<mad::McMemberRecord, McastError>& r) {
+      if (const auto* e = std::get_if<McastError>(&r))
+        a.status = e->status;
+      else
+        mad::encodeMcMemberRecord(std::get<mad::McMemberRecord>(r), a.add());
+    };
+    const uint8_t method = q.header.method;
+    if (method == mad::kGet || method == mad::kGetTable) {
+      for (const auto& r : groups.query(req, mask)) mad::encodeMcMemberRecord(r, a.add());
+      return a;
+    }
+    if (method != mad::kSet && method != mad::kSaDelete) {
+      a.status = mad::kStatusMethodAttrUnsupported;
+      return a;
+    }
+    if (!q.snapshot) {
+      a.status = mad::kStatusNoResources;  // no subnet yet
+      return a;
+    }
+    const fabric::Topology& topo = *q.snapshot->topology;
+    auto member = topo.findPort(fabric::Guid{req.portGid.guid});
+    if (req.portGid.prefix != gidPrefix || !member) {
+      a.status = mad::kStatusInvalidGid;
+      return a;
+    }
+    if (!req.proxyJoin) {
+      routing::LidOwner from = q.snapshot->lids.owner(fabric::Lid{q.mad.addr.lid});
+      if (from.node != member->first || from.port != member->second) {
+        a.status = mad::kStatusReqInvalid;  // joining for another port needs ProxyJoin
+        return a;
+      }
+    }
+    if (method == mad::kSaDelete) {
+      answer(groups.leave(req, mask));
+      return a;
+    }
+    McastPortLimits limits;
+    const fabric::Port& port = topo.node(member->first).ports.at(member->second.value);
+    if (port.attrs.valid) {
+      limits.mtuCap = port.attrs.mtuCap ? port.attrs.mtuCap : 4;
+      if (port.connected()) {
+        const auto& peer = topo.node(port.peerNode).ports[port.peerPort.value].attrs;
+        if (peer.valid && peer.mtuCap) limits.mtuCap = std::min(limits.mtuCap, peer.mtuCap);
+      }
+      if (port.attrs.widthActive) limits.rateCap = mad::rateEnum(mad::rateTenthsGbps(port.attrs));
+    }
+    answer(groups.join(req, mask, limits));
+    return a;
+  };
+}
+
+}  // namespace ibsm::daemon

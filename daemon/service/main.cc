@@ -1,0 +1,323 @@
+// ibsmd: wiring only. Parses the command line, opens the port, and runs the requested mode:
+//   --discover-only  sweep once and report (optionally write the topology)
+//   --once           bring the subnet up (sweep, LIDs, routes, program) and exit
+//   (default)        the long-running SM: bring the subnet up, then keep it up until SIGTERM/SIGINT
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config_loader.h"
+#include "daemon/control/control_server.h"
+#include "daemon/control/dumps.h"
+#include "daemon/log/log.h"
+#include "daemon/sa/mcast_sa.h"
+#include "daemon/sa/sa_server.h"
+#include "daemon/service/event_loop.h"
+#include "daemon/service/notify.h"
+#include "daemon/service/service.h"
+#include "daemon/sm/subnet_manager.h"
+#include "daemon/state/state_store.h"
+#include "fabric/topology_file.h"
+#include "mad/mad_engine.h"
+#include "mad/umad_port.h"
+
+namespace {
+
+using namespace ibsm;
+using namespace std::chrono_literals;
+
+struct Args {
+  fabric::Guid localPortGuid;  // of the port opened (SMInfo answers before the first sweep)
+  bool discoverOnly = false, once = false, checkConfig = false;
+  std::string topologyOut;
+  std::string configPath{config::kDefaultConfigPath};
+  bool configGiven = false;
+  std::vector<config::Override> overrides;  // command-line flags, applied on top of the config file
+  config::Config cfg;
+};
+
+constexpr const char* kUsage =
+    "usage: ibsmd [options]\n"
+    "modes (default: run as the subnet manager until SIGTERM/SIGINT):\n"
+    "  --once                    bring the subnet up once and exit (0 at SUBNET UP)\n"
+    "  --discover-only           sweep the fabric once, print a summary and exit\n"
+    "  --topology-out FILE       with --discover-only: write the topology (ibnetdiscover format)\n"
+    "  --check-config            validate the configuration, print the effective config and exit\n"
+    "options (each overrides the config file's key):\n"
+    "  --config FILE             configuration (default /etc/ibsm/ibsm.yaml, optional)\n"
+    "  --port-guid GUID          port_guid: local port to bind (default: first port with link up)\n"
+    "  --routing ENGINES         routing.engines, e.g. ftree,updn,minhop (default)\n"
+    "  --lmc N                   routing.lmc: LID mask control 0..7 (default 0)\n"
+    "  --state-dir DIR           paths.state_dir: persistent state, guid2lid (default /var/lib/ibsm)\n"
+    "  --priority N              sm.priority 0..15 (default 0)\n"
+    "  --sweep-interval S        sweep.interval_s: seconds between sweeps, 0 = none (default 10)\n"
+    "  --socket PATH             control.socket (also $IBSM_SOCKET)\n"
+    "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
+    "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
+    "  --mad-retries N           mad.retries: retries after a timeout (default 3)\n"
+    "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
+    "  --help                    this text\n";
+
+[[noreturn]] void die(int code, const std::string& message) {
+  std::fprintf(stderr, "ibsmd: %s\n", message.c_str());
+  std::exit(code);
+}
+
+// The config file with the command-line overrides on top; also what SIGHUP re-reads.
+fabric::Result<config::Config> loadConfig(const Args& a) {
+  return config::loadConfigFile(
+      a.configPath, a.configGiven ? config::IfMissing::kError : config::IfMissing::kUseDefaults, a.overrides);
+}
+
+Args parseArgs(int argc, char** argv) {
+  static const std::map<std::string, std::string> kFlagKeys = {{"--port-guid", "port_guid"},
+                                                               {"--routing", "routing.engines"},
+                                                               {"--lmc", "routing.lmc"},
+                                                               {"--state-dir", "paths.state_dir"},
+                                                               {"--priority", "sm.priority"},
+                                                               {"--sweep-interval", "sweep.interval_s"},
+                                                               {"--socket", "control.socket"},
+                                                               {"--mad-window", "mad.window"},
+                                                               {"--mad-timeout-ms", "mad.timeout_ms"},
+                                                               {"--mad-retries", "mad.retries"}};
+  Args a;
+  if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
+    a.overrides.push_back({"control.socket", env});
+  for (int i = 1; i < argc; ++i) {
+    std::string opt = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die(2, opt + " needs a value");
+      return argv[++i];
+    };
+    if (opt == "--help" || opt == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (opt == "--discover-only")
+      a.discoverOnly = true;
+    else if (opt == "--once")
+      a.once = true;
+    else if (opt == "--check-config")
+      a.checkConfig = true;
+    else if (opt == "--topology-out")
+      a.topologyOut = value();
+    else if (opt == "--config") {
+      a.configPath = value();
+      a.configGiven = true;
+    } else if (opt == "--set") {
+      auto o = config::parseOverride(value());
+      if (!o) die(2, "--set: " + o.error().message);
+      a.overrides.push_back(*o);
+    } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
+      std::string v = value();
+      // Paths on the command line are relative to where ibsmd was started; the config wants absolute ones.
+      if ((opt == "--state-dir" || opt == "--socket") && !v.empty())
+        v = std::filesystem::absolute(v).string();
+      a.overrides.push_back({k->second, v});
+    } else
+      die(2, "unknown option '" + opt + "' (see --help)");
+  }
+  if (!a.topologyOut.empty() && !a.discoverOnly) die(2, "--topology-out needs --discover-only");
+  if (a.once && a.discoverOnly) die(2, "--once and --discover-only exclude each other");
+  auto cfg = loadConfig(a);
+  if (!cfg) die(2, cfg.error().message);
+  a.cfg = std::move(*cfg);
+  return a;
+}
+
+// sm.m_key: off, the configured key, or the subnet's random key kept in the state directory.
+std::optional<mad::MkeyInfo> resolveMkey(const config::Config& c, daemon::Logger& log) {
+  if (c.sm.mKey == 0 && !c.sm.mKeyRandom) return std::nullopt;
+  mad::MkeyInfo m{c.sm.mKey, c.sm.mKeyProtectBits, c.sm.mKeyLeaseS};
+  if (c.sm.mKeyRandom) {
+    std::string path = (std::filesystem::path(c.paths.stateDir) / daemon::kMkeyFile).string();
+    auto loaded = daemon::loadOrCreateMkey(path);
+    if (!loaded) die(1, loaded.error().message);
+    for (const auto& w : loaded->warnings) log.warn("STATE003", w);
+    if (loaded->created) log.info("MKEY002", "generated a new M_Key, kept in " + path);
+    m.key = loaded->key;
+  }
+  return m;
+}
+
+daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SmOptions o = daemon::smOptionsFrom(args.cfg, args.localPortGuid);
+  o.program.mkey = mkey;
+  return o;
+}
+
+mad::MadEngineOptions madOptions(const config::Config& c) {
+  return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
+}
+
+double ms(mad::Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+int discoverOnly(const Args& args, mad::MadEngine& engine, const mad::Clock& clock) {
+  daemon::Discoverer discoverer(engine, clock);
+  auto result = discoverer.discover();
+  if (!result) die(1, "discovery failed: " + result.error().message);
+  for (const auto& w : result->stats.warnings) std::fprintf(stderr, "ibsmd: warning: %s\n", w.c_str());
+  const fabric::Topology& topo = *result->topology;
+  if (!args.topologyOut.empty()) {
+    auto written = fabric::writeTopologyFile(topo, args.topologyOut);
+    if (!written) die(1, written.error().message);
+  }
+  std::printf("discovered %zu switches, %zu CAs, %zu links; %zu SMPs (%zu timeouts) in %.1f ms\n",
+              topo.switches().size(), topo.cas().size(), topo.links().size(), result->stats.smps,
+              result->stats.timeouts, ms(result->stats.elapsed));
+  return 0;
+}
+
+void printReport(const daemon::SweepReport& r) {
+  for (const auto& w : r.warnings) std::fprintf(stderr, "ibsmd: warning: %s\n", w.c_str());
+  for (const auto& w : r.discovery.warnings) std::fprintf(stderr, "ibsmd: warning: %s\n", w.c_str());
+  for (const auto& f : r.fallbacks) std::fprintf(stderr, "ibsmd: routing fallback: %s\n", f.c_str());
+  size_t shown = 0;
+  for (const auto& e : r.program.errors)
+    if (shown++ < 20) std::fprintf(stderr, "ibsmd: error: %s\n", e.c_str());
+  if (r.program.errors.size() > 20)
+    std::fprintf(stderr, "ibsmd: ... %zu errors in all\n", r.program.errors.size());
+  std::printf("sweep: %.1f ms, %zu SMPs (%zu timeouts)\n", ms(r.discovery.elapsed), r.discovery.smps,
+              r.discovery.timeouts);
+  std::printf("lids: %zu changed; routing: %s in %.1f ms\n", r.lidsChanged, r.engine.c_str(),
+              ms(r.routingTime));
+  for (const auto& p : r.program.phases)
+    std::printf("program %-9s %7zu SMPs %5zu errors %8.1f ms\n", p.name.c_str(), p.smps, p.errors,
+                ms(p.elapsed));
+  std::printf("lft blocks: %zu sent, %zu unchanged; ports armed %zu, activated %zu\n",
+              r.program.lftBlocksSent, r.program.lftBlocksSkipped, r.program.portsArmed,
+              r.program.portsActivated);
+  std::printf("%s in %.1f ms, %zu SMPs\n", r.subnetUp ? "SUBNET UP" : "SUBNET NOT UP", ms(r.total),
+              r.discovery.smps + r.program.smps());
+  std::fflush(stdout);
+}
+
+// --once: one cycle, the report on stdout, the dumps written before exit.
+int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
+            const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
+  engine.setUnsolicitedHandler(
+      [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  auto report = sm.sweep();
+  if (!report) {
+    std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
+    return 1;
+  }
+  printReport(*report);
+  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  dumps.submit(sm.snapshot(), report->subnetUp);
+  dumps.flush();
+  return report->subnetUp ? 0 : 1;
+}
+
+// The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from
+// its own thread; the dump writer writes from its own.
+int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
+              daemon::Logger& log, std::function<void()>& onReload,
+              const std::optional<mad::MkeyInfo>& mkey) {
+  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
+  engine.setUnsolicitedHandler(
+      [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  daemon::SaServer sa(
+      clock, [&sm] { return sm.snapshot(); },
+      [&sm] {
+        mad::SmInfo i;
+        i.priority = sm.options().priority;
+        i.smKey = sm.options().smKey;
+        i.state = static_cast<uint8_t>(sm.state());
+        i.actCount = sm.actCount();
+        return i;
+      });
+  sa.setHandler(mad::kSaAttrMcMemberRecord, daemon::makeMcMemberHandler(sm.mcastGroups()));
+  daemon::SaAgent saAgent(engine, sa);
+  sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
+                   [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });
+  daemon::Notifier notify;
+  daemon::EventLog events;
+  daemon::StatePublisher state;
+  state.updateStatus([&](daemon::StatusInfo& s) {
+    s.started = std::chrono::system_clock::now();
+    s.pid = static_cast<int>(getpid());
+    s.configPath =
+        args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
+  });
+  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::Service service(loop, engine, sm, log, notify, events, state, dumps,
+                          std::make_shared<const config::Config>(args.cfg),
+                          [&args] { return loadConfig(args); });
+  auto server = daemon::ControlServer::start(
+      {args.cfg.control.socket, args.cfg.control.group}, state, events, log,
+      [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
+        service.onChangeRequest(std::move(r), std::move(p), std::move(reply));
+      });
+  if (!server) die(1, server.error().message);
+  onReload = [&service] { service.reload(); };
+  log.info("SM000", "ibsmd " IBSM_VERSION " starting, config " + state.status().configPath);
+  auto started = service.start();
+  if (!started) die(1, started.error().message);
+  // Received MADs (SA queries, SMInfo, traps) wake the loop as they arrive, so the idle pass below (which
+  // runs after every wake-up; sm.tick() drains the queue) handles them at once instead of within 10 ms.
+  if (engine.eventFd() >= 0) {
+    auto added = loop.addFd(engine.eventFd(), [] {});
+    if (!added) die(1, added.error().message);
+  }
+  // Unsolicited MADs (SMInfo queries, traps) are handled whenever the engine is polled.
+  // Topology events (targeted updates after traps and light sweeps) reach the Service, which logs and
+  // publishes them.
+  // sm.tick() handles received MADs (SMInfo, traps), runs batched targeted updates and light sweeps.
+  loop.run(10ms, [&] {
+    sm.tick();
+    saAgent.poll();
+    service.idle();
+  });
+  onReload = nullptr;
+  notify.stopping();
+  log.info("SM003", "stopping");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Under a file-size limit (ulimit -f, systemd LimitFSIZE=) a write past it would kill the daemon with
+  // SIGXFSZ; ignored, the write fails with EFBIG and the state/dump writers log it and keep the old file.
+  std::signal(SIGXFSZ, SIG_IGN);
+  Args args = parseArgs(argc, argv);
+  if (args.checkConfig) {
+    std::fputs(config::toYaml(args.cfg).c_str(), stdout);
+    std::fprintf(stderr, "ibsmd: configuration is valid\n");
+    return 0;
+  }
+  daemon::Logger log(daemon::Logger::detectSink(), args.cfg.log.level);
+  daemon::EventLoop loop;
+  std::function<void()> onReload;
+  if (!args.discoverOnly && !args.once) {
+    // Before any thread starts, so that signals reach the loop's signalfd and not the umad thread.
+    auto signals = loop.handleSignals([&](int signo) {
+      if (signo == SIGTERM || signo == SIGINT) loop.stop();
+      if (signo == SIGHUP && onReload) onReload();
+    });
+    if (!signals) die(1, signals.error().message);
+  }
+  auto port =
+      mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
+  if (!port) die(1, port.error().message);
+  args.localPortGuid = (*port)->localPort().portGuid;
+  mad::SteadyClock clock;
+  mad::MadEngine engine(**port, clock, madOptions(args.cfg));
+  // Every SMP carries the M_Key, discovery's too: ports with protect bits 2 or 3 answer no Get without it.
+  const std::optional<mad::MkeyInfo> mkey = resolveMkey(args.cfg, log);
+  if (mkey) engine.setSmpMkey(mkey->key);
+  if (args.discoverOnly) return discoverOnly(args, engine, clock);
+  if (args.once) return runOnce(args, engine, clock, log, mkey);
+  return runDaemon(args, engine, clock, loop, log, onReload, mkey);
+}

@@ -1,0 +1,380 @@
+#include "daemon/service/service.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "config/config_loader.h"
+
+namespace ibsm::daemon {
+
+namespace {
+
+double ms(mad::Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace
+
+SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
+  SmOptions o;
+  o.portGuid = localPort;
+  o.engines = c.routing.engines;
+  o.routing.roots = c.routing.roots;
+  o.routing.computeAr = c.ar.enable;
+  o.routing.arGroupCap = c.ar.groupCap;
+  o.lmc = c.routing.lmc;
+  o.priority = c.sm.priority;
+  o.smKey = c.sm.key;
+  o.pollInterval = std::chrono::milliseconds(c.sm.pollIntervalMs);
+  o.pollRetries = c.sm.pollRetries;
+  o.guid2lidPath = c.paths.guid2lid;
+  o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
+  o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
+  o.maxHoldDown = std::chrono::milliseconds(c.flap.maxBackoffMs);
+  return o;
+}
+
+Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
+                 EventLog& events, StatePublisher& state, DumpWriter& dumps,
+                 std::shared_ptr<const config::Config> config, ConfigLoader loadConfig)
+    : loop_(loop),
+      engine_(engine),
+      sm_(sm),
+      log_(log),
+      notify_(notify),
+      events_(events),
+      state_(state),
+      dumps_(dumps),
+      config_(std::move(config)),
+      loadConfig_(std::move(loadConfig)) {}
+
+Service::~Service() {
+  if (wakeFd_ >= 0) {
+    loop_.removeFd(wakeFd_);
+    ::close(wakeFd_);
+  }
+}
+
+fabric::Result<void> Service::start() {
+  wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeFd_ < 0) return fabric::makeError(std::string("eventfd: ") + std::strerror(errno));
+  auto added = loop_.addFd(wakeFd_, [this] { runQueued(); });
+  if (!added) return added;
+  if (auto period = notify_.watchdogPeriod()) {
+    auto t = loop_.addTimer(*period, *period, [this] { notify_.watchdog(); });
+    if (!t) return t.error();
+    log_.info("NOTIFY001",
+              "systemd watchdog enabled: WATCHDOG=1 every " + std::to_string(period->count()) + " ms");
+  }
+  state_.updateStatus([&](StatusInfo& s) {
+    s.logLevel = std::string(config::toString(log_.level()));
+    s.priority = config_->sm.priority;
+    s.sweepIntervalS = config_->sweep.intervalS;
+  });
+  // Targeted updates after traps and light sweeps (SubnetManager::tick, every sweep.interval_s) report here,
+  // as do heavy sweeps; heavy sweeps run at start, on request and when a targeted update cannot be trusted.
+  sm_.setEventHandler([this](const TopologyEvent& e) { onTopologyEvent(e); });
+  sweep("start");
+  return {};
+}
+
+void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, SweepSummary& s) {
+  std::shared_ptr<const SubnetSnapshot> snap = sm_.snapshot();
+  if (snap && snap->topology && snap != before) {
+    s.routesChanged = countRouteChanges(before.get(), *snap);
+    bool activated = s.subnetUp && sm_.options().program.activate;
+    state_.publishSnapshot(snap, activated);
+    dumps_.submit(snap, activated);
+  }
+  bool wasUp = subnetUp_;
+  subnetUp_ = s.ok && s.subnetUp;
+  state_.updateStatus([&](StatusInfo& st) {
+    st.sweeping = false;
+    st.sweepCause.clear();
+    st.state = toString(sm_.state());
+    st.sweeps = sm_.sweeps();
+    st.lastSweep = s;
+    st.subnetUp = subnetUp_;
+    if (subnetUp_ && !wasUp) st.subnetUpSince = std::chrono::system_clock::now();
+    if (!subnetUp_) st.subnetUpSince.reset();
+    st.mad = engine_.counters();
+  });
+  if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
+  if (!subnetUp_ && wasUp)
+    log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
+  if (subnetUp_ || sm_.state() == SmState::kStandby)
+    notify_.ready(statusLine());
+  else
+    notify_.status(statusLine());
+}
+
+void Service::onTopologyEvent(const TopologyEvent& e) {
+  if (inSweep_) return;  // sweep() reports its own cycle, with more detail
+  SweepSummary s;
+  s.number = sm_.sweeps();
+  s.start = e.when - std::chrono::duration_cast<std::chrono::system_clock::duration>(e.convergence);
+  s.durationMs = std::chrono::duration<double, std::milli>(e.convergence).count();
+  s.cause = e.cause;
+  s.ok = true;
+  s.subnetUp = e.ok;
+  s.smps = e.smps;
+  s.lftBlocksSent = e.lftBlocksSent;
+  if (auto snap = sm_.snapshot()) s.engine = snap->tables.engine;
+  publish(state_.snapshot(), s);
+  std::string line = e.cause + ": " + e.action + "; links down " + std::to_string(e.linksDown) + ", up " +
+                     std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) +
+                     " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
+                     std::to_string(e.smps) + " SMPs; converged in " + fixed1(s.durationMs) + " ms" +
+                     (e.ok ? "" : " (with errors)");
+  log_.log(e.ok ? LogLevel::kInfo : LogLevel::kWarn, "TOPO001", line, {{"CAUSE", e.cause}});
+  events_.add("topology", line,
+              {{"cause", e.cause},
+               {"action", e.action},
+               {"links_down", std::to_string(e.linksDown)},
+               {"links_up", std::to_string(e.linksUp)},
+               {"routes_changed", std::to_string(e.lftEntriesChanged)},
+               {"lft_blocks_sent", std::to_string(e.lftBlocksSent)},
+               {"smps", std::to_string(e.smps)},
+               {"duration_ms", fixed1(s.durationMs)},
+               {"ok", e.ok ? "true" : "false"}});
+}
+
+void Service::post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    queue_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  (void)!::write(wakeFd_, &one, sizeof one);
+}
+
+void Service::runQueued() {
+  uint64_t n;
+  while (::read(wakeFd_, &n, sizeof n) == sizeof n) {
+  }
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    work.swap(queue_);
+  }
+  for (auto& fn : work) fn();
+}
+
+std::string Service::statusLine() const {
+  StatusInfo st = state_.status();
+  std::string line = st.state + ", " + (st.subnetUp ? "SUBNET UP" : "SUBNET NOT UP");
+  if (auto snap = state_.snapshot(); snap && snap->topology)
+    line += ": " + std::to_string(snap->topology->switches().size()) + " switches, " +
+            std::to_string(snap->topology->cas().size()) + " CAs";
+  if (st.lastSweep)
+    line += "; sweep " + std::to_string(st.lastSweep->number) + " (" + st.lastSweep->cause + ") " +
+            fixed1(st.lastSweep->durationMs) + " ms" + (st.lastSweep->ok ? "" : " failed");
+  return line;
+}
+
+SweepSummary Service::sweep(const std::string& cause, bool heavy) {
+  SweepSummary s;
+  s.start = std::chrono::system_clock::now();
+  s.cause = cause;
+  s.heavy = heavy;
+  auto t0 = std::chrono::steady_clock::now();
+  state_.updateStatus([&](StatusInfo& st) {
+    st.sweeping = true;
+    st.sweepCause = cause;
+  });
+  // A heavy sweep forgets what the switches are believed to hold, so every LFT block is written again.
+  if (heavy) sm_.forgetSwitchTables();
+  std::shared_ptr<const SubnetSnapshot> before = state_.snapshot();
+  inSweep_ = true;
+  auto report = sm_.sweep(cause);
+  inSweep_ = false;
+  s.number = sm_.sweeps();
+  if (!report) {
+    s.error = report.error().message;
+    log_.error("SWEEP002", "sweep (" + cause + ") failed: " + s.error, {{"CAUSE", cause}});
+  } else {
+    const SweepReport& r = *report;
+    s.ok = true;
+    s.subnetUp = r.subnetUp;
+    s.smps = r.discovery.smps + r.program.smps();
+    s.timeouts = r.discovery.timeouts;
+    s.lidsChanged = r.lidsChanged;
+    s.lftBlocksSent = r.program.lftBlocksSent;
+    s.lftBlocksSkipped = r.program.lftBlocksSkipped;
+    s.programErrors = r.program.errors.size();
+    s.engine = r.engine;
+    s.fallbacks = r.fallbacks;
+    s.discoveryMs = ms(r.discovery.elapsed);
+    s.routingMs = ms(r.routingTime);
+    for (const auto& w : r.warnings) log_.warn("SWEEP003", w);
+    for (const auto& f : r.fallbacks) log_.info("ROUTE002", "routing fallback: " + f);
+    size_t shown = 0;
+    for (const auto& e : r.program.errors)
+      if (shown++ < 20) log_.warn("SWEEP004", "programming: " + e);
+    if (r.program.errors.size() > 20)
+      log_.warn("SWEEP004", "programming: " + std::to_string(r.program.errors.size()) + " errors in all");
+  }
+  s.durationMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  publish(before, s);
+
+  std::string msg = "sweep " + std::to_string(s.number) + " (" + cause + "): ";
+  if (!s.ok)
+    msg += "failed: " + s.error;
+  else
+    msg += std::string(s.subnetUp ? "SUBNET UP" : "SUBNET NOT UP") + " in " + fixed1(s.durationMs) + " ms, " +
+           std::to_string(s.smps) + " SMPs, " + std::to_string(s.lftBlocksSent) + " LFT blocks written, " +
+           std::to_string(s.routesChanged) + " routes changed, " + std::to_string(s.lidsChanged) +
+           " LIDs changed";
+  events_.add("sweep", msg,
+              {{"number", std::to_string(s.number)},
+               {"cause", cause},
+               {"heavy", heavy ? "true" : "false"},
+               {"ok", s.ok ? "true" : "false"},
+               {"subnet_up", s.subnetUp ? "true" : "false"},
+               {"duration_ms", fixed1(s.durationMs)},
+               {"smps", std::to_string(s.smps)},
+               {"lft_blocks_sent", std::to_string(s.lftBlocksSent)},
+               {"routes_changed", std::to_string(s.routesChanged)},
+               {"lids_changed", std::to_string(s.lidsChanged)},
+               {"engine", s.engine}});
+  if (s.ok)
+    log_.log(s.subnetUp ? LogLevel::kInfo : LogLevel::kWarn, "SWEEP001", msg,
+             {{"CAUSE", cause}, {"SWEEP", std::to_string(s.number)}, {"SMPS", std::to_string(s.smps)}});
+  return s;
+}
+
+void Service::idle() {
+  mad::MadCounters c = engine_.counters();
+  const SubnetManager::TrapCounters& t = sm_.trapCounters();
+  state_.updateStatus([&](StatusInfo& st) {
+    st.mad = c;
+    st.traps = {t.received, t.malformed, t.duplicates, t.badMkey};
+    const ArProgrammer& ar = sm_.arProgrammer();
+    st.ar = {ar.probesSent(), ar.count(ArCapability::kCapable), ar.count(ArCapability::kIncapable)};
+    const SmStateMachine& sm = sm_.smStateMachine();
+    st.state = toString(sm.state());
+    st.otherSms.clear();
+    for (const RemoteSm& r : sm.remotes())
+      st.otherSms.push_back({r.guid, r.lid, r.priority, toString(r.state), r.answered, r.keyOk});
+    st.master = sm.master();
+    st.smBadKeys = sm.badKeys();
+    st.saBusy = sm_.saBusyReplies();
+    st.actCount = sm_.actCount();
+  });
+}
+
+void Service::reload() {
+  notify_.reloading("reloading the configuration");
+  auto next = loadConfig_();
+  std::shared_ptr<const config::Config> current = config_;
+  auto diff = config::applyReload(current, std::move(next));
+  if (!diff) {
+    log_.error("CFG002",
+               "configuration reload refused, the running configuration stays: " + diff.error().message);
+    events_.add("config", "reload refused: " + diff.error().message, {{"ok", "false"}});
+    notify_.reloaded(statusLine());
+    return;
+  }
+  config_ = current;
+  if (diff->empty()) {
+    log_.info("CFG003", "configuration reloaded: nothing changed");
+    events_.add("config", "reloaded: nothing changed", {{"ok", "true"}});
+    notify_.reloaded(statusLine());
+    return;
+  }
+  std::string changes;
+  for (const auto& c : diff->changed) {
+    log_.info("CFG001", "configuration changed: " + c);
+    changes += (changes.empty() ? "" : "; ") + c;
+  }
+  if (diff->logLevel) log_.setLevel(config_->log.level);
+  if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap)
+    sm_.setOptions(smOptionsFrom(*config_));
+  dumps_.setDir(config_->paths.dumpDir);
+  if (diff->mad) log_.warn("CFG004", "mad.* changes take effect when ibsmd restarts");
+  state_.updateStatus([&](StatusInfo& st) {
+    st.logLevel = std::string(config::toString(log_.level()));
+    st.priority = config_->sm.priority;
+    st.sweepIntervalS = config_->sweep.intervalS;
+  });
+  events_.add("config", "reloaded: " + changes, {{"ok", "true"}});
+  if (diff->reroute || diff->reassignLids) sweep("reload");
+  notify_.reloaded(statusLine());
+}
+
+Json Service::loglevel(const Request& r, const PeerCredentials& peer) {
+  auto it = r.args.find("level");
+  LogLevel level;
+  if (it == r.args.end() || !it->is_string() || !parseLogLevel(it->get<std::string>(), level))
+    return errorResponse(r.id, ErrorCode::kBadRequest, "loglevel: level must be error, warn, info or debug");
+  std::string previous(config::toString(log_.level()));
+  log_.setLevel(level);
+  std::string now(config::toString(level));
+  state_.updateStatus([&](StatusInfo& st) { st.logLevel = now; });
+  log_.info("CTL011",
+            "log level " + previous + " -> " + now + " (requested by uid " + std::to_string(peer.uid) + ")");
+  events_.add("control", "log level " + previous + " -> " + now,
+              {{"uid", std::to_string(peer.uid)}, {"pid", std::to_string(peer.pid)}});
+  return okResponse(r.id, {{"level", now}, {"previous", previous}});
+}
+
+void Service::onChangeRequest(Request request, PeerCredentials peer, ControlServer::Reply reply) {
+  post([this, request = std::move(request), peer, reply = std::move(reply)]() mutable {
+    if (request.command == "loglevel") {
+      reply(loglevel(request, peer));
+      return;
+    }
+    if (request.command != "resweep" && request.command != "reroute") {
+      reply(errorResponse(request.id, ErrorCode::kInternal, "'" + request.command + "' is not a change"));
+      return;
+    }
+    bool heavy = false;
+    if (auto it = request.args.find("heavy"); it != request.args.end() && !it->is_null()) {
+      if (!it->is_boolean()) {
+        reply(errorResponse(request.id, ErrorCode::kBadRequest, "resweep: heavy must be true or false"));
+        return;
+      }
+      heavy = it->get<bool>();
+    }
+    log_.info("CTL010", request.command + (heavy ? " --heavy" : "") + " requested by uid " +
+                            std::to_string(peer.uid) + " pid " + std::to_string(peer.pid));
+    waitersHeavy_ = waitersHeavy_ || heavy;
+    sweepWaiters_.push_back(Waiter{request.id, request.command, std::move(reply)});
+    // Requests that arrive while this one waits (they are posted behind it) share the same sweep.
+    if (!sweepPosted_) {
+      sweepPosted_ = true;
+      post([this] { runWaitingSweep(); });
+    }
+  });
+}
+
+void Service::runWaitingSweep() {
+  sweepPosted_ = false;
+  std::vector<Waiter> waiters;
+  waiters.swap(sweepWaiters_);
+  bool heavy = waitersHeavy_;
+  waitersHeavy_ = false;
+  if (waiters.empty()) return;
+  bool onlyReroute = true;
+  for (const auto& w : waiters) onlyReroute = onlyReroute && w.command == "reroute";
+  std::string cause = onlyReroute ? "reroute" : heavy ? "resweep --heavy" : "resweep";
+  SweepSummary s = sweep(cause, heavy);
+  for (auto& w : waiters) {
+    if (!s.ok)
+      w.reply(errorResponse(w.id, ErrorCode::kFailed, "sweep failed: " + s.error));
+    else
+      w.reply(okResponse(w.id, {{"sweep", toJson(s)}, {"shared_with", waiters.size() - 1}}));
+  }
+}
+
+}  // namespace ibsm::daemon

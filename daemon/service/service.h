@@ -1,0 +1,88 @@
+// The long-running SM as a service: runs SubnetManager heavy sweeps (at start and on control requests) and
+// follows its targeted updates (traps, light sweeps: SubnetManager::tick), publishes each result for the
+// control socket (StatePublisher, EventLog), hands snapshots to the dump writer, tells systemd (READY=1 at
+// the first SUBNET UP, STATUS=, WATCHDOG=1) and applies SIGHUP reloads. Everything here runs on the event
+// loop thread except post() and onChangeRequest(), which other threads use to hand work to it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/control/control_server.h"
+#include "daemon/control/dumps.h"
+#include "daemon/control/event_log.h"
+#include "daemon/log/log.h"
+#include "daemon/service/event_loop.h"
+#include "daemon/service/notify.h"
+#include "daemon/sm/subnet_manager.h"
+#include "fabric/result.h"
+
+namespace ibsm::daemon {
+
+// The SubnetManager options a config asks for.
+SmOptions smOptionsFrom(const config::Config& config, fabric::Guid localPort = {});
+
+class Service {
+ public:
+  using ConfigLoader = std::function<fabric::Result<config::Config>()>;
+  Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
+          EventLog& events, StatePublisher& state, DumpWriter& dumps,
+          std::shared_ptr<const config::Config> config, ConfigLoader loadConfig);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Registers the hand-off eventfd, the watchdog and sweep timers, and runs the first sweep.
+  fabric::Result<void> start();
+  // Any thread: run fn on the loop thread, in order.
+  void post(std::function<void()> fn);
+  // Control server thread: a state-changing request, executed on the loop thread; reply() when done.
+  // Concurrent resweep/reroute requests share one sweep.
+  void onChangeRequest(Request request, PeerCredentials peer, ControlServer::Reply reply);
+
+  // Loop thread.
+  SweepSummary sweep(const std::string& cause, bool heavy = false);
+  void reload();  // SIGHUP
+  void idle();    // publishes the MAD counters between sweeps
+  std::shared_ptr<const config::Config> config() const { return config_; }
+
+ private:
+  struct Waiter {
+    Json id;
+    std::string command;
+    ControlServer::Reply reply;
+  };
+  void runQueued();
+  void runWaitingSweep();
+  // Publishes the SM's current snapshot (if it changed since `before`) and the summary as the last sweep.
+  void publish(const std::shared_ptr<const SubnetSnapshot>& before, SweepSummary& summary);
+  void onTopologyEvent(const TopologyEvent& event);
+  std::string statusLine() const;
+  Json loglevel(const Request& request, const PeerCredentials& peer);
+
+  EventLoop& loop_;
+  mad::MadEngine& engine_;
+  SubnetManager& sm_;
+  Logger& log_;
+  Notifier& notify_;
+  EventLog& events_;
+  StatePublisher& state_;
+  DumpWriter& dumps_;
+  std::shared_ptr<const config::Config> config_;
+  ConfigLoader loadConfig_;
+
+  int wakeFd_ = -1;
+  std::mutex queueMutex_;
+  std::vector<std::function<void()>> queue_;
+  bool inSweep_ = false;
+  std::vector<Waiter> sweepWaiters_;  // resweep/reroute requests waiting for the next sweep
+  bool waitersHeavy_ = false;
+  bool sweepPosted_ = false;
+  bool subnetUp_ = false;
+};
+
+}  // namespace ibsm::daemon

@@ -1,0 +1,296 @@
+#include "daemon/sm/discoverer.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "mad/smp.h"
+
+namespace ibsm::daemon {
+
+using fabric::DrPath;
+using fabric::NodeIndex;
+using mad::MadResult;
+
+namespace {
+
+// State of one sweep; lives while its SMPs are in flight.
+struct Sweep {
+  mad::MadEngine& engine;
+  fabric::TopologyBuilder builder;
+  std::vector<std::vector<RawAttr>> portInfo;
+  std::vector<RawAttr> switchInfo;
+  std::vector<std::string> warnings;
+  std::optional<std::string> fatal;
+  // Links seen: (node, port) <-> (node, port), applied at the end so an inconsistent answer is reported once.
+  struct PendingLink {
+    NodeIndex a;
+    uint8_t pa;
+    NodeIndex b;
+    uint8_t pb;
+  };
+  std::vector<PendingLink> links;
+  // Flap damping: (node GUID, port) pairs not to explore; the ones met are reported back.
+  std::vector<std::pair<fabric::Guid, uint8_t>> heldDown, heldDownSeen;
+  // Targeted mode: a changed switch that does not answer makes the whole result unusable.
+  bool failOnNoAnswer = false;
+  uint8_t smPortNum = 0;
+
+  explicit Sweep(mad::MadEngine& e) : engine(e) {}
+
+  void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done) {
+    engine.submit(mad::makeDirectedSmp(mad::kGet, attr, mod, path), std::move(done));
+  }
+
+  static bool answered(const MadResult& r) { return r.ok() && r.header.status == 0; }
+
+  void warnNoAnswer(const char* what, const DrPath& path, const MadResult& r) {
+    if (failOnNoAnswer && !fatal)
+      fatal = std::string("no ") + what + " from directed route " + path.toString();
+    warnings.push_back(std::string("DISC001 no ") + what + " from directed route " + path.toString() +
+                       (r.ok() ? " (MAD status " + std::to_string(r.header.status) + ")" : " (timeout)"));
+  }
+
+  // NodeInfo at `path`, reached from (parent, parentPort) unless this is the local node.
+  void probe(const DrPath& path, NodeIndex parent, uint8_t parentPort) {
+    get(mad::kAttrNodeInfo, 0, path, [this, path, parent, parentPort](const MadResult& r) {
+      if (!answered(r)) {
+        if (parent == fabric::kNoNode)
+          fatal = "the local port does not answer NodeInfo";
+        else
+          warnNoAnswer("NodeInfo", path, r);
+        return;
+      }
+      auto info = mad::decodeNodeInfo(mad::smpData(r.response));
+      if (!info) {
+        warnings.push_back("DISC002 bad NodeInfo from " + path.toString() + ": " + info.error().message);
+        return;
+      }
+      onNodeInfo(path, parent, parentPort, *info);
+    });
+  }
+
+  void onNodeInfo(const DrPath& path, NodeIndex parent, uint8_t parentPort, const mad::NodeInfo& info) {
+    if (auto known = builder.findNode(info.nodeGuid)) {
+      const fabric::Node& n = builder.node(*known);
+      if (n.type != info.type || n.numPorts != info.numPorts) {
+        warnings.push_back("DISC003 node " + fabric::toString(info.nodeGuid) +
+                           " answers differently on route " + path.toString() + "; ignoring that route");
+        return;
+      }
+      // A CA met again through another of its ports: NodeInfo tells that port's GUID.
+      if (!n.isSwitch()) {
+        fabric::Port& port = builder.node(*known).ports[info.localPort];
+        port.guid = info.portGuid;
+        port.route = path;
+      }
+      if (parent != fabric::kNoNode) links.push_back({parent, parentPort, *known, info.localPort});
+      // Targeted mode: the far end of a re-read link may have changed too (a replugged host is back in INIT).
+      if (failOnNoAnswer) queryPort(*known, path, info.localPort, info.localPort, n.isSwitch());
+      return;
+    }
+    fabric::Node node;
+    node.type = info.type;
+    node.guid = info.nodeGuid;
+    node.systemGuid = info.systemGuid;
+    node.vendorId = info.vendorId;
+    node.deviceId = info.deviceId;
+    node.revision = info.revision;
+    node.partitionCap = info.partitionCap;
+    node.numPorts = info.numPorts;
+    node.route = path;
+    auto added = builder.addNode(std::move(node));
+    if (!added) {
+      warnings.push_back("DISC004 " + added.error().message);
+      return;
+    }
+    NodeIndex idx = *added;
+    fabric::Node& n = builder.node(idx);
+    if (info.type == fabric::NodeType::kSwitch)
+      n.ports[0].guid = info.portGuid;
+    else {
+      n.ports[info.localPort].guid = info.portGuid;
+      n.ports[info.localPort].route = path;
+    }
+    portInfo.emplace_back(info.numPorts + 1u, RawAttr{});
+    switchInfo.emplace_back();
+    if (parent == fabric::kNoNode)
+      smPortNum = info.localPort;
+    else
+      links.push_back({parent, parentPort, idx, info.localPort});
+
+    get(mad::kAttrNodeDescription, 0, path, [this, idx, path](const MadResult& r) {
+      if (answered(r))
+        builder.node(idx).description = mad::decodeNodeDescription(mad::smpData(r.response));
+      else
+        warnNoAnswer("NodeDescription", path, r);
+    });
+    if (info.type == fabric::NodeType::kSwitch) {
+      get(mad::kAttrSwitchInfo, 0, path, [this, idx, path](const MadResult& r) {
+        if (!answered(r)) return warnNoAnswer("SwitchInfo", path, r);
+        std::copy_n(mad::smpData(r.response), 64, switchInfo[idx].begin());
+        builder.node(idx).sw = mad::decodeSwitchInfo(mad::smpData(r.response));
+      });
+      for (unsigned p = 0; p <= info.numPorts; ++p)
+        queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, true);
+    } else {
+      // A CA or router: PortInfo of every port (the SMP cannot pass through it, so nothing to explore).
+      for (unsigned p = 1; p <= info.numPorts; ++p)
+        queryPort(idx, path, static_cast<uint8_t>(p), info.localPort, false);
+    }
+  }
+
+  void queryPort(NodeIndex idx, const DrPath& path, uint8_t port, uint8_t arrivalPort, bool isSwitch) {
+    get(mad::kAttrPortInfo, port, path, [=, this](const MadResult& r) {
+      if (!answered(r)) return warnNoAnswer(("PortInfo " + std::to_string(port)).c_str(), path, r);
+      const uint8_t* data = mad::smpData(r.response);
+      std::copy_n(data, 64, portInfo[idx][port].begin());
+      fabric::PortAttrs attrs = mad::decodePortInfo(data);
+      builder.node(idx).ports[port].attrs = attrs;
+      constexpr uint8_t kLinkUp = 5;
+      // Explore every other linked port of a switch; from a CA only the SM's own port, when the CA is local.
+      bool local = path.count == 0;
+      bool explore = isSwitch ? port != 0 && (port != arrivalPort || local) : local && port == arrivalPort;
+      if (!explore || attrs.physState != kLinkUp) return;
+      const fabric::Guid guid = builder.node(idx).guid;
+      if (std::find(heldDown.begin(), heldDown.end(), std::pair{guid, port}) != heldDown.end()) {
+        heldDownSeen.emplace_back(guid, port);
+        return;
+      }
+      auto next = path.extended(port);
+      if (!next) {
+        fatal = "node beyond the directed-route limit of " + std::to_string(DrPath::kMaxHops) +
+                " hops, behind route " + path.toString() + "," + std::to_string(port);
+        return;
+      }
+      probe(*next, idx, port);
+    });
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// Applies the links, drops nodes the SM cannot reach any more, recomputes every directed route breadth-first
+// from the SM's port (a DR SMP never passes through a CA) and builds the snapshot.
+fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
+  if (sweep.fatal) return fabric::makeError(*sweep.fatal);
+  if (sweep.builder.size() == 0) return fabric::makeError("discovery found no node");
+  for (const auto& l : sweep.links) {
+    auto linked = sweep.builder.connect(l.a, fabric::PortNum{l.pa}, l.b, fabric::PortNum{l.pb});
+    if (!linked) sweep.warnings.push_back("DISC005 inconsistent link: " + linked.error().message);
+  }
+  // Breadth-first from the SM node; `order` becomes the new node numbering.
+  fabric::TopologyBuilder& old = sweep.builder;
+  std::vector<NodeIndex> order, newIndex(old.size(), fabric::kNoNode);
+  const NodeIndex root = 0;  // the local node is always the first one added
+  order.push_back(root);
+  newIndex[root] = 0;
+  old.node(root).route = DrPath{};
+  for (size_t head = 0; head < order.size(); ++head) {
+    fabric::Node& n = old.node(order[head]);
+    bool local = head == 0;
+    if (!n.isSwitch() && !local) continue;
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      fabric::Port& port = n.ports[p];
+      if (!port.connected()) continue;
+      if (!n.isSwitch() && p != sweep.smPortNum) continue;
+      auto route = n.route.extended(static_cast<uint8_t>(p));
+      if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
+      fabric::Node& peer = old.node(port.peerNode);
+      if (!peer.isSwitch()) peer.ports[port.peerPort.value].route = *route;
+      if (newIndex[port.peerNode] != fabric::kNoNode) continue;
+      newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
+      order.push_back(port.peerNode);
+      peer.route = *route;
+    }
+  }
+  DiscoveryResult result;
+  fabric::TopologyBuilder fresh;
+  for (NodeIndex o : order) {
+    fabric::Node n = old.node(o);
+    for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
+    (void)fresh.addNode(std::move(n));  // GUIDs are unique in `old` already
+    result.portInfo.push_back(std::move(sweep.portInfo[o]));
+    result.switchInfo.push_back(sweep.switchInfo[o]);
+  }
+  for (NodeIndex o : order) {
+    const fabric::Node& n = old.node(o);
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (port.connected() && newIndex[port.peerNode] != fabric::kNoNode)
+        (void)fresh.connect(newIndex[o], fabric::PortNum{static_cast<uint8_t>(p)}, newIndex[port.peerNode],
+                            port.peerPort);
+    }
+  }
+  fresh.setSmPort(0, fabric::PortNum{sweep.smPortNum});
+  if (order.size() < old.size())
+    sweep.warnings.push_back("DISC006 " + std::to_string(old.size() - order.size()) +
+                             " node(s) no longer reachable");
+  auto topo = std::move(fresh).build();
+  if (!topo) return topo.error();
+  result.topology = std::move(*topo);
+  result.heldDown = std::move(sweep.heldDownSeen);
+  result.stats.warnings = std::move(sweep.warnings);
+  return result;
+}
+
+}  // namespace
+
+fabric::Result<DiscoveryResult> Discoverer::discover() {
+  const mad::TimePoint start = clock_.now();
+  const mad::MadCounters before = engine_.counters();
+  auto sweep = std::make_unique<Sweep>(engine_);
+  sweep->probe(DrPath{}, fabric::kNoNode, 0);
+  engine_.runUntilIdle();
+  auto result = finish(*sweep);
+  if (result) fillStats(result->stats, before, start);
+  return result;
+}
+
+fabric::Result<DiscoveryResult> Discoverer::rediscover(
+    const DiscoveryResult& previous, const std::vector<NodeIndex>& changed,
+    const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown) {
+  const mad::TimePoint start = clock_.now();
+  const mad::MadCounters before = engine_.counters();
+  const fabric::Topology& topo = *previous.topology;
+  auto sweep = std::make_unique<Sweep>(engine_);
+  sweep->failOnNoAnswer = true;
+  sweep->heldDown = heldDown;
+  std::vector<bool> isChanged(topo.size(), false);
+  for (NodeIndex n : changed)
+    if (n < topo.size() && topo.node(n).isSwitch()) isChanged[n] = true;
+  for (NodeIndex i = 0; i < topo.size(); ++i) {
+    fabric::Node n = topo.node(i);
+    for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
+    (void)sweep->builder.addNode(std::move(n));
+    sweep->portInfo.push_back(previous.portInfo[i]);
+    sweep->switchInfo.push_back(previous.switchInfo[i]);
+  }
+  sweep->smPortNum = topo.smPort().value;
+  for (const auto& l : topo.links())
+    if (!isChanged[l.a] && !isChanged[l.b]) sweep->links.push_back({l.a, l.portA.value, l.b, l.portB.value});
+  for (NodeIndex i = 0; i < topo.size(); ++i) {
+    if (!isChanged[i]) continue;
+    const fabric::Node& n = topo.node(i);
+    // Every port is read and explored again, the one towards the SM included (its link may be what changed).
+    for (unsigned p = 0; p <= n.numPorts; ++p)
+      sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
+  }
+  engine_.runUntilIdle();
+  auto result = finish(*sweep);
+  if (result) fillStats(result->stats, before, start);
+  return result;
+}
+
+void Discoverer::fillStats(DiscoveryStats& stats, const mad::MadCounters& before,
+                           mad::TimePoint start) const {
+  const mad::MadCounters& after = engine_.counters();
+  stats.smps = after.sent - before.sent;
+  stats.timeouts = after.timeouts - before.timeouts;
+  stats.failed = after.failed - before.failed;
+  stats.elapsed = clock_.now() - start;
+}
+
+}  // namespace ibsm::daemon

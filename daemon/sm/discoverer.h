@@ -1,0 +1,36 @@
+// Heavy sweep: walks the whole fabric by directed route, breadth-first, with many SMPs in flight, and builds
+// an immutable Topology. Nodes are recognised by GUID, so loops and parallel links are found once each.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "daemon/state/discovery_result.h"
+#include "fabric/topology.h"
+#include "mad/mad_engine.h"
+
+namespace ibsm::daemon {
+
+class Discoverer {
+ public:
+  Discoverer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
+  // Runs a full sweep from the local port. Fails when the local node does not answer, on inconsistent
+  // answers that leave no usable topology, or when a node lies beyond the 63-hop directed-route limit.
+  fabric::Result<DiscoveryResult> discover();
+  // Targeted re-discovery: everything of `previous` is kept except the links of `changed` switches, whose
+  // ports are read again (and explored: a new neighbour is swept from there). Nodes no longer reachable are
+  // dropped and directed routes recomputed. Fails if a changed switch does not answer — the caller then
+  // falls back to a full sweep. `heldDown` ports are treated as down (flap damping).
+  fabric::Result<DiscoveryResult> rediscover(
+      const DiscoveryResult& previous, const std::vector<fabric::NodeIndex>& changed,
+      const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});
+
+ private:
+  void fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start) const;
+
+  mad::MadEngine& engine_;
+  const mad::Clock& clock_;
+};
+
+}  // namespace ibsm::daemon

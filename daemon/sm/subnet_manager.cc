@@ -1,0 +1,427 @@
+#include "daemon/sm/subnet_manager.h"
+
+#include <algorithm>
+
+#include "daemon/state/state_store.h"
+#include "mad/notice.h"
+#include "mad/sa.h"
+#include "mad/smp.h"
+#include "routing/route_checker.h"
+#include "routing/stabilize.h"
+
+namespace ibsm::daemon {
+
+using fabric::Guid;
+using fabric::NodeIndex;
+
+namespace {
+constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
+}  // namespace
+
+SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
+    : engine_(engine),
+      clock_(clock),
+      options_(std::move(options)),
+      discoverer_(engine, clock),
+      programmer_(engine, clock),
+      arProgrammer_(engine, clock, options_.ar),
+      mcastProgrammer_(engine, clock),
+      pkeyProgrammer_(engine, clock),
+      sm_(smStateOptions(options_)) {
+  if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
+  nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
+  portGuid_ = options_.portGuid;
+  sm_.setSelf(portGuid_);
+  mkey_ = options_.program.mkey;
+}
+
+// A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
+// on its own, 1 s later, then after 2, 4, ... up to 30 s, whatever the sweep interval: nothing else might
+// ever ask it to.
+fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
+  constexpr mad::Duration kFirstRetry = std::chrono::seconds(1), kMaxRetry = std::chrono::seconds(30);
+  auto r = heavySweep(cause);
+  if (r ? r->subnetUp || sm_.state() != SmState::kMaster : sm_.state() == SmState::kStandby) {
+    retryAt_.reset();
+    retryDelay_ = kFirstRetry;
+  } else {
+    retryAt_ = clock_.now() + retryDelay_;
+    retryDelay_ = std::min<mad::Duration>(retryDelay_ * 2, kMaxRetry);
+  }
+  return r;
+}
+
+fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) {
+  const mad::TimePoint start = clock_.now();
+  SweepReport report;
+  auto found = discoverer_.discover();
+  if (!found) return fabric::makeError("discovery failed: " + found.error().message);
+  report.discovery = found->stats;
+  SmStateMachine::Decision decision = discoverSms(*found->topology);
+  if (decision.state != SmState::kMaster) {
+    // Another SM has (or will have) the fabric: leave it alone.
+    const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
+    report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
+                              (m ? ": master is " + fabric::toString(m->guid) + " (LID " +
+                                       std::to_string(m->lid) + ", priority " + std::to_string(m->priority) +
+                                       ")"
+                                 : ""));
+    report.total = clock_.now() - start;
+    return report;
+  }
+  auto applied = apply(std::move(*found), std::move(report), false);
+  if (!applied) return applied;
+  applied->total = clock_.now() - start;
+  if (decision.handoverTo) sendSmInfoSet(*decision.handoverTo, SmControl::kHandover);
+  TopologyEvent ev;
+  ev.cause = cause;
+  ev.action = "heavy sweep";
+  ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.smps =
+      applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
+  ev.convergence = applied->total;
+  ev.ok = applied->subnetUp;
+  logEvent(std::move(ev));
+  return applied;
+}
+
+// LIDs, routes and programming for a fresh discovery result; publishes the new snapshot.
+fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report, bool stabilize) {
+  const fabric::TopologyPtr discovered = found.topology;  // the programmer replaces found.topology
+  const fabric::Topology& topo = *discovered;
+  if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+  for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
+
+  LoadedGuid2Lid persistent;
+  if (!options_.guid2lidPath.empty()) persistent = loadGuid2Lid(options_.guid2lidPath);
+  for (auto& w : persistent.warnings) report.warnings.push_back(std::move(w));
+  if (sm_.tookOver()) {
+    // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
+    routing::LidAssignment held = routing::LidAssignment::fromTopology(topo);
+    for (NodeIndex n = 0; n < topo.size(); ++n) {
+      const fabric::Node& node = topo.node(n);
+      for (unsigned p = node.isSwitch() ? 0 : 1; p < (node.isSwitch() ? 1u : node.ports.size()); ++p) {
+        routing::LidRange r = held.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
+        if (r.base.value != 0 && node.ports[p].guid.value != 0) persistent.map[node.ports[p].guid] = r;
+      }
+    }
+  }
+  auto assigned = routing::assignLids(topo, persistent.map, options_.lmc);
+  if (!assigned) return fabric::makeError("LID assignment failed: " + assigned.error().message);
+  for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
+  report.lidsChanged = assigned->changed;
+  // Saved before programming: if we die half-way, the next start hands out the same LIDs.
+  if (!options_.guid2lidPath.empty()) {
+    auto saved = saveGuid2Lid(options_.guid2lidPath, assigned->guid2lid);
+    if (!saved) report.warnings.push_back("STATE002 " + saved.error().message);
+  }
+
+  const mad::TimePoint routeStart = clock_.now();
+  auto routed = routing::computeChain(options_.engines, topo, assigned->lids, options_.routing);
+  if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
+  report.routingTime = clock_.now() - routeStart;
+  report.engine = routed->tables.engine;
+  report.fallbacks = routed->fallbacks;
+
+  // After a failure, only the routes that broke move: every old route that is still a legal equal-cost choice
+  // stays. The route checker guards the result; if it finds a problem the engine's own tables are used.
+  if (stabilize && snapshot_) {
+    routing::RoutingTables stable = routed->tables;
+    routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids,
+                              stable);
+    routing::CheckOptions co;
+    co.checkCdg = co.checkAr = co.checkArCdg = false;  // the engine's guarantees; reachability and loops here
+    if (routing::checkRoutes(topo, assigned->lids, stable, co).ok())
+      routed->tables = std::move(stable);
+    else
+      report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
+  }
+  ProgramOptions program = options_.program;
+  program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
+  reregisteredAt_ = sm_.masterTerms();
+  // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
+  PkeyReport pkeys = pkeyProgrammer_.program(topo);
+  for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
+  report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
+  report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
+  report.subnetUp = report.program.errors.empty();
+  if (report.program.mkeyIgnored)
+    report.warnings.push_back("MKEY001 " + std::to_string(report.program.mkeyIgnored) +
+                              " port(s) acknowledged the M_Key but do not keep it (their SMA has no M_Key "
+                              "support): they are not protected");
+  // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
+  report.ar = arProgrammer_.program(*found.topology, routed->tables);
+  for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
+  for (const auto& e : report.ar.errors) report.warnings.push_back(e);
+  mcastGroups_.dropMissingPorts(*found.topology);
+  programMulticast(*found.topology);
+  report.mcast = lastMcast_;
+  for (const auto& w : report.mcast.warnings) report.warnings.push_back(w);
+  for (const auto& e : report.mcast.errors) report.warnings.push_back(e);
+  ++sweeps_;
+  auto snap = std::make_shared<SubnetSnapshot>();
+  snap->topology = found.topology;
+  snap->lids = std::move(assigned->lids);
+  snap->tables = std::move(routed->tables);
+  snap->pkeys = pkeyProgrammer_.tables();
+  snapshot_ = std::move(snap);
+  last_ = std::move(found);
+  return report;
+}
+
+std::vector<std::pair<Guid, uint8_t>> SubnetManager::activeHoldDowns(mad::TimePoint now) const {
+  std::vector<std::pair<Guid, uint8_t>> held;
+  for (const auto& [key, f] : flaps_)
+    if (now < f.lastDown + f.holdDown) held.push_back(key);
+  return held;
+}
+
+// Counts links of the re-read switches that went down or came up, and feeds the flap damping.
+void SubnetManager::noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
+                                    const std::vector<Guid>& switches, TopologyEvent& ev) {
+  const mad::TimePoint now = clock_.now();
+  for (Guid g : switches) {
+    auto b = before.findNode(g);
+    auto a = after.findNode(g);
+    if (!b) continue;
+    const fabric::Node& nb = before.node(*b);
+    for (unsigned p = 1; p <= nb.numPorts; ++p) {
+      bool wasUp = nb.ports[p].connected();
+      bool isUp = a && after.node(*a).ports[p].connected();
+      if (wasUp == isUp) continue;
+      if (isUp) {
+        ++ev.linksUp;
+        continue;
+      }
+      ++ev.linksDown;
+      // Each down within the back-off window doubles the hold-down, up to the maximum.
+      Flap& f = flaps_[{g, static_cast<uint8_t>(p)}];
+      bool recent = f.holdDown.count() && now - f.lastDown < options_.maxHoldDown;
+      f.holdDown = recent ? std::min(f.holdDown * 2, options_.maxHoldDown) : options_.holdDown;
+      f.lastDown = now;
+    }
+  }
+}
+
+fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switches, const std::string& cause,
+                                                  mad::TimePoint eventTime) {
+  if (!last_) return sweep(cause);
+  const mad::TimePoint start = clock_.now();
+  const fabric::Topology& before = *last_->topology;
+  std::vector<NodeIndex> changed;
+  for (Guid g : switches)
+    if (auto n = before.findNode(g)) changed.push_back(*n);
+  TopologyEvent ev;
+  ev.cause = cause;
+  auto found = discoverer_.rediscover(*last_, changed, activeHoldDowns(start));
+  SweepReport report;
+  if (!found) {
+    // A changed switch did not answer: its region is not known well enough to patch. Sweep everything.
+    ev.action = "heavy sweep (targeted re-discovery failed: " + found.error().message + ")";
+    auto full = discoverer_.discover();
+    if (!full) return fabric::makeError("discovery failed: " + full.error().message);
+    found = std::move(full);
+  } else {
+    ev.action = "targeted re-discovery of " + std::to_string(changed.size()) + " switch(es)";
+  }
+  report.discovery = found->stats;
+  noteLinkChanges(before, *found->topology, switches, ev);
+  // Held-down ports that came up: look at them again when their hold-down ends.
+  for (const auto& [guid, port] : found->heldDown) {
+    auto f = flaps_.find({guid, port});
+    if (f != flaps_.end()) {
+      mad::TimePoint due = f->second.lastDown + f->second.holdDown;
+      pending_.insert(guid);
+      if (pendingCause_.empty()) pendingCause_ = "hold-down of a flapping port ended";
+      if (!pendingSince_ || due < *pendingSince_) pendingSince_ = due;
+    }
+  }
+  auto old = snapshot_;
+  // Links only went away: keep what still works. Links came back: rebalance from scratch.
+  auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);
+  if (!applied) return applied;
+  applied->total = clock_.now() - start;
+  // Routes that changed, per switch GUID.
+  if (old) {
+    const fabric::Topology& now = *snapshot_->topology;
+    for (NodeIndex s : now.switches()) {
+      auto o = old->topology->findNode(now.node(s).guid);
+      const auto& nt = snapshot_->tables.lft[s];
+      if (!o) {
+        ev.lftEntriesChanged += nt.size();
+        continue;
+      }
+      const auto& ot = old->tables.lft[*o];
+      size_t n = std::max(nt.size(), ot.size());
+      for (size_t lid = 0; lid < n; ++lid) {
+        uint8_t a = lid < nt.size() ? nt[lid] : routing::kNoPort,
+                b = lid < ot.size() ? ot[lid] : routing::kNoPort;
+        ev.lftEntriesChanged += a != b;
+      }
+    }
+  }
+  ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.smps =
+      applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
+  ev.convergence = clock_.now() - eventTime;
+  ev.ok = applied->subnetUp;
+  logEvent(std::move(ev));
+  return applied;
+}
+
+void SubnetManager::logEvent(TopologyEvent ev) {
+  ev.when = std::chrono::system_clock::now();
+  if (onEvent_) onEvent_(ev);
+}
+
+void SubnetManager::queueUpdate(const std::vector<Guid>& switches, const std::string& cause) {
+  if (switches.empty()) return;
+  for (Guid g : switches) pending_.insert(g);
+  if (pendingCause_.empty()) pendingCause_ = cause;
+  mad::TimePoint now = clock_.now();
+  if (!pendingSince_ || now < *pendingSince_) pendingSince_ = now;
+}
+
+void SubnetManager::lightSweep() {
+  auto snap = snapshot_;
+  if (!snap) return;
+  std::vector<Guid> changed;
+  const fabric::Topology& topo = *snap->topology;
+  for (NodeIndex s : topo.switches()) {
+    const fabric::Node& n = topo.node(s);
+    Guid guid = n.guid;
+    fabric::DrPath route = n.route;
+    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrSwitchInfo, 0, route),
+                   [this, guid, route, &changed](const mad::MadResult& r) {
+                     if (!r.ok() || r.header.status != 0) {
+                       changed.push_back(guid);  // gone, or its route is broken: look closer
+                       return;
+                     }
+                     if (!mad::decodeSwitchInfo(mad::smpData(r.response)).portStateChange) return;
+                     changed.push_back(guid);
+                     // PortStateChange is write-1-to-clear: write back what we read, which has it set.
+                     mad::MadPacket clear = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, route);
+                     std::copy_n(mad::smpData(r.response), mad::kSmpDataSize, mad::smpData(clear));
+                     engine_.submit(std::move(clear), nullptr);
+                   });
+  }
+  engine_.runUntilIdle();
+  queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
+}
+
+void SubnetManager::programMulticast(const fabric::Topology& topo) {
+  mcastVersion_ = mcastGroups_.version();
+  lastMcast_ = mcastProgrammer_.program(topo, mcastGroups_.routes(topo));
+}
+
+void SubnetManager::tick() {
+  engine_.poll(mad::Duration::zero());
+  if (retryAt_ && clock_.now() >= *retryAt_ && sm_.state() != SmState::kStandby) {
+    (void)sweep("retry: the last sweep left the subnet not up");
+    return;
+  }
+  if (haTick()) return;
+  // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
+  // written).
+  if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
+  const mad::TimePoint now = clock_.now();
+  if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
+    nextLightSweep_ = now + options_.lightSweepInterval;
+    lightSweep();
+  }
+  if (!pendingSince_ || clock_.now() < *pendingSince_ + options_.trapBatchDelay) return;
+  std::vector<Guid> switches(pending_.begin(), pending_.end());
+  std::string cause = pendingCause_;
+  mad::TimePoint since = *pendingSince_;
+  pending_.clear();
+  pendingCause_.clear();
+  pendingSince_.reset();
+  (void)update(switches, cause, std::min(since, clock_.now()));
+}
+
+void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
+  if (h.mgmtClass == mad::kClassSubnAdm) {
+    if (sm_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
+    // Only the master is the SA. Anyone else answers requests Busy (the client asks again, by then at the
+    // master the SM LID of its port names) and ignores responses.
+    if (h.method & 0x80) return;
+    ++saNotMaster_;
+    const uint8_t resp =
+        h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
+    (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
+    return;
+  }
+  bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
+  if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
+    ++traps_.received;
+    (void)engine_.sendUnmatched(mad::makeTrapRepress(mad));
+    auto notice = mad::decodeNotice(mad);
+    if (!notice) {
+      ++traps_.malformed;
+      return;
+    }
+    const mad::TimePoint now = clock_.now();
+    auto key = std::tuple{notice->trapNumber, notice->lidAddr, notice->portNum};
+    auto seen = recentTraps_.find(key);
+    bool duplicate = seen != recentTraps_.end() && now - seen->second < options_.trapBatchDelay;
+    recentTraps_[key] = now;
+    if (recentTraps_.size() > 4096) recentTraps_.clear();
+    if (duplicate) {
+      ++traps_.duplicates;
+      return;
+    }
+    if (noticeHandler_) noticeHandler_(*notice);
+    if (notice->trapNumber == 256) {
+      // Bad M_Key: a security event about who sent the SMP, not a topology change; nothing to re-read.
+      ++traps_.badMkey;
+      return;
+    }
+    auto snap = snapshot_;
+    if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
+    if (notice->trapNumber == 144 && (notice->capMask & 2u)) noteSmPort(*snap, fabric::Lid{notice->lidAddr});
+    // The switch the trap is about, or the switches next to the CA it is about.
+    std::vector<Guid> switches;
+    routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});
+    if (owner.node != fabric::kNoNode) {
+      const fabric::Node& n = snap->topology->node(owner.node);
+      if (n.isSwitch())
+        switches.push_back(n.guid);
+      else
+        for (const auto& p : n.ports)
+          if (p.connected()) switches.push_back(snap->topology->node(p.peerNode).guid);
+    }
+    if (switches.empty()) {
+      // A LID we do not know: only a full look will tell.
+      if (snap->topology->switches().empty()) return;
+      for (NodeIndex s : snap->topology->switches()) switches.push_back(snap->topology->node(s).guid);
+    }
+    queueUpdate(switches, "trap " + std::to_string(notice->trapNumber) + " about LID " +
+                              std::to_string(notice->lidAddr));
+    return;
+  }
+  if (smi && h.attrId == mad::kAttrSmInfo && h.method == mad::kSet) {
+    onSmInfoSet(mad, h);
+    return;
+  }
+  if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
+  mad::MadPacket reply = mad::makeResponse(mad);
+  mad::SmInfo info;
+  info.guid = portGuid_;
+  // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
+  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
+  // without one as the master's).
+  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
+  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
+                    (asked.guid == *sm_.master() || asked.guid.value == 0);
+  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
+  info.actCount = actCount();
+  info.priority = options_.priority;
+  info.state = static_cast<uint8_t>(sm_.state());
+  mad::encodeSmInfo(info, mad::smpData(reply));
+  reply.addr = mad.addr;
+  if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
+  (void)engine_.sendUnmatched(reply);
+  noteSmInfoRequester(mad, h);
+}
+
+}  // namespace ibsm::daemon

@@ -1,0 +1,185 @@
+#include "daemon/sm/discoverer.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/daemon/fake_fabric_fixture.h"
+#include "tools/fabric_gen/compare.h"
+
+namespace ibsm::daemon {
+namespace {
+
+using fabric::NodeIndex;
+using fabric::PortNum;
+using testing::FakeFabricFixture;
+using testing::generate;
+using namespace std::chrono_literals;
+
+// A loop of three switches, a parallel link and a 2-port HCA:
+//
+//        h0 (SM)        h1
+//         |1            |1
+//        1|            4|
+//   +---- s0 ===2,3=== s1          s0:2-s1:2 and s0:3-s1:3 (parallel)
+//   |4    |5            |5
+//   |     +-1 h2 2------+          h2 on both switches
+//   |1
+//   s2 ---2---------- 6 s1         (closes the loop s0-s2-s1)
+//   |3
+//   h3
+fabric::TopologyPtr handBuilt() {
+  fabric::TopologyBuilder b;
+  uint64_t nextCa = 0x100000, nextSw = 0x200000;
+  auto add = [&](fabric::NodeType type, uint8_t ports, const char* desc) {
+    fabric::Node n;
+    n.type = type;
+    n.numPorts = ports;
+    n.description = desc;
+    n.guid = fabric::Guid{type == fabric::NodeType::kSwitch ? nextSw++ : nextCa};
+    n.systemGuid = n.guid;
+    if (type == fabric::NodeType::kCa) nextCa += ports + 1;
+    NodeIndex i = *b.addNode(std::move(n));
+    fabric::Node& node = b.node(i);
+    if (type == fabric::NodeType::kCa)
+      for (unsigned p = 1; p <= ports; ++p) node.ports[p].guid = fabric::Guid{node.guid.value + p};
+    else
+      node.ports[0].guid = node.guid;
+    return i;
+  };
+  NodeIndex s0 = add(fabric::NodeType::kSwitch, 8, "s0"), s1 = add(fabric::NodeType::kSwitch, 8, "s1"),
+            s2 = add(fabric::NodeType::kSwitch, 8, "s2");
+  NodeIndex h0 = add(fabric::NodeType::kCa, 1, "h0"), h1 = add(fabric::NodeType::kCa, 1, "h1"),
+            h2 = add(fabric::NodeType::kCa, 2, "h2"), h3 = add(fabric::NodeType::kCa, 1, "h3");
+  auto link = [&](NodeIndex a, uint8_t pa, NodeIndex c, uint8_t pc) {
+    EXPECT_TRUE(b.connect(a, PortNum{pa}, c, PortNum{pc}));
+    for (auto [n, p] : {std::pair{a, pa}, std::pair{c, pc}}) {
+      fabric::PortAttrs& at = b.node(n).ports[p].attrs;
+      at.widthActive = 2;
+      at.speedActive = 4;
+      at.valid = true;
+    }
+  };
+  link(h0, 1, s0, 1);
+  link(s0, 2, s1, 2);
+  link(s0, 3, s1, 3);
+  link(h1, 1, s1, 4);
+  link(s0, 5, h2, 1);
+  link(h2, 2, s1, 5);
+  link(s0, 4, s2, 1);
+  link(s2, 2, s1, 6);
+  link(s2, 3, h3, 1);
+  b.setSmPort(h0, PortNum{1});
+  return *std::move(b).build();
+}
+
+TEST(Discoverer, FindsLoopsParallelLinksAndTwoPortHcas) {
+  FakeFabricFixture fx;
+  auto topo = handBuilt();
+  fx.start(topo);
+  DiscoveryResult r = fx.discover();
+  ASSERT_TRUE(r.topology);
+  EXPECT_EQ(tools::diffTopologies(*topo, *r.topology), "");
+  EXPECT_EQ(r.topology->links().size(), 9u);
+  EXPECT_TRUE(r.stats.warnings.empty()) << r.stats.warnings.front();
+  EXPECT_EQ(r.stats.timeouts, 0u);
+  // The SM sits where the fabric says; h2's second port carries its own route (entering through port 2).
+  EXPECT_EQ(r.topology->node(r.topology->smNode()).description, "h0");
+  auto h2 = r.topology->findByDescription("h2");
+  ASSERT_TRUE(h2);
+  const fabric::Port& p2 = r.topology->node(*h2).ports[2];
+  EXPECT_GT(p2.route.count, 0);
+  EXPECT_EQ(r.portInfo.size(), r.topology->size());
+}
+
+TEST(Discoverer, FindsGeneratedFabrics) {
+  std::vector<tools::FabricSpec> specs;
+  tools::FabricSpec kary;
+  kary.shape = tools::Shape::kKaryNTree;
+  kary.k = 4;
+  kary.n = 3;
+  kary.hcaPorts = 2;
+  kary.removeSwitches = 2;
+  kary.removeLinks = 4;
+  kary.seed = 3;
+  specs.push_back(kary);
+  tools::FabricSpec ft;
+  ft.shape = tools::Shape::kFatTree;
+  ft.levels = 2;
+  ft.radix = 12;
+  ft.parallel = 2;
+  specs.push_back(ft);
+  tools::FabricSpec mesh;
+  mesh.shape = tools::Shape::kMesh;
+  mesh.switches = 12;
+  mesh.degree = 4;
+  mesh.hostsPerSwitch = 2;
+  mesh.seed = 5;
+  specs.push_back(mesh);
+  tools::FabricSpec torus;
+  torus.shape = tools::Shape::kTorus;
+  torus.dims = {3, 3, 3};
+  specs.push_back(torus);
+  for (const auto& spec : specs) {
+    auto topo = generate(spec);
+    ASSERT_TRUE(topo);
+    FakeFabricFixture fx;
+    fx.start(topo);
+    DiscoveryResult r = fx.discover();
+    ASSERT_TRUE(r.topology);
+    EXPECT_EQ(tools::diffTopologies(*topo, *r.topology), "") << "shape " << int(spec.shape);
+    EXPECT_TRUE(r.stats.warnings.empty());
+    EXPECT_EQ(r.stats.failed, 0u);
+  }
+}
+
+TEST(Discoverer, CompletesThroughRetriesAtTwentyPercentLoss) {
+  tools::FabricSpec spec;
+  spec.shape = tools::Shape::kFatTree;
+  spec.levels = 2;
+  spec.radix = 16;
+  spec.hcaPorts = 2;
+  auto topo = generate(spec);
+  ASSERT_TRUE(topo);
+  FakeFabricFixture fx;
+  // 0.2^9: a request is lost for good about once in 2 million, so the whole sweep (a few thousand SMPs)
+  // completes; with the default 3 retries some would be lost.
+  fx.start(topo, mad::MadEngineOptions{32, 100ms, 8});
+  fx.fabric->setDropRate(0.2, 11);
+  DiscoveryResult r = fx.discover();
+  ASSERT_TRUE(r.topology);
+  EXPECT_EQ(tools::diffTopologies(*topo, *r.topology), "");
+  EXPECT_EQ(r.stats.failed, 0u);
+  EXPECT_GT(r.stats.timeouts, r.stats.smps / 10);  // the loss was real
+  EXPECT_EQ(r.stats.timeouts, fx.fabric->droppedByRate());
+  EXPECT_TRUE(r.stats.warnings.empty());
+}
+
+TEST(Discoverer, SkipsANodeThatAnswersGarbage) {
+  FakeFabricFixture fx;
+  auto topo = handBuilt();
+  fx.start(topo);
+  NodeIndex h3 = *topo->findByDescription("h3");
+  fx.fabric->setGarbageNodeInfo(h3);
+  DiscoveryResult r = fx.discover();
+  ASSERT_TRUE(r.topology);
+  EXPECT_EQ(r.topology->size(), topo->size() - 1);
+  EXPECT_FALSE(r.topology->findNode(topo->node(h3).guid));
+  ASSERT_EQ(r.stats.warnings.size(), 1u);
+  EXPECT_NE(r.stats.warnings[0].find("DISC002"), std::string::npos) << r.stats.warnings[0];
+  // s2's port 3 is up but leads nowhere known.
+  auto s2 = r.topology->findByDescription("s2");
+  ASSERT_TRUE(s2);
+  EXPECT_FALSE(r.topology->node(*s2).ports[3].connected());
+}
+
+TEST(Discoverer, LocalPortThatDoesNotAnswerFails) {
+  FakeFabricFixture fx;
+  auto topo = handBuilt();
+  fx.start(topo, mad::MadEngineOptions{32, 100ms, 1});
+  fx.fabric->setDropRate(1.0);
+  Discoverer d(*fx.engine, fx.clock);
+  auto r = d.discover();
+  EXPECT_FALSE(r);
+}
+
+}  // namespace
+}  // namespace ibsm::daemon

@@ -1,0 +1,146 @@
+// SubnetManager on the fake fabric: a sweep brings the subnet up as MASTER; what the fabric sends it (traps)
+// is validated: malformed traps are answered, counted and dropped without touching the subnet, a good one
+// leads to one targeted update after the batch delay.
+#include "daemon/sm/subnet_manager.h"
+
+#include <gtest/gtest.h>
+
+#include "mad/fields.h"
+#include "mad/notice.h"
+#include "mad/smp.h"
+#include "tests/daemon/fake_fabric_fixture.h"
+
+namespace ibsm::daemon {
+namespace {
+
+using testing::FakeFabricFixture;
+using namespace std::chrono_literals;
+
+struct SmFixture : FakeFabricFixture {
+  std::unique_ptr<SubnetManager> sm;
+  std::vector<TopologyEvent> events;
+
+  // beforeSweep runs once the fake fabric exists (e.g. to install a lossy responder).
+  void up(bool expectUp = true, const std::function<void()>& beforeSweep = {}) {
+    tools::FabricSpec spec;
+    spec.shape = tools::Shape::kFatTree;
+    spec.levels = 2;
+    spec.radix = 8;
+    start(testing::generate(spec));
+    SmOptions o;
+    o.engines = {"minhop"};
+    o.lightSweepInterval = mad::Duration::zero();
+    sm = std::make_unique<SubnetManager>(*engine, clock, o);
+    engine->setUnsolicitedHandler(
+        [this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
+    sm->setEventHandler([this](const TopologyEvent& e) { events.push_back(e); });
+    if (beforeSweep) beforeSweep();
+    auto r = sm->sweep();
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->subnetUp, expectUp);
+    events.clear();
+  }
+  uint16_t switchLid() const {
+    const auto& snap = *sm->snapshot();
+    fabric::NodeIndex s = snap.topology->switches().front();
+    return snap.lids.base(s, fabric::PortNum{0}).value;
+  }
+  void deliver(mad::MadPacket m) {
+    port.inject(std::move(m));
+    sm->tick();
+  }
+};
+
+TEST(SubnetManager, SweepBringsTheSubnetUpAsMaster) {
+  SmFixture f;
+  f.up();
+  EXPECT_EQ(f.sm->state(), SmState::kMaster);
+  ASSERT_TRUE(f.sm->snapshot());
+  EXPECT_EQ(f.sm->sweeps(), 1u);
+  EXPECT_GT(f.sm->actCount(), 0u);
+}
+
+TEST(SubnetManager, MalformedTrapsAreCountedAndDropped) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  mad::Notice n;
+  n.generic = true;
+  n.type = 1;
+  n.producerType = 2;
+  n.trapNumber = 128;
+  n.issuerLid = f.switchLid();
+  n.lidAddr = 0;  // names no LID
+  f.deliver(mad::makeTrap(n, 1));
+  n.lidAddr = 0xC001;  // a multicast LID
+  f.deliver(mad::makeTrap(n, 1));
+  n.lidAddr = f.switchLid();
+  n.generic = false;  // vendor notice
+  f.deliver(mad::makeTrap(n, 1));
+  mad::MadPacket garbage = mad::makeTrap(n, 1);
+  for (size_t i = 24; i < garbage.bytes.size(); ++i) garbage.bytes[i] = static_cast<uint8_t>(i * 37);
+  f.deliver(garbage);
+  f.clock.advance(1s);
+  f.sm->tick();
+  EXPECT_EQ(f.sm->trapCounters().received, 4u);
+  EXPECT_EQ(f.sm->trapCounters().malformed, 4u);
+  EXPECT_EQ(f.sm->snapshot(), before);  // nothing re-ran
+  EXPECT_TRUE(f.events.empty());
+}
+
+TEST(SubnetManager, AGoodTrapLeadsToOneTargetedUpdateAfterTheBatchDelay) {
+  SmFixture f;
+  f.up();
+  mad::Notice n;
+  n.generic = true;
+  n.type = 1;
+  n.producerType = 2;
+  n.trapNumber = 128;
+  n.issuerLid = n.lidAddr = f.switchLid();
+  f.deliver(mad::makeTrap(n, 1));
+  f.deliver(mad::makeTrap(n, 1));  // the same trap again within the batch
+  EXPECT_TRUE(f.events.empty());   // waits for the batch delay
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  EXPECT_EQ(f.sm->trapCounters().malformed, 0u);
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_NE(f.events[0].cause.find("trap 128"), std::string::npos) << f.events[0].cause;
+  EXPECT_TRUE(f.events[0].ok);
+  EXPECT_EQ(f.events[0].lftEntriesChanged, 0u);  // nothing changed in the fabric
+}
+
+// The first sweep loses every answer to the ARMED Sets of one host port (a port that refuses or a lossy
+// link): the subnet is not up, and with no sweep interval nothing would ever try again; the SM sweeps again
+// by itself after 1 s, and then the subnet is up.
+TEST(SubnetManager, ASweepThatLeftTheSubnetNotUpIsRetried) {
+  SmFixture f;
+  bool lossy = true;
+  auto lossyResponder = [&] {
+    f.port.setResponder([&](const mad::MadPacket& sent) {
+      auto h = mad::parseHeader(sent);
+      auto answers = f.fabric->handle(sent);
+      if (lossy && h && h->method == mad::kSet && h->attrId == mad::kAttrPortInfo &&
+          mad::fields::get(mad::smpData(sent), IB_PORT_STATE_F) ==
+              static_cast<uint32_t>(fabric::PortState::kArmed) &&
+          h->attrMod == 1)
+        return std::vector<mad::MadPacket>{};
+      return answers;
+    });
+  };
+  f.up(/*expectUp=*/false, lossyResponder);
+  lossy = false;
+  f.clock.advance(500ms);
+  f.sm->tick();
+  EXPECT_TRUE(f.events.empty());  // not yet
+  f.clock.advance(600ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_NE(f.events[0].cause.find("retry"), std::string::npos) << f.events[0].cause;
+  EXPECT_TRUE(f.events[0].ok);
+  f.clock.advance(60s);
+  f.sm->tick();
+  EXPECT_EQ(f.events.size(), 1u);  // up: no more retries
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
