@@ -9,7 +9,6 @@
 #include <csignal>
 #include <filesystem>
 #include <regex>
-#include <thread>
 
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
@@ -146,9 +145,8 @@ TEST(FaultsTest, KilledMidSweepRestartsWithSameLids) {
                            f.sim->dir() + "/ibsm.sock"},
                           o);
   const std::string g2l = f.state + "/guid2lid";
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!fs::exists(g2l) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(fs::exists(g2l)) << f.sim->output(sm);
+  ASSERT_TRUE(waitUntil([&] { return fs::exists(g2l); }, 30s, "guid2lid to be saved", 1ms))
+      << f.sim->output(sm);
   ::kill(sm, SIGKILL);
   RunResult killed = f.sim->wait(sm, 10s);
   bool wasUp = killed.out.find("SUBNET UP") != std::string::npos;

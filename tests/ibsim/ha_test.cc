@@ -54,14 +54,9 @@ struct Ha {
   std::chrono::milliseconds waitState(const std::string& name, const std::string& want,
                                       std::chrono::milliseconds limit, const std::string& context) {
     auto start = Clock::now();
-    while (state(name) != want) {
-      if (Clock::now() - start > limit) {
-        ADD_FAILURE() << name << " not " << want << " within " << limit.count() << " ms (" << context << ")\n"
-                      << status(name).dump();
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
+    EXPECT_TRUE(
+        waitUntil([&] { return state(name) == want; }, limit, name + " " + want + " (" + context + ")", 20ms))
+        << status(name).dump();
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   }
   // Port GUID -> LID as ibnetdiscover sees the fabric now, and the route check of the switches' real tables.
@@ -148,12 +143,15 @@ TEST(Ha, FailoverKeepsLidsAndHandoverToBetterSm) {
               static_cast<long long>(failover.count()));
   EXPECT_LT(failover, 5000ms);
   routing::CheckReport after;
-  // Programming finishes after the state flips: wait for the routes to be complete again.
-  auto deadline = Clock::now() + 20s;
+  // Programming finishes after the state flips: wait for the routes to be complete again (h.lids() runs the
+  // diags, so no sleep in between).
   std::map<uint64_t, uint16_t> lidsAfter;
-  do {
-    lidsAfter = h.lids(&after);
-  } while ((after.reachable != after.pairs || after.pairs == 0) && Clock::now() < deadline);
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        lidsAfter = h.lids(&after);
+        return after.reachable == after.pairs && after.pairs != 0;
+      },
+      20s, "complete routes after the failover", 0ms));
   EXPECT_EQ(lidsAfter, lidsBefore);  // no LID changed
   Ha::expectRoutesOk(after);
   EXPECT_NE(h.sim->output(b).find("failover"), std::string::npos) << h.sim->output(b);
@@ -179,14 +177,14 @@ TEST(Ha, BetterSmWithWrongSmKeyDoesNotTakeTheFabric) {
   pid_t a = h.startSm("a", kHostA, 1, "5");
   h.waitState("a", "MASTER", 30s, "first SM alone");
   pid_t b = h.startSm("b", kHostB, 15, "6");
-  EXPECT_TRUE([&] {
-    for (auto deadline = Clock::now() + 20s; Clock::now() < deadline; std::this_thread::sleep_for(100ms))
-      if (h.status("a").value("sm_key_mismatches", 0) > 0 && h.status("b").value("sm_key_mismatches", 0) > 0)
-        return true;
-    return false;
-  }()) << h.status("a").dump()
-       << "\n"
-       << h.status("b").dump();
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return h.status("a").value("sm_key_mismatches", 0) > 0 &&
+               h.status("b").value("sm_key_mismatches", 0) > 0;
+      },
+      20s, "an SM_Key mismatch seen by both SMs", 100ms))
+      << h.status("a").dump() << "\n"
+      << h.status("b").dump();
   std::this_thread::sleep_for(3s);  // several poll intervals: a would have handed over by now
   EXPECT_EQ(h.state("a"), "MASTER");
   EXPECT_NE(h.state("b"), "STANDBY");  // b trusts no master with another key
@@ -221,16 +219,6 @@ pid_t startOpensm(Ha& h, const char* host, int priority) {
                       o);
 }
 
-template <typename F>
-bool eventually(F cond, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  while (!cond()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(100ms);
-  }
-  return true;
-}
-
 TEST(Ha, OpensmBetterTakesTheFabricFromIbsmd) {
   Ha h;
   pid_t a = h.startSm("a", kHostA, 1, "1");
@@ -239,7 +227,8 @@ TEST(Ha, OpensmBetterTakesTheFabricFromIbsmd) {
   // OpenSM finds ibsmd master, stands by; ibsmd sees the better standby and hands over.
   h.waitState("a", "STANDBY", 30s, "ibsmd hands over to the better OpenSM");
   if (h.state("a") != "STANDBY") ADD_FAILURE() << h.sim->output(o) << h.sim->output(a);
-  EXPECT_TRUE(eventually([&] { return sminfo(h).find("sm guid 0x100005,") != std::string::npos; }, 20s))
+  EXPECT_TRUE(waitUntil([&] { return sminfo(h).find("sm guid 0x100005,") != std::string::npos; }, 20s,
+                        "sminfo to show OpenSM as master", 100ms))
       << sminfo(h) << h.sim->output(a) << h.sim->output(o);
   std::string s = sminfo(h);
   EXPECT_NE(s.find("SMINFO_MASTER"), std::string::npos) << s;
@@ -254,15 +243,18 @@ TEST(Ha, OpensmBetterTakesTheFabricFromIbsmd) {
 TEST(Ha, IbsmdBetterTakesTheFabricFromOpensm) {
   Ha h;
   pid_t o = startOpensm(h, kHostB, 1);
-  EXPECT_TRUE(eventually([&] { return sminfo(h).find("SMINFO_MASTER") != std::string::npos; }, 30s))
+  EXPECT_TRUE(waitUntil([&] { return sminfo(h).find("SMINFO_MASTER") != std::string::npos; }, 30s,
+                        "sminfo to show a master", 100ms))
       << sminfo(h) << h.sim->output(o);
   pid_t a = h.startSm("a", kHostA, 10, "1");
   h.waitState("a", "MASTER", 40s, "OpenSM hands over to the better ibsmd");
-  EXPECT_TRUE(eventually([&] { return sminfo(h).find("sm guid 0x100003,") != std::string::npos; }, 20s))
+  EXPECT_TRUE(waitUntil([&] { return sminfo(h).find("sm guid 0x100003,") != std::string::npos; }, 20s,
+                        "sminfo to show ibsmd as master", 100ms))
       << sminfo(h) << h.sim->output(a) << h.sim->output(o);
   auto st = h.status("a");
   ASSERT_EQ(st["other_sms"].size(), 1u) << st.dump();
-  EXPECT_TRUE(eventually([&] { return h.status("a")["other_sms"][0].value("state", "") == "STANDBY"; }, 20s))
+  EXPECT_TRUE(waitUntil([&] { return h.status("a")["other_sms"][0].value("state", "") == "STANDBY"; }, 20s,
+                        "ibsmd to see OpenSM in STANDBY", 100ms))
       << h.status("a").dump();
   routing::CheckReport check;
   h.lids(&check);

@@ -38,6 +38,29 @@ bool socketBound(const std::string& name) {
 }
 }  // namespace
 
+::testing::AssertionResult waitUntil(const std::function<bool()>& cond, std::chrono::milliseconds limit,
+                                     const std::string& what, std::chrono::milliseconds every,
+                                     const std::function<bool()>& giveUp) {
+  const auto start = std::chrono::steady_clock::now(), deadline = start + limit;
+  auto waited = [&] {
+    return std::to_string(
+               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+                   .count()) +
+           " ms";
+  };
+  for (;;) {
+    if (cond()) return ::testing::AssertionSuccess();
+    if (giveUp && giveUp()) {
+      if (cond()) return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << "gave up waiting for " << what << " after " << waited();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return ::testing::AssertionFailure()
+             << "timed out after " << waited() << " (limit " << limit.count() << " ms) waiting for " << what;
+    if (every.count() > 0) std::this_thread::sleep_for(every);
+  }
+}
+
 std::string binPath(const std::string& name) {
   return std::string(IBSM_BIN_DIR) + "/" + name;
 }
@@ -85,15 +108,17 @@ std::unique_ptr<Ibsim> Ibsim::start(const std::string& netFile, Options o) {
     _exit(127);
   }
   // "Network simulator ready." is printed before the sockets are bound: wait for the control socket itself.
-  for (int i = 0; i < 3000 && !socketBound(sim->sock_); ++i) {
-    int status;
-    if (waitpid(sim->ibsimPid_, &status, WNOHANG) == sim->ibsimPid_) {
-      sim->ibsimPid_ = -1;
-      throw std::runtime_error("ibsim exited at start:\n" + sim->ibsimLog());
-    }
-    std::this_thread::sleep_for(10ms);
+  bool exited = false;
+  auto bound = waitUntil([&] { return socketBound(sim->sock_); }, 30s, "ibsim's control socket", 10ms,
+                         [&] {
+                           int status;
+                           return exited = waitpid(sim->ibsimPid_, &status, WNOHANG) == sim->ibsimPid_;
+                         });
+  if (exited) {
+    sim->ibsimPid_ = -1;
+    throw std::runtime_error("ibsim exited at start:\n" + sim->ibsimLog());
   }
-  if (!socketBound(sim->sock_)) throw std::runtime_error("ibsim did not come up:\n" + sim->ibsimLog());
+  if (!bound) throw std::runtime_error("ibsim did not come up:\n" + sim->ibsimLog());
   return sim;
 }
 
@@ -209,6 +234,14 @@ std::string Ibsim::output(pid_t pid) const {
   auto it = children_.find(pid);
   if (it == children_.end()) return {};
   return readFile(dir_ + "/" + it->second + ".out") + readFile(dir_ + "/" + it->second + ".err");
+}
+
+::testing::AssertionResult Ibsim::waitForOutput(pid_t pid, const std::string& text,
+                                                std::chrono::milliseconds limit,
+                                                std::chrono::milliseconds every) {
+  return waitUntil([&] { return output(pid).find(text) != std::string::npos; }, limit,
+                   "\"" + text + "\" from process " + std::to_string(pid), every,
+                   [&] { return !running(pid); });
 }
 
 bool Ibsim::running(pid_t pid) {

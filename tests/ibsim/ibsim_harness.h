@@ -3,15 +3,28 @@
 // LD_PRELOAD of libumad2sim.so. Everything it started is stopped in the destructor, also when a test fails.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ibsm::testing {
+
+// The one polling loop of these tests: runs cond until it holds (success) or `limit` has passed (failure
+// saying what was awaited and how long), sleeping `every` between tries. cond runs at least once, and once
+// more after the last sleep; every = 0 polls back to back (for a cond that blocks by itself, e.g. on a
+// socket). When giveUp is given and holds (e.g. the program that should bring cond about has exited), the
+// wait ends early: cond gets one last try, then it fails. Use it under EXPECT_TRUE/ASSERT_TRUE and stream the
+// context after it.
+[[nodiscard]] ::testing::AssertionResult waitUntil(
+    const std::function<bool()>& cond, std::chrono::milliseconds limit, const std::string& what,
+    std::chrono::milliseconds every = std::chrono::milliseconds(50),
+    const std::function<bool()>& giveUp = nullptr);
 
 struct RunResult {
   int exitCode = -1;  // -1 when killed by the timeout or a signal
@@ -56,6 +69,11 @@ class Ibsim {
   std::string output(pid_t pid) const;
   // Whether a spawned program is still running.
   bool running(pid_t pid);
+  // waitUntil for text in what the spawned program pid has written (e.g. ibsmd's "SUBNET UP"); gives up as
+  // soon as the program has exited without writing it.
+  [[nodiscard]] ::testing::AssertionResult waitForOutput(
+      pid_t pid, const std::string& text, std::chrono::milliseconds limit,
+      std::chrono::milliseconds every = std::chrono::milliseconds(50));
   std::string ibsimLog() const;
 
  private:

@@ -72,14 +72,13 @@ struct Daemon {
     return j;
   }
   void waitForSubnetUp(std::chrono::milliseconds limit = 60s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      RunResult r = ctl({"status"}, 5s);
-      if (r.exitCode == 0 && r.out.find("SUBNET UP") != std::string::npos) return;
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no SUBNET UP\n" << sim->output(sm);
-      ASSERT_TRUE(sim->running(sm)) << sim->output(sm);
-      std::this_thread::sleep_for(50ms);
-    }
+    EXPECT_TRUE(waitUntil(
+        [&] {
+          RunResult r = ctl({"status"}, 5s);
+          return r.exitCode == 0 && r.out.find("SUBNET UP") != std::string::npos;
+        },
+        limit, "SUBNET UP in ibsmctl status", 50ms, [&] { return !sim->running(sm); }))
+        << sim->output(sm);
   }
   RunResult diag(const std::vector<std::string>& argv) {
     RunOptions o;
@@ -211,14 +210,17 @@ std::string rawRequest(const std::string& path, const std::string& bytes) {
   });
   std::string in;
   char buf[4096];
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (in.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    in.append(buf, static_cast<size_t>(n));
-  }
+  // No reply line (a timeout or the daemon closing first) comes back as "": the callers' checks say so.
+  (void)waitUntil(
+      [&] {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) return false;
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return true;  // closed: nothing more will come
+        in.append(buf, static_cast<size_t>(n));
+        return in.find('\n') != std::string::npos;
+      },
+      10s, "a reply line", 0ms);
   ::shutdown(fd, SHUT_RDWR);
   writer.join();
   ::close(fd);
@@ -406,26 +408,22 @@ TEST(Ibsmd, SighupReloadKeepsTheOldConfigOnErrorAndAppliesAGoodOne) {
     json j = r.exitCode == 0 ? json::parse(r.out, nullptr, false) : json();
     return j.is_object() ? j : json::object();
   };
-  auto waitFor = [&](auto cond, const char* what) {
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!cond()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << what << "\n" << sim->output(sm);
-      std::this_thread::sleep_for(50ms);
-    }
-  };
-  waitFor([&] { return status().value("subnet_up", false); }, "SUBNET UP");
+  EXPECT_TRUE(waitUntil([&] { return status().value("subnet_up", false); }, 30s, "SUBNET UP"))
+      << sim->output(sm);
   EXPECT_EQ(status()["routing"]["engine"], "ftree");
   // A broken file: refused with the reason, the running config stays.
   writeFile(cfg, "log:\n  level: loud\n");
   ASSERT_EQ(::kill(sm, SIGHUP), 0);
-  waitFor([&] { return sim->output(sm).find("CFG002") != std::string::npos; }, "CFG002");
+  EXPECT_TRUE(sim->waitForOutput(sm, "CFG002", 30s)) << sim->output(sm);
   EXPECT_NE(sim->output(sm).find("log.level"), std::string::npos) << sim->output(sm);
   EXPECT_EQ(status()["log_level"], "info");
   EXPECT_TRUE(sim->running(sm));
   // A good one: the log level at once, a new engine chain by a new sweep.
   writeFile(cfg, "log:\n  level: debug\nrouting:\n  engines: [minhop]\n");
   ASSERT_EQ(::kill(sm, SIGHUP), 0);
-  waitFor([&] { return status()["routing"].value("engine", "") == "minhop"; }, "the minhop routes");
+  EXPECT_TRUE(waitUntil([&] { return status()["routing"].value("engine", "") == "minhop"; }, 30s,
+                        "the minhop routes"))
+      << sim->output(sm);
   json st = status();
   EXPECT_EQ(st["log_level"], "debug");
   EXPECT_EQ(st["last_sweep"]["cause"], "reload");
@@ -485,15 +483,15 @@ TEST(Ibsmd, NotifiesReadyOnlyAfterSubnetUpThenWatchdog) {
   };
   // Until the subnet is up: STATUS= and WATCHDOG=1, never READY=1.
   std::vector<std::string> before;
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  bool sawNotUp = false;
-  while (!sawNotUp && std::chrono::steady_clock::now() < deadline) {
-    std::string m = notify.next(1000ms);
-    if (m.empty()) continue;
-    before.push_back(m);
-    sawNotUp = m.find("SUBNET NOT UP") != std::string::npos;
-  }
-  ASSERT_TRUE(sawNotUp) << sim->output(sm);
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        std::string m = notify.next(1000ms);  // blocks: no sleep in between
+        if (m.empty()) return false;
+        before.push_back(m);
+        return m.find("SUBNET NOT UP") != std::string::npos;
+      },
+      60s, "a STATUS= with SUBNET NOT UP", 0ms))
+      << sim->output(sm);
   for (const auto& m : before) EXPECT_EQ(m.find("READY=1"), std::string::npos) << m;
   json st = status();
   ASSERT_TRUE(st.is_object());
@@ -507,16 +505,19 @@ TEST(Ibsmd, NotifiesReadyOnlyAfterSubnetUpThenWatchdog) {
   EXPECT_EQ(resweep.exitCode, 0) << resweep.out << resweep.err;
   std::string ready;
   size_t watchdogsAfter = 0;
-  deadline = std::chrono::steady_clock::now() + 30s;
-  while (watchdogsAfter < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::string m = notify.next(1000ms);
-    if (m.find("READY=1") != std::string::npos) {
-      EXPECT_TRUE(ready.empty()) << "READY=1 twice";
-      ready = m;
-    } else if (!ready.empty() && m == "WATCHDOG=1") {
-      ++watchdogsAfter;
-    }
-  }
+  // The checks below say what was missing.
+  (void)waitUntil(
+      [&] {
+        std::string m = notify.next(1000ms);  // blocks: no sleep in between
+        if (m.find("READY=1") != std::string::npos) {
+          EXPECT_TRUE(ready.empty()) << "READY=1 twice";
+          ready = m;
+        } else if (!ready.empty() && m == "WATCHDOG=1") {
+          ++watchdogsAfter;
+        }
+        return watchdogsAfter >= 2;
+      },
+      30s, "READY=1, then two WATCHDOG=1", 0ms);
   ASSERT_FALSE(ready.empty()) << sim->output(sm);
   EXPECT_NE(ready.find("STATUS=MASTER, SUBNET UP"), std::string::npos) << ready;
   EXPECT_EQ(watchdogsAfter, 2u);

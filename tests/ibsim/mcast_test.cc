@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "routing/lid_assignment.h"
 #include "tests/ibsim/ibsim_fabric.h"
@@ -55,11 +54,7 @@ struct McastFixture {
     sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket",
                      sim->dir() + "/ibsm.sock", "--sweep-interval", "0"},
                     at);
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline || !sim->running(sm)) break;
-      std::this_thread::sleep_for(50ms);
-    }
+    (void)sim->waitForOutput(sm, "SUBNET UP", 30s);  // the test asserts it
     diag.simHost = kDiagHost;
     diag.timeout = 15s;
     RunResult disc = sim->run({"ibnetdiscover"}, diag);
@@ -126,12 +121,12 @@ TEST(IbsimMcast, JoinsBuildATreeAndLeavesPruneIt) {
       for (uint64_t m : in)
         if (m != from) want[m + 1] = 1;  // port 1's GUID
       std::map<uint64_t, int> got;
-      for (auto deadline = std::chrono::steady_clock::now() + 10s;
-           std::chrono::steady_clock::now() < deadline;) {
-        got = f.flood(0xC000, from + 1);
-        if (got == want) break;
-        std::this_thread::sleep_for(100ms);
-      }
+      (void)waitUntil(  // EXPECT_EQ below shows the difference
+          [&] {
+            got = f.flood(0xC000, from + 1);
+            return got == want;
+          },
+          10s, "the multicast tree", 100ms);
       EXPECT_EQ(got, want) << "sent by " << std::hex << from;
     }
   };

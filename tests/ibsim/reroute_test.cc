@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "routing/lft_dump.h"
 #include "routing/route_checker.h"
@@ -37,7 +36,7 @@ struct Fixture {
                      "--socket", sim->dir() + "/ibsm.sock", "--sweep-interval", "1", "--set",
                      "flap.hold_down_ms=300", "--set", "flap.max_backoff_ms=1500"},
                     o);
-    waitFor([&] { return count("SUBNET UP") > 0; }, 60s, "SUBNET UP");
+    EXPECT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s, 20ms)) << sim->output(sm);
   }
   size_t count(const std::string& what) const {
     std::string out = sim->output(sm);
@@ -45,14 +44,10 @@ struct Fixture {
     for (size_t p = out.find(what); p != std::string::npos; p = out.find(what, p + 1)) ++n;
     return n;
   }
-  template <typename F>
-  void waitFor(F cond, std::chrono::milliseconds limit, const std::string& what) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!cond()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timed out waiting for " << what << "\n"
-                                                            << sim->output(sm);
-      std::this_thread::sleep_for(20ms);
-    }
+  // Waits for another TOPO001 (a topology change ibsmd acted on) after the `before` it had printed.
+  void waitForTopologyEvent(size_t before) {
+    EXPECT_TRUE(waitUntil([&] { return count("TOPO001") > before; }, 20s, "a topology event", 20ms))
+        << sim->output(sm);
   }
   // The fabric as the diags tools see it now, and the route check of the switches' real tables.
   routing::CheckReport check() {
@@ -84,16 +79,15 @@ struct Fixture {
   // Polls until the live tables pass the check (the SM converges asynchronously after a console change).
   routing::CheckReport converge(std::chrono::milliseconds limit = 30s) {
     routing::CheckReport rep;
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    do {
-      rep = check();
-      // Every pair reachable, nothing through a dead link (minhop promises no deadlock freedom on a degraded
-      // tree, so the CDG is not part of the verdict).
-      if (rep.unreachable == 0 && rep.deadLink == 0 && rep.pairs > 0 && rep.reachable == rep.pairs)
-        return rep;
-      std::this_thread::sleep_for(50ms);
-    } while (std::chrono::steady_clock::now() < deadline);
-    ADD_FAILURE() << "routes did not converge:\n" << routing::formatReportText(rep) << sim->output(sm);
+    EXPECT_TRUE(waitUntil(
+        [&] {
+          rep = check();
+          // Every pair reachable, nothing through a dead link (minhop promises no deadlock freedom on a
+          // degraded tree, so the CDG is not part of the verdict).
+          return rep.unreachable == 0 && rep.deadLink == 0 && rep.pairs > 0 && rep.reachable == rep.pairs;
+        },
+        limit, "the routes to converge", 50ms))
+        << routing::formatReportText(rep) << sim->output(sm);
     return rep;
   }
   // Switch-to-switch links between the leaf level and the one above (a "spine" link of the tree).
@@ -119,7 +113,7 @@ TEST(Reroute, SpineLinkDownAndBack) {
   ASSERT_FALSE(links.empty());
   size_t events = f.count("TOPO001");
   f.sim->console(f.unlink(links[links.size() / 2]));
-  f.waitFor([&] { return f.count("TOPO001") > events; }, 20s, "a topology event");
+  f.waitForTopologyEvent(events);
   routing::CheckReport down = f.converge();
   EXPECT_EQ(down.deadLink, 0u);
   EXPECT_EQ(down.unreachable, 0u);
@@ -128,7 +122,7 @@ TEST(Reroute, SpineLinkDownAndBack) {
 
   events = f.count("TOPO001");
   f.sim->console(f.link(links[links.size() / 2]));
-  f.waitFor([&] { return f.count("TOPO001") > events; }, 20s, "a topology event");
+  f.waitForTopologyEvent(events);
   routing::CheckReport back = f.converge();
   EXPECT_EQ(back.switchLinks, initial.switchLinks);
   EXPECT_EQ(back.maxLoad, initial.maxLoad);  // balanced as at the start
@@ -155,7 +149,7 @@ TEST(Reroute, WholeSwitchRemoved) {
   if (!top) top = &f.built->node(f.built->switches().back());
   size_t events = f.count("TOPO001");
   f.sim->console("Unlink \"" + id(*top) + "\"");
-  f.waitFor([&] { return f.count("TOPO001") > events; }, 20s, "a topology event");
+  f.waitForTopologyEvent(events);
   routing::CheckReport rep = f.converge();
   EXPECT_EQ(rep.unreachable, 0u);
 }

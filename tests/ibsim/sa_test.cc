@@ -7,7 +7,6 @@
 
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "routing/lid_assignment.h"
 #include "tests/ibsim/ibsim_fabric.h"
@@ -48,14 +47,9 @@ struct SaFabric {
   bool up() {
     diag.simHost = kHost;
     diag.timeout = 15s;
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (sim->output(sm).find("SUBNET UP") == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline || !sim->running(sm)) {
-        ADD_FAILURE() << "no SUBNET UP: " << sim->output(sm);
-        return false;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
+    ::testing::AssertionResult subnetUp = sim->waitForOutput(sm, "SUBNET UP", 30s);
+    EXPECT_TRUE(subnetUp) << sim->output(sm);
+    if (!subnetUp) return false;
     RunResult disc = sim->run({"ibnetdiscover"}, diag);
     EXPECT_EQ(disc.exitCode, 0) << disc.err;
     topo = parseOrFail(disc.out, "ibnetdiscover");

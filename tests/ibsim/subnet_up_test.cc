@@ -8,7 +8,6 @@
 #include <chrono>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "routing/lft_dump.h"
 #include "routing/route_checker.h"
@@ -235,11 +234,7 @@ TEST(SubnetUp, DaemonAnswersSmInfoAsMaster) {
   pid_t sm = sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", sim->dir() + "/state",
                          "--socket", sim->dir() + "/ibsm.sock", "--sweep-interval", "0"},
                         smOpt);
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (sim->output(sm).find("SUBNET UP") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms);
-  ASSERT_NE(sim->output(sm).find("SUBNET UP"), std::string::npos) << sim->output(sm);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 30s, 20ms)) << sim->output(sm);
   RunOptions o;
   o.simHost = kDiagHost;
   RunResult r = sim->run({"sminfo"}, o);

@@ -2,6 +2,10 @@
 // and exit codes carried by the result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include "tools/ibsmctl/ctl_format.h"
 
 namespace ibsm::ctl {
@@ -80,15 +84,39 @@ TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
   EXPECT_NE(bad.text.find("NOT REACHED: leaf-0 has no route to LID 8"), std::string::npos);
 }
 
+// An answer without the fields a command expects (an empty object, or null) is formatted, or refused in one
+// line, without throwing; the text ends with its newline, and nothing missing reads as success: no "SUBNET
+// UP", no "reached", and exit code 1 from the commands whose exit code is their outcome.
 TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
+  const std::set<std::string> lists = {"nodes", "switches", "lids", "links"};
+  const std::set<std::string> judged = {"path", "check", "resweep", "reroute"};
   for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events",
                         "check", "topology", "resweep", "reroute", "loglevel"}) {
-    Formatted f = formatResult(c, json::object(), 0);
-    (void)f;
-    Formatted g = formatResult(c, json(nullptr), 0);
-    (void)g;
+    for (const json& result : {json::object(), json(nullptr)}) {
+      SCOPED_TRACE(std::string(c) + " " + result.dump());
+      Formatted f;
+      ASSERT_NO_THROW(f = formatResult(c, result, 0));
+      EXPECT_TRUE(f.exitCode == 0 || f.exitCode == 1) << f.exitCode;
+      EXPECT_TRUE(f.text.empty() || f.text.back() == '\n') << f.text;
+      EXPECT_EQ(f.text.find("SUBNET UP"), std::string::npos) << f.text;
+      EXPECT_EQ(f.text.find("reached "), std::string::npos) << f.text;
+      if (f.text.starts_with("unexpected answer from ibsmd: ")) {
+        EXPECT_EQ(f.exitCode, 1);
+        EXPECT_EQ(std::count(f.text.begin(), f.text.end(), '\n'), 1) << f.text;
+      }
+      if (judged.count(c)) {
+        EXPECT_EQ(f.exitCode, 1) << f.text;
+      }
+      if (lists.count(c)) {  // the header line alone
+        EXPECT_EQ(f.exitCode, 0);
+        EXPECT_EQ(std::count(f.text.begin(), f.text.end(), '\n'), 1) << f.text;
+      }
+    }
   }
-  SUCCEED();
+  Formatted status = formatResult("status", json::object(), 0);
+  EXPECT_EQ(status.exitCode, 0);
+  EXPECT_NE(status.text.find("SUBNET NOT UP"), std::string::npos) << status.text;
+  EXPECT_EQ(formatResult("events", json::object(), 0).text, "no events\n");
 }
 
 TEST(IbsmctlFormat, SweepResultsAndLists) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "tests/daemon/control/control_fixture.h"
@@ -69,17 +70,57 @@ TEST(ControlProtocolParse, OversizedAndDeeplyNestedRequestsAreRefused) {
   EXPECT_TRUE(std::holds_alternative<Request>(ok));
 }
 
+// Whatever the bytes, parseRequest returns (never throws) either a request the handler can rely on (a known
+// command, an id that is not an object or array, only that command's arguments; sent again it parses the
+// same) or an error a response can be made of (a request-level code, a short message without control
+// characters, an id that is not an object or array; the response is one line of JSON).
 TEST(ControlProtocolParse, RandomBytesNeverThrow) {
   std::mt19937 rng(1);
   const std::string seed = R"({"id": 1, "command": "path", "args": {"src": "h0", "dst": 5}})";
+  size_t requests = 0, errors = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string s = seed;
     int edits = 1 + static_cast<int>(rng() % 8);
     for (int e = 0; e < edits; ++e) s[rng() % s.size()] = static_cast<char>(rng() % 256);
-    auto r = parseRequest(s);
-    (void)r;
+    SCOPED_TRACE(::testing::PrintToString(s));
+    std::variant<Request, RequestError> r;
+    ASSERT_NO_THROW(r = parseRequest(s));
+    if (const Request* req = std::get_if<Request>(&r)) {
+      ++requests;
+      const CommandInfo* info = findCommand(req->command);
+      ASSERT_NE(info, nullptr) << req->command;
+      EXPECT_FALSE(req->id.is_structured()) << req->id.dump();
+      ASSERT_TRUE(req->args.is_object()) << req->args.dump();
+      for (auto it = req->args.begin(); it != req->args.end(); ++it)
+        EXPECT_NE(std::find(info->args.begin(), info->args.end(), it.key()), info->args.end()) << it.key();
+      auto again = parseRequest(Json{{"id", req->id}, {"command", req->command}, {"args", req->args}}.dump());
+      ASSERT_TRUE(std::holds_alternative<Request>(again));
+      EXPECT_EQ(std::get<Request>(again).id, req->id);
+      EXPECT_EQ(std::get<Request>(again).command, req->command);
+      EXPECT_EQ(std::get<Request>(again).args, req->args);
+    } else {
+      ++errors;
+      const RequestError& e = std::get<RequestError>(r);
+      EXPECT_TRUE(e.code == ErrorCode::kBadRequest || e.code == ErrorCode::kUnknownCommand)
+          << toString(e.code);  // never too large: the line is far below kMaxRequestBytes
+      EXPECT_FALSE(e.message.empty());
+      EXPECT_LT(e.message.size(), 80u) << e.message;
+      EXPECT_TRUE(std::none_of(e.message.begin(), e.message.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      })) << e.message;
+      EXPECT_FALSE(e.id.is_structured()) << e.id.dump();
+      std::string line = toLine(errorResponse(e.id, e.code, e.message));
+      EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+      Json back = Json::parse(line, nullptr, false);
+      ASSERT_TRUE(back.is_object()) << line;
+      EXPECT_FALSE(back["ok"].get<bool>());
+      EXPECT_EQ(back["error"]["code"], toString(e.code));
+      EXPECT_EQ(back["id"], e.id);
+    }
   }
-  SUCCEED();
+  // The edits left some requests valid and broke others: both paths were taken.
+  EXPECT_GT(requests, 0u);
+  EXPECT_GT(errors, 0u);
 }
 
 TEST(ControlProtocolResponse, LinesAreCompactAndSurviveInvalidUtf8) {
