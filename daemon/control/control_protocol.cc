@@ -944,26 +944,6 @@ std::string formatDot(const SubnetSnapshot& snap, const std::vector<std::vector<
   return out;
 }
 
-size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& after) {
-  const Topology& t = *after.topology;
-  size_t changed = 0;
-  for (NodeIndex sw : t.switches()) {
-    const std::vector<uint8_t> empty;
-    const std::vector<uint8_t>& now = sw < after.tables.lft.size() ? after.tables.lft[sw] : empty;
-    const std::vector<uint8_t>* old = nullptr;
-    if (before && before->topology)
-      if (auto n = before->topology->findNode(t.node(sw).guid); n && *n < before->tables.lft.size())
-        old = &before->tables.lft[*n];
-    size_t len = std::max(now.size(), old ? old->size() : 0);
-    for (size_t l = 1; l < len; ++l) {
-      uint8_t a = l < now.size() ? now[l] : routing::kNoPort;
-      uint8_t b = old && l < old->size() ? (*old)[l] : routing::kNoPort;
-      if (a != b) ++changed;
-    }
-  }
-  return changed;
-}
-
 void ReadHandler::resetCacheFor(const std::shared_ptr<const SubnetSnapshot>& snap) {
   if (cachedFor_ == snap.get() && !cachedSnap_.expired()) return;
   cachedFor_ = snap.get();

@@ -177,8 +177,6 @@ std::vector<std::vector<uint64_t>> linkLoads(const SubnetSnapshot& snap);
 // Graphviz of the fabric: switches as boxes, CAs as ellipses, each link labelled with its ports and the route
 // load in both directions; line width grows with the load.
 std::string formatDot(const SubnetSnapshot& snap, const std::vector<std::vector<uint64_t>>& loads);
-// LFT entries that differ between two snapshots (switches matched by GUID); every entry when before is null.
-size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& after);
 
 // Answers read-only requests. Keeps results that are costly to compute (route check, link loads) for the
 // snapshot they belong to, so fifty clients asking `check` cost one check. Not thread-safe: one per thread.

@@ -241,25 +241,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
-  // Routes that changed, per switch GUID.
-  if (old) {
-    const fabric::Topology& now = *snapshot_->topology;
-    for (NodeIndex s : now.switches()) {
-      auto o = old->topology->findNode(now.node(s).guid);
-      const auto& nt = snapshot_->tables.lft[s];
-      if (!o) {
-        ev.lftEntriesChanged += nt.size();
-        continue;
-      }
-      const auto& ot = old->tables.lft[*o];
-      size_t n = std::max(nt.size(), ot.size());
-      for (size_t lid = 0; lid < n; ++lid) {
-        uint8_t a = lid < nt.size() ? nt[lid] : routing::kNoPort,
-                b = lid < ot.size() ? ot[lid] : routing::kNoPort;
-        ev.lftEntriesChanged += a != b;
-      }
-    }
-  }
+  if (old) ev.lftEntriesChanged = countRouteChanges(old.get(), *snapshot_);
   ev.lftBlocksSent = applied->program.lftBlocksSent;
   ev.smps =
       applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;

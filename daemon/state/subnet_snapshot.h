@@ -31,4 +31,8 @@ struct SubnetSnapshot {
   std::shared_ptr<const PkeyTables> pkeys;  // P_Key tables of the managed ports (null: none read)
 };
 
+// Routes that differ between two snapshots: LFT entries of LIDs 1 and up (LID 0 is not a route), switches
+// matched by GUID; every route of `after` when before is null. The event log and `status` both count this.
+size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& after);
+
 }  // namespace ibsm::daemon

@@ -1,0 +1,27 @@
+#include "daemon/state/subnet_snapshot.h"
+
+#include <algorithm>
+
+namespace ibsm::daemon {
+
+size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& after) {
+  const fabric::Topology& t = *after.topology;
+  size_t changed = 0;
+  for (fabric::NodeIndex sw : t.switches()) {
+    const std::vector<uint8_t> empty;
+    const std::vector<uint8_t>& now = sw < after.tables.lft.size() ? after.tables.lft[sw] : empty;
+    const std::vector<uint8_t>* old = nullptr;
+    if (before && before->topology)
+      if (auto n = before->topology->findNode(t.node(sw).guid); n && *n < before->tables.lft.size())
+        old = &before->tables.lft[*n];
+    size_t len = std::max(now.size(), old ? old->size() : 0);
+    for (size_t l = 1; l < len; ++l) {
+      uint8_t a = l < now.size() ? now[l] : routing::kNoPort;
+      uint8_t b = old && l < old->size() ? (*old)[l] : routing::kNoPort;
+      if (a != b) ++changed;
+    }
+  }
+  return changed;
+}
+
+}  // namespace ibsm::daemon
