@@ -1,7 +1,9 @@
 // The control socket's protocol, as pure functions: parsing one request line, building responses, the access
 // rule, and answering read-only requests from a published view of the SM (snapshot + status + event log).
 // No I/O and no clock here, so all of it is unit-tested and fuzzable; the socket, threads and credentials
-// live in control_server.h. The wire format is described in docs/CONTROL_PROTOCOL.md:
+// live in control_server.h. Implemented in control_protocol.cc (parsing, responses, access rule),
+// node_names.cc (resolveNode, state names), read_handler.cc (ReadHandler) and fabric_dot.cc (linkLoads,
+// formatDot). The wire format is described in docs/CONTROL_PROTOCOL.md:
 //   request:  {"id": 7, "command": "routes", "args": {"switch": "leaf-0", "lid": 12}}\n
 //   response: {"id": 7, "ok": true, "result": {...}}\n   or   {"id": 7, "ok": false, "error": {"code":
 //             "not_found", "message": "no node 'leaf-9' (give a node description, GUID or LID)"}}\n
@@ -187,6 +189,8 @@ class ReadHandler {
 
  private:
   Json dispatch(const Request& request, const ControlView& view);
+  Json check(const SubnetSnapshot& snap);
+  Json topology(const SubnetSnapshot& snap, const Request& request);
   const SubnetSnapshot* cachedFor_ = nullptr;
   std::weak_ptr<const SubnetSnapshot> cachedSnap_;
   std::optional<Json> check_;

@@ -123,13 +123,14 @@ struct ControlServer::Impl {
     bool eof = false;              // the client shut down its side
     bool closeAfterFlush = false;  // after an unrecoverable error (oversized line)
     uint32_t mask = EPOLLIN;
-    std::chrono::steady_clock::time_point lastActive;
+    mad::TimePoint lastActive;
   };
 
   const ControlServerOptions& options;
   const StatePublisher& state;
   const EventLog& events;
   Logger& log;
+  const mad::Clock& clock;
   ChangeHandler onChange;
   AccessPolicy policy;
   int listenFd = -1, epollFd = -1;
@@ -143,8 +144,9 @@ struct ControlServer::Impl {
   std::thread thread;
   std::atomic<uint64_t> statConnections{0}, statRequests{0}, statErrors{0}, statDenied{0}, statBusy{0};
 
-  Impl(const ControlServerOptions& o, const StatePublisher& s, const EventLog& e, Logger& l, ChangeHandler h)
-      : options(o), state(s), events(e), log(l), onChange(std::move(h)) {}
+  Impl(const ControlServerOptions& o, const StatePublisher& s, const EventLog& e, Logger& l,
+       const mad::Clock& c, ChangeHandler h)
+      : options(o), state(s), events(e), log(l), clock(c), onChange(std::move(h)) {}
 
   ~Impl() {
     for (auto& [id, c] : conns) ::close(c.fd);
@@ -202,7 +204,7 @@ struct ControlServer::Impl {
       Connection& c = conns[id];
       c.fd = fd;
       c.peer = peerOf(fd);
-      c.lastActive = std::chrono::steady_clock::now();
+      c.lastActive = clock.now();
       watch(fd, id, EPOLLIN);
     }
   }
@@ -272,7 +274,7 @@ struct ControlServer::Impl {
       ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
       if (n > 0) {
         c.out.erase(0, static_cast<size_t>(n));
-        c.lastActive = std::chrono::steady_clock::now();
+        c.lastActive = clock.now();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -302,7 +304,7 @@ struct ControlServer::Impl {
       ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
         c.in.append(buf, static_cast<size_t>(n));
-        c.lastActive = std::chrono::steady_clock::now();
+        c.lastActive = clock.now();
         continue;
       }
       if (n == 0) {
@@ -339,7 +341,7 @@ struct ControlServer::Impl {
   }
 
   void closeIdle() {
-    auto now = std::chrono::steady_clock::now();
+    auto now = clock.now();
     std::vector<uint64_t> idle;
     for (auto& [id, c] : conns)
       if (!c.pending && now - c.lastActive > options.idleTimeout) idle.push_back(id);
@@ -376,13 +378,15 @@ struct ControlServer::Impl {
 };
 
 ControlServer::ControlServer(ControlServerOptions options, const StatePublisher& state,
-                             const EventLog& events, Logger& log, ChangeHandler onChange)
+                             const EventLog& events, Logger& log, const mad::Clock& clock,
+                             ChangeHandler onChange)
     : options_(std::move(options)),
-      impl_(std::make_unique<Impl>(options_, state, events, log, std::move(onChange))) {}
+      impl_(std::make_unique<Impl>(options_, state, events, log, clock, std::move(onChange))) {}
 
 fabric::Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServerOptions options,
                                                                     const StatePublisher& state,
                                                                     const EventLog& events, Logger& log,
+                                                                    const mad::Clock& clock,
                                                                     ChangeHandler onChange) {
   const std::string path = options.path;
   sockaddr_un addr{};
@@ -390,7 +394,7 @@ fabric::Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServe
     return fabric::makeError("control socket path '" + path + "' is empty or longer than " +
                              std::to_string(sizeof addr.sun_path - 1) + " bytes");
   std::unique_ptr<ControlServer> server(
-      new ControlServer(std::move(options), state, events, log, std::move(onChange)));
+      new ControlServer(std::move(options), state, events, log, clock, std::move(onChange)));
   Impl& m = *server->impl_;
   m.policy.daemonUid = geteuid();
   if (server->options_.group) {

@@ -21,6 +21,7 @@
 #include "daemon/control/event_log.h"
 #include "daemon/log/log.h"
 #include "fabric/result.h"
+#include "mad/clock.h"
 
 namespace ibsm::daemon {
 
@@ -56,10 +57,12 @@ class ControlServer {
   using ChangeHandler = std::function<void(Request request, PeerCredentials peer, Reply reply)>;
 
   // Removes a stale socket file (one nobody listens on), refuses to take over a live one or a path that is
-  // not a socket, binds, sets mode and group, and starts the thread.
+  // not a socket, binds, sets mode and group, and starts the thread. The clock times idle connections; the
+  // server's thread reads it, so it must be safe to read from another thread and outlive the server.
   static fabric::Result<std::unique_ptr<ControlServer>> start(ControlServerOptions options,
                                                               const StatePublisher& state,
                                                               const EventLog& events, Logger& log,
+                                                              const mad::Clock& clock,
                                                               ChangeHandler onChange);
   ~ControlServer();  // stops the thread, closes every connection, removes the socket file
   ControlServer(const ControlServer&) = delete;
@@ -74,7 +77,7 @@ class ControlServer {
  private:
   struct Impl;
   ControlServer(ControlServerOptions options, const StatePublisher& state, const EventLog& events,
-                Logger& log, ChangeHandler onChange);
+                Logger& log, const mad::Clock& clock, ChangeHandler onChange);
   ControlServerOptions options_;
   std::unique_ptr<Impl> impl_;
 };

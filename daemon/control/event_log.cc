@@ -9,7 +9,7 @@ uint64_t EventLog::add(std::string kind, std::string message,
   std::lock_guard<std::mutex> lock(mutex_);
   Event e;
   e.seq = nextSeq_++;
-  e.time = std::chrono::system_clock::now();
+  e.time = clock_.now();
   e.kind = std::move(kind);
   e.message = std::move(message);
   e.fields = std::move(fields);

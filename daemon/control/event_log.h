@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/state/wall_clock.h"
+
 namespace ibsm::daemon {
 
 struct Event {
@@ -25,7 +27,9 @@ struct Event {
 
 class EventLog {
  public:
-  explicit EventLog(size_t capacity = 1000) : capacity_(capacity ? capacity : 1) {}
+  // Events are stamped with clock.now(); the clock must outlive the log and be safe to read from any thread.
+  explicit EventLog(const WallClock& clock, size_t capacity = 1000)
+      : clock_(clock), capacity_(capacity ? capacity : 1) {}
   // Returns the new event's sequence number.
   uint64_t add(std::string kind, std::string message,
                std::vector<std::pair<std::string, std::string>> fields = {});
@@ -35,6 +39,7 @@ class EventLog {
   size_t capacity() const { return capacity_; }
 
  private:
+  const WallClock& clock_;
   size_t capacity_;
   mutable std::mutex mutex_;
   std::deque<Event> events_;

@@ -101,22 +101,10 @@ class SaServer {
   using SessionKey = std::tuple<uint16_t, uint32_t, uint64_t>;  // requester LID, QPN, TID
 
   Answer dispatch(const Query& q);
-  Answer nodeRecords(const Query& q);
-  Answer portInfoRecords(const Query& q);
-  Answer linkRecords(const Query& q);
-  Answer switchInfoRecords(const Query& q);
-  Answer lftRecords(const Query& q);
-  Answer guidInfoRecords(const Query& q);
-  Answer smInfoRecords(const Query& q);
-  Answer pkeyTableRecords(const Query& q);
-  Answer pathRecords(const Query& q);
-  Answer multiPathRecords(const Query& q);
+  // The read-only records are built in sa_records.cc and path_records.cc; these keep server state.
   Answer serviceRecords(const Query& q);
   Answer informInfo(const Query& q);
   Answer informInfoRecords(const Query& q);
-  bool buildPath(const SubnetSnapshot& s, fabric::NodeIndex srcNode, fabric::PortNum srcPort, uint16_t slid,
-                 fabric::NodeIndex dstNode, fabric::PortNum dstPort, uint16_t dlid,
-                 const mad::PathRecord& want, uint64_t mask, mad::PathRecord& out) const;
   void expireLeases(mad::TimePoint now);
   std::vector<mad::MadPacket> sendWindow(Session& s);
   std::vector<mad::MadPacket> rmppControl(const mad::MadPacket& mad, const mad::MadHeader& h);

@@ -242,20 +242,21 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
                    [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });
   daemon::Notifier notify;
-  daemon::EventLog events;
+  daemon::SystemWallClock wallClock;
+  daemon::EventLog events(wallClock);
   daemon::StatePublisher state;
   state.updateStatus([&](daemon::StatusInfo& s) {
-    s.started = std::chrono::system_clock::now();
+    s.started = wallClock.now();
     s.pid = static_cast<int>(getpid());
     s.configPath =
         args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
   });
   daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
-  daemon::Service service(loop, engine, sm, log, notify, events, state, dumps,
-                          std::make_shared<const config::Config>(args.cfg),
-                          [&args] { return loadConfig(args); });
+  daemon::Service service(
+      loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
+      [&args] { return loadConfig(args); }, clock, wallClock);
   auto server = daemon::ControlServer::start(
-      {args.cfg.control.socket, args.cfg.control.group}, state, events, log,
+      {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
         service.onChangeRequest(std::move(r), std::move(p), std::move(reply));
       });

@@ -46,7 +46,8 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
 
 Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
                  EventLog& events, StatePublisher& state, DumpWriter& dumps,
-                 std::shared_ptr<const config::Config> config, ConfigLoader loadConfig)
+                 std::shared_ptr<const config::Config> config, ConfigLoader loadConfig,
+                 const mad::Clock& clock, const WallClock& wallClock)
     : loop_(loop),
       engine_(engine),
       sm_(sm),
@@ -56,7 +57,9 @@ Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Log
       state_(state),
       dumps_(dumps),
       config_(std::move(config)),
-      loadConfig_(std::move(loadConfig)) {}
+      loadConfig_(std::move(loadConfig)),
+      clock_(clock),
+      wallClock_(wallClock) {}
 
 Service::~Service() {
   if (wakeFd_ >= 0) {
@@ -105,7 +108,7 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     st.sweeps = sm_.sweeps();
     st.lastSweep = s;
     st.subnetUp = subnetUp_;
-    if (subnetUp_ && !wasUp) st.subnetUpSince = std::chrono::system_clock::now();
+    if (subnetUp_ && !wasUp) st.subnetUpSince = wallClock_.now();
     if (!subnetUp_) st.subnetUpSince.reset();
     st.mad = engine_.counters();
   });
@@ -184,10 +187,10 @@ std::string Service::statusLine() const {
 
 SweepSummary Service::sweep(const std::string& cause, bool heavy) {
   SweepSummary s;
-  s.start = std::chrono::system_clock::now();
+  s.start = wallClock_.now();
   s.cause = cause;
   s.heavy = heavy;
-  auto t0 = std::chrono::steady_clock::now();
+  mad::TimePoint t0 = clock_.now();
   state_.updateStatus([&](StatusInfo& st) {
     st.sweeping = true;
     st.sweepCause = cause;
@@ -224,7 +227,7 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
     if (r.program.errors.size() > 20)
       log_.warn("SWEEP004", "programming: " + std::to_string(r.program.errors.size()) + " errors in all");
   }
-  s.durationMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  s.durationMs = ms(clock_.now() - t0);
   publish(before, s);
 
   std::string msg = "sweep " + std::to_string(s.number) + " (" + cause + "): ";

@@ -19,7 +19,9 @@
 #include "daemon/service/event_loop.h"
 #include "daemon/service/notify.h"
 #include "daemon/sm/subnet_manager.h"
+#include "daemon/state/wall_clock.h"
 #include "fabric/result.h"
+#include "mad/clock.h"
 
 namespace ibsm::daemon {
 
@@ -29,9 +31,11 @@ SmOptions smOptionsFrom(const config::Config& config, fabric::Guid localPort = {
 class Service {
  public:
   using ConfigLoader = std::function<fabric::Result<config::Config>()>;
+  // clock times the sweeps; wallClock stamps what status shows (sweep start, SUBNET UP since).
   Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
           EventLog& events, StatePublisher& state, DumpWriter& dumps,
-          std::shared_ptr<const config::Config> config, ConfigLoader loadConfig);
+          std::shared_ptr<const config::Config> config, ConfigLoader loadConfig, const mad::Clock& clock,
+          const WallClock& wallClock);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -74,6 +78,8 @@ class Service {
   DumpWriter& dumps_;
   std::shared_ptr<const config::Config> config_;
   ConfigLoader loadConfig_;
+  const mad::Clock& clock_;
+  const WallClock& wallClock_;
 
   int wakeFd_ = -1;
   std::mutex queueMutex_;

@@ -23,6 +23,7 @@ namespace {
 
 // Moves a damaged state file aside; says where it went (or why it stayed).
 std::string moveAside(const std::string& path) {
+  // Deliberately the system clock: the suffix tells an operator when the file went bad; nothing times by it.
   auto stamp =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   std::string aside = path + ".bad-" + std::to_string(stamp.count());

@@ -40,7 +40,8 @@ Hca 1 "H4" # "h4 HCA-1"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto snap = fuzzing::makeSnapshot(kNet, "fuzz-net");
-  static daemon::EventLog events;
+  static const daemon::SystemWallClock wallClock;
+  static daemon::EventLog events(wallClock);
   std::string_view all(reinterpret_cast<const char*>(data), size);
   daemon::ReadHandler handler;
   while (!all.empty()) {

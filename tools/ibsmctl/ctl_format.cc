@@ -24,6 +24,11 @@ std::string str(const json& v) {
   return v.dump();
 }
 
+// A string field, dflt when the field or the object is missing (json::value throws on null).
+std::string text(const json& o, const char* key, const char* dflt = "?") {
+  return o.is_object() ? o.value(key, dflt) : dflt;
+}
+
 std::string num(const json& v, const char* key) {
   auto it = v.find(key);
   return it == v.end() ? "-" : str(*it);
@@ -65,6 +70,7 @@ std::string portList(const json& v) {
 }
 
 std::string sweepLine(const json& s) {
+  if (!s.is_object()) return "no sweep result in the answer";
   std::string line = "sweep " + num(s, "number") + " (" + s.value("cause", "?") + ")";
   if (!s.value("ok", false)) return line + ": failed: " + s.value("error", "?");
   line += std::string(": ") + (s.value("subnet_up", false) ? "SUBNET UP" : "SUBNET NOT UP") + " in " +
@@ -173,7 +179,7 @@ Formatted links(const json& r) {
 
 Formatted routes(const json& r) {
   const json& sw = at(r, "switch");
-  std::string out = "Routes of " + name(sw) + " (" + sw.value("guid", "?") + ", LID " + num(sw, "lid") +
+  std::string out = "Routes of " + name(sw) + " (" + text(sw, "guid") + ", LID " + num(sw, "lid") +
                     "), engine " + r.value("engine", "?") + "\n";
   Table t({"LID", "PORT", "AR-PORTS", "DESTINATION"}, {true, true, false, false});
   int code = 0;
@@ -210,8 +216,8 @@ Formatted path(const json& r) {
 
 Formatted ar(const json& r) {
   const json& sw = at(r, "switch");
-  std::string out = "Adaptive-routing groups of " + name(sw) + " (" + sw.value("guid", "?") + ", LID " +
-                    num(sw, "lid") + "): ";
+  std::string out =
+      "Adaptive-routing groups of " + name(sw) + " (" + text(sw, "guid") + ", LID " + num(sw, "lid") + "): ";
   if (!r.value("enabled", false)) return {out + "adaptive routing is off\n", 0};
   size_t groups = at(r, "groups").size();
   out += std::to_string(groups) + (groups == 1 ? " group" : " groups") +

@@ -217,7 +217,8 @@ class ControlProtocolHandler : public ::testing::Test {
     view.events = &events;
   }
   std::shared_ptr<SubnetSnapshot> snap;
-  EventLog events;
+  SystemWallClock wallClock;
+  EventLog events{wallClock};
   ControlView view;
   ReadHandler handler;
 };

@@ -101,7 +101,7 @@ class ControlServerTest : public ::testing::Test {
   }
   void start(ControlServerOptions o = {}) {
     o.path = path;
-    auto s = ControlServer::start(o, state, events, log,
+    auto s = ControlServer::start(o, state, events, log, clock,
                                   [this](Request r, PeerCredentials p, ControlServer::Reply reply) {
                                     ++changes;
                                     lastPeer = p;
@@ -128,7 +128,9 @@ class ControlServerTest : public ::testing::Test {
 
   std::string dir, path;
   StatePublisher state;
-  EventLog events;
+  SystemWallClock wallClock;
+  EventLog events{wallClock};
+  mad::SteadyClock clock;
   std::vector<LogRecord> logged;
   std::mutex logMutex;
   Logger log{[this](const LogRecord& r) {
@@ -162,7 +164,7 @@ TEST_F(ControlServerTest, GroupOwnsTheSocketAndUnknownGroupsAreRefused) {
   ControlServerOptions bad;
   bad.path = path;
   bad.group = "no-such-group-ibsm";
-  auto s = ControlServer::start(bad, state, events, log, nullptr);
+  auto s = ControlServer::start(bad, state, events, log, clock, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "control.group 'no-such-group-ibsm' does not exist");
 }
@@ -179,12 +181,12 @@ TEST_F(ControlServerTest, StaleSocketIsReplacedLiveOneAndOtherFilesAreNot) {
   EXPECT_TRUE(ask(R"({"command":"status"})")["ok"].get<bool>());
   ControlServerOptions again;
   again.path = path;
-  auto second = ControlServer::start(again, state, events, log, nullptr);
+  auto second = ControlServer::start(again, state, events, log, clock, nullptr);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.error().message.find("is listening on"), std::string::npos);
   server.reset();
   std::ofstream(path) << "not a socket";
-  auto third = ControlServer::start(again, state, events, log, nullptr);
+  auto third = ControlServer::start(again, state, events, log, clock, nullptr);
   ASSERT_FALSE(third.ok());
   EXPECT_NE(third.error().message.find("is not a socket"), std::string::npos);
   EXPECT_TRUE(std::filesystem::is_regular_file(path));
