@@ -248,6 +248,15 @@ void applyPortInfoSet(const PortInfoSet& s, uint8_t* d) {
   // LinkSpeedActive / LinkWidthActive are read-only; a Set with speed enable 0 means "no change".
 }
 
+void setPortInfoState(uint8_t* d, fabric::PortState state, uint8_t physState) {
+  set(d, IB_PORT_STATE_F, static_cast<uint32_t>(state));
+  set(d, IB_PORT_PHYS_STATE_F, physState);
+}
+
+void clearPortInfoClientReregister(uint8_t* d) {
+  set(d, IB_PORT_CLIENT_REREG_F, 0);
+}
+
 fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* d) {
   fabric::SwitchAttrs s;
   s.linearFdbCap = static_cast<uint16_t>(get(d, IB_SW_LINEAR_FDB_CAP_F));
@@ -268,6 +277,22 @@ void encodeSwitchInfo(const fabric::SwitchAttrs& s, uint8_t* d) {
   set(d, IB_SW_LIFE_TIME_F, s.lifeTime);
   set(d, IB_SW_STATE_CHANGE_F, s.portStateChange);
   set(d, IB_SW_ENHANCED_PORT0_F, s.enhancedPort0);
+}
+
+void applySwitchInfoSet(const SwitchInfoSet& s, uint8_t* d) {
+  if (s.linearFdbTop) set(d, IB_SW_LINEAR_FDB_TOP_F, *s.linearFdbTop);
+  if (s.lifeTime) set(d, IB_SW_LIFE_TIME_F, *s.lifeTime);
+  if (s.portStateChange) set(d, IB_SW_STATE_CHANGE_F, *s.portStateChange);
+}
+
+LftBlock decodeLftBlock(const uint8_t* d) {
+  LftBlock b{};
+  mad_get_array(const_cast<uint8_t*>(d), 0, IB_LINEAR_FORW_TBL_F, b.data());
+  return b;
+}
+
+void encodeLftBlock(const LftBlock& b, uint8_t* d) {
+  mad_set_array(d, 0, IB_LINEAR_FORW_TBL_F, const_cast<uint8_t*>(b.data()));
 }
 
 SmInfo decodeSmInfo(const uint8_t* d) {

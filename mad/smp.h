@@ -85,9 +85,29 @@ struct PortInfoSet {
   std::optional<MkeyInfo> mkey;
 };
 void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
+// PortState and PortPhysicalState are commands in a Set (0: no change); in the block the SM keeps of what a
+// port holds they are the port's current states.
+void setPortInfoState(uint8_t* data, fabric::PortState state, uint8_t physState);
+// ClientReregister is a command as well, not kept by the port: cleared in the SM's copy once sent.
+void clearPortInfoClientReregister(uint8_t* data);
 
 fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* data);
 void encodeSwitchInfo(const fabric::SwitchAttrs& attrs, uint8_t* data);  // for fakes and tests
+
+// Fields the SM writes with SubnSet(SwitchInfo), on top of the switch's current SwitchInfo block.
+// PortStateChange is write-1-to-clear: true in a Set clears the switch's flag.
+struct SwitchInfoSet {
+  std::optional<uint16_t> linearFdbTop;
+  std::optional<uint8_t> lifeTime;
+  std::optional<bool> portStateChange;
+};
+void applySwitchInfoSet(const SwitchInfoSet& set, uint8_t* data);
+
+// LinearForwardingTable (IBA 14.2.5.10): one block maps 64 LIDs (block b: LIDs 64b ... 64b + 63) to ports.
+inline constexpr unsigned kLftBlockLids = 64;
+using LftBlock = std::array<uint8_t, kLftBlockLids>;
+LftBlock decodeLftBlock(const uint8_t* data);
+void encodeLftBlock(const LftBlock& block, uint8_t* data);
 
 // MulticastForwardingTable (IBA 14.2.5.12): one block holds 32 MLIDs (block b: MLIDs 0xC000 + 32b ...) for 16
 // ports (position p: ports 16p ... 16p + 15), each entry a port bit mask, bit i = port 16p + i.

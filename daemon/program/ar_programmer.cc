@@ -33,19 +33,19 @@ ArProgrammer::ArProgrammer(mad::MadEngine& engine, const mad::Clock& clock, ArOp
     : engine_(engine), clock_(clock), options_(options) {}
 
 ArCapability ArProgrammer::capability(fabric::Guid sw) const {
-  auto it = switches_.find(sw);
-  return it == switches_.end() ? ArCapability::kUnknown : it->second.capability;
+  const SwitchState* st = switches_.find(sw);
+  return st ? st->capability : ArCapability::kUnknown;
 }
 
 bool ArProgrammer::enabled(fabric::Guid sw) const {
-  auto it = switches_.find(sw);
-  return it != switches_.end() && it->second.enabled;
+  const SwitchState* st = switches_.find(sw);
+  return st && st->enabled;
 }
 
 void ArProgrammer::forgetTables() {
   for (auto& [guid, st] : switches_) {
-    st.groupKnown.assign(st.groupKnown.size(), false);
-    st.lftKnown.assign(st.lftKnown.size(), false);
+    st.groups.forgetAll();
+    st.lft.forgetAll();
     st.plainLft.clear();
     st.enableUnknown = st.capability == ArCapability::kCapable;
     st.failures = 0;
@@ -53,10 +53,13 @@ void ArProgrammer::forgetTables() {
   }
 }
 
-namespace {
+size_t ArProgrammer::count(ArCapability c) const {
+  size_t n = 0;
+  for (const auto& [guid, st] : switches_) n += st.capability == c;
+  return n;
+}
 
-// What one capable switch should hold after this run.
-struct Plan {
+struct ArProgrammer::Plan {
   NodeIndex node = fabric::kNoNode;
   bool wantAr = false;
   bool failed = false;  // an AR block was rejected or not answered in this run
@@ -64,6 +67,8 @@ struct Plan {
   std::vector<mad::ArGroupBlock> groups;
   std::vector<mad::ArLftBlock> lft;
 };
+
+namespace {
 
 std::string describe(const fabric::Node& n) {
   return fabric::toString(n.guid) + " (" + n.description + ")";
@@ -82,12 +87,229 @@ std::string checkGroups(const routing::ArTable& ar, const fabric::Node& node, co
   return {};
 }
 
+// The group table and ARLFT blocks for routing's AR table of one switch.
+void fillBlocks(const routing::ArTable& ar, const std::vector<uint8_t>& lft, mad::ArLidState mode,
+                uint16_t& groupTop, std::vector<mad::ArGroupBlock>& groupBlocks,
+                std::vector<mad::ArLftBlock>& lftBlocks) {
+  const size_t groups = ar.groups.size();
+  groupTop = static_cast<uint16_t>(groups - 1);
+  groupBlocks.resize((groups + mad::kArGroupsPerBlock - 1) / mad::kArGroupsPerBlock);
+  for (size_t g = 0; g < groups; ++g)
+    groupBlocks[g / mad::kArGroupsPerBlock].groups[g % mad::kArGroupsPerBlock] = ar.groups[g];
+  lftBlocks.resize((lft.size() + mad::kArLftEntriesPerBlock - 1) / mad::kArLftEntriesPerBlock);
+  for (size_t lid = 0; lid < lft.size(); ++lid) {
+    uint16_t g = lid < ar.lidToGroup.size() ? ar.lidToGroup[lid] : routing::ArTable::kNoGroup;
+    mad::ArLftEntry& e = lftBlocks[lid / mad::kArLftEntriesPerBlock][lid % mad::kArLftEntriesPerBlock];
+    e.defaultPort = lft[lid];
+    if (g != routing::ArTable::kNoGroup && g < groups) {
+      e.group = g;
+      e.state = mode;
+    } else {
+      e.group = lft[lid];  // a static LID's GroupNumber holds its port
+      e.state = mad::ArLidState::kStatic;
+    }
+  }
+}
+
+// Submits an AR Set; done(ok) runs with its outcome, a failure becomes an AR002 error.
+void sendSet(PhaseRunner& phase, const fabric::Node& node, mad::MadPacket smp, const std::string& what,
+             ArReport& report, std::function<void(bool ok)> done) {
+  phase.submit(std::move(smp),
+               [&report, what, where = describe(node), done = std::move(done)](const SmpAnswer& a) {
+                 if (!a.ok) report.errors.push_back("AR002 " + what + " on " + where + a.failure());
+                 done(a.ok);
+               });
+}
+
 }  // namespace
 
-size_t ArProgrammer::count(ArCapability c) const {
-  size_t n = 0;
-  for (const auto& [guid, st] : switches_) n += st.capability == c;
-  return n;
+// Phase 1: one short probe of every switch never probed.
+void ArProgrammer::probe(PhaseRunner& phase, const fabric::Topology& topo, ArReport& report,
+                         size_t& noAnswer) {
+  for (NodeIndex n : topo.switches()) {
+    const fabric::Node& node = topo.node(n);
+    SwitchState& st = switches_[node.guid];  // references stay valid: unordered_map nodes do not move
+    if (st.capability != ArCapability::kUnknown) continue;
+    ++report.probed;
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrArInfo, 0, node.route);
+    auto done = [&, n](const SmpAnswer& a) {
+      const mad::MadResult& r = a.result;
+      const fabric::Node& nd = topo.node(n);
+      st.capability = ArCapability::kIncapable;
+      if (!r.ok()) {
+        ++noAnswer;  // timeout or transport drop: the switch does not implement the attribute
+        return;
+      }
+      if (r.header.status != 0) {
+        report.warnings.push_back("AR001 " + describe(nd) + " answers AdaptiveRoutingInfo with status " +
+                                  std::to_string(r.header.status) + ": no adaptive routing");
+        return;
+      }
+      auto info = mad::decodeArInfo(mad::smpData(r.response));
+      if (!info) {
+        report.warnings.push_back("AR001 " + describe(nd) + ": " + info.error().message +
+                                  ": no adaptive routing");
+        return;
+      }
+      if (info->groupCap == 0) {
+        report.warnings.push_back("AR001 " + describe(nd) + " reports GroupCap 0: no adaptive routing");
+        return;
+      }
+      st.capability = ArCapability::kCapable;
+      st.info = *info;
+      st.enabled = info->enabled;  // AR left on by a previous SM counts as on
+      st.enableUnknown = false;
+    };
+    // A failed probe is an answer (no AR), not an error of the phase.
+    phase.submit(std::move(smp), std::move(done), mad::RequestOptions{options_.probeTimeout, 0u}, false);
+  }
+}
+
+// What each capable switch should hold.
+std::vector<ArProgrammer::Plan> ArProgrammer::plan(const fabric::Topology& topo,
+                                                   const routing::RoutingTables& tables, ArReport& report) {
+  const bool routingHasAr = !tables.ar.empty();
+  std::vector<Plan> plans;
+  for (NodeIndex n : topo.switches()) {
+    const fabric::Node& node = topo.node(n);
+    SwitchState* st = switches_.find(node.guid);
+    if (!st) continue;
+    if (st->capability == ArCapability::kCapable) ++report.capable;
+    if (st->capability == ArCapability::kIncapable) ++report.incapable;
+    if (st->capability != ArCapability::kCapable) continue;
+    Plan p;
+    p.node = n;
+    if (st->parked) {
+      report.fellBack.push_back(node.guid);
+    } else if (routingHasAr && n < tables.ar.size() && !tables.ar[n].groups.empty() &&
+               n < tables.lft.size()) {
+      const routing::ArTable& ar = tables.ar[n];
+      if (std::string why = checkGroups(ar, node, st->info); !why.empty()) {
+        report.warnings.push_back("AR003 " + describe(node) + ": " + why + "; plain LFTs on this switch");
+        report.fellBack.push_back(node.guid);
+      } else {
+        p.wantAr = true;
+        fillBlocks(ar, tables.lft[n], options_.mode, p.groupTop, p.groups, p.lft);
+      }
+    }
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+// Phase 2: group tables (before the ARLFT refers to them).
+void ArProgrammer::sendGroups(PhaseRunner& phase, const fabric::Topology& topo, std::vector<Plan>& plans,
+                              ArReport& report) {
+  for (Plan& p : plans) {
+    if (!p.wantAr) continue;
+    const fabric::Node& node = topo.node(p.node);
+    SwitchState& st = switches_[node.guid];
+    st.groups.grow(p.groups.size());
+    for (size_t b = 0; b < p.groups.size(); ++b) {
+      if (st.groups.holds(b, p.groups[b])) {
+        ++report.groupBlocksSkipped;
+        continue;
+      }
+      mad::MadPacket smp = mad::makeDirectedSmp(
+          mad::kSet, mad::kAttrArGroupTable, mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), node.route);
+      mad::encodeArGroupBlock(p.groups[b], mad::smpData(smp));
+      sendSet(phase, node, std::move(smp), "ARGroupTable block " + std::to_string(b), report,
+              [&, b, block = p.groups[b]](bool ok) {
+                if (!ok) {
+                  st.groups.markUnknown(b);
+                  p.failed = true;
+                  return;
+                }
+                st.groups.store(b, block);
+                ++report.groupBlocksSent;
+              });
+    }
+  }
+}
+
+// Phase 3: ARLFT blocks, on switches whose group tables are all in place.
+void ArProgrammer::sendLft(PhaseRunner& phase, const fabric::Topology& topo, std::vector<Plan>& plans,
+                           ArReport& report) {
+  for (Plan& p : plans) {
+    if (!p.wantAr || p.failed) continue;
+    const fabric::Node& node = topo.node(p.node);
+    SwitchState& st = switches_[node.guid];
+    st.lft.grow(p.lft.size());
+    for (size_t b = 0; b < p.lft.size(); ++b) {
+      if (st.lft.holds(b, p.lft[b])) {
+        ++report.lftBlocksSkipped;
+        continue;
+      }
+      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArLft,
+                                                mad::arLftAttrMod(static_cast<uint32_t>(b)), node.route);
+      mad::encodeArLftBlock(p.lft[b], mad::smpData(smp));
+      sendSet(phase, node, std::move(smp), "ARLinearForwardingTable block " + std::to_string(b), report,
+              [&, b, block = p.lft[b]](bool ok) {
+                if (!ok) {
+                  st.lft.markUnknown(b);
+                  p.failed = true;
+                  return;
+                }
+                st.lft.store(b, block);
+                ++report.lftBlocksSent;
+              });
+    }
+  }
+}
+
+// Phase 4, one switch: AR on where everything is in place (again after a plain LFT change, which turned it
+// off); off where a block failed or no AR is wanted any more.
+void ArProgrammer::sendEnable(PhaseRunner& phase, const fabric::Topology& topo,
+                              const routing::RoutingTables& tables, Plan& p, ArReport& report) {
+  const fabric::Node& node = topo.node(p.node);
+  SwitchState& st = switches_[node.guid];
+  if (p.failed) {
+    ++st.failures;
+    report.fellBack.push_back(node.guid);
+    std::string what = "AR003 " + describe(node) + ": AR tables not accepted; plain LFTs on this switch";
+    if (st.failures >= options_.maxFailures) {
+      st.parked = true;
+      what += " until it is reset (failed " + std::to_string(st.failures) + " times in a row)";
+    }
+    report.warnings.push_back(what);
+  }
+  mad::ArInfo want = st.info;
+  if (p.wantAr && !p.failed) {
+    want.enabled = true;
+    want.groupTop = p.groupTop;
+    want.subGroupsActive = 0;  // one port mask per group: two groups per ARGroupTable block
+    want.bySlEnabled = false;  // AR on every SL
+    want.ageingTimeUs = options_.ageingTimeUs;
+    const std::vector<uint8_t>& plain = tables.lft[p.node];
+    if (st.enabled && !st.enableUnknown && want == st.info && st.plainLft == plain) return;
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
+    mad::encodeArInfo(want, mad::smpData(smp));
+    sendSet(phase, node, std::move(smp), "AdaptiveRoutingInfo enable", report, [&, want, plain](bool ok) {
+      if (!ok) {
+        // Whether AR went on is unknown; the next run sends the enable again.
+        st.enableUnknown = true;
+        report.fellBack.push_back(node.guid);
+        return;
+      }
+      st.info = want;
+      st.enabled = true;
+      st.enableUnknown = false;
+      st.plainLft = plain;
+      st.failures = 0;
+      ++report.enableSets;
+    });
+  } else if (st.enabled || st.enableUnknown) {
+    want.enabled = false;
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
+    mad::encodeArInfo(want, mad::smpData(smp));
+    sendSet(phase, node, std::move(smp), "AdaptiveRoutingInfo disable", report, [&, want](bool ok) {
+      if (!ok) return void(st.enableUnknown = true);
+      st.info = want;
+      st.enabled = false;
+      st.enableUnknown = false;
+      ++report.disableSets;
+    });
+  }
 }
 
 ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::RoutingTables& tables) {
@@ -96,80 +318,15 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
   // programmed from scratch.
   std::unordered_set<fabric::Guid> present;
   for (NodeIndex n : topo.switches()) present.insert(topo.node(n).guid);
-  for (auto it = switches_.begin(); it != switches_.end();)
-    it = present.count(it->first) ? std::next(it) : switches_.erase(it);
+  switches_.retain([&](fabric::Guid guid) { return present.count(guid) > 0; });
 
-  const bool routingHasAr = !tables.ar.empty();
-  // Runs one phase: `issue` submits SMPs through `send`; the engine runs until they are all answered.
-  using OnDone = std::function<void(bool ok)>;
-  using Sender = std::function<void(NodeIndex, mad::MadPacket, const std::string& what, OnDone)>;
-  auto phase = [&](const char* name, const std::function<void(const Sender&)>& issue) {
-    PhaseStats st;
-    st.name = name;
-    mad::TimePoint t0 = clock_.now();
-    size_t sent0 = engine_.counters().sent;
-    Sender send = [&](NodeIndex n, mad::MadPacket smp, const std::string& what, OnDone done) {
-      std::string where = describe(topo.node(n));
-      engine_.submit(std::move(smp), [&, what, where, done = std::move(done)](const MadResult& r) {
-        bool ok = r.ok() && r.header.status == 0;
-        if (!ok) {
-          ++st.errors;
-          report.errors.push_back(
-              "AR002 " + what + " on " + where +
-              (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
-        }
-        done(ok);
-      });
-    };
-    issue(send);
-    engine_.runUntilIdle();
-    st.smps = engine_.counters().sent - sent0;
-    st.elapsed = clock_.now() - t0;
-    report.phases.push_back(st);
+  auto phase = [&](const char* name, const std::function<void(PhaseRunner&)>& issue) {
+    report.phases.push_back(runPhase(engine_, clock_, name, PhaseOptions{}, issue));
   };
-
-  // Phase 1: one short probe of every switch never probed (only when routing produced AR groups at all).
+  // The probe only when routing produced AR groups at all.
   size_t noAnswer = 0;
-  phase("ar-probe", [&](const Sender&) {
-    if (!routingHasAr) return;
-    for (NodeIndex n : topo.switches()) {
-      const fabric::Node& node = topo.node(n);
-      SwitchState& st = switches_[node.guid];  // references stay valid: unordered_map nodes do not move
-      if (st.capability != ArCapability::kUnknown) continue;
-      ++report.probed;
-      mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrArInfo, 0, node.route);
-      engine_.submit(
-          std::move(smp),
-          [&, n](const MadResult& r) {
-            const fabric::Node& nd = topo.node(n);
-            st.capability = ArCapability::kIncapable;
-            if (!r.ok()) {
-              ++noAnswer;  // timeout or transport drop: the switch does not implement the attribute
-              return;
-            }
-            if (r.header.status != 0) {
-              report.warnings.push_back("AR001 " + describe(nd) +
-                                        " answers AdaptiveRoutingInfo with status " +
-                                        std::to_string(r.header.status) + ": no adaptive routing");
-              return;
-            }
-            auto info = mad::decodeArInfo(mad::smpData(r.response));
-            if (!info) {
-              report.warnings.push_back("AR001 " + describe(nd) + ": " + info.error().message +
-                                        ": no adaptive routing");
-              return;
-            }
-            if (info->groupCap == 0) {
-              report.warnings.push_back("AR001 " + describe(nd) + " reports GroupCap 0: no adaptive routing");
-              return;
-            }
-            st.capability = ArCapability::kCapable;
-            st.info = *info;
-            st.enabled = info->enabled;  // AR left on by a previous SM counts as on
-            st.enableUnknown = false;
-          },
-          mad::RequestOptions{options_.probeTimeout, 0u});
-    }
+  phase("ar-probe", [&](PhaseRunner& runner) {
+    if (!tables.ar.empty()) probe(runner, topo, report, noAnswer);
   });
   probesSent_ += report.probed;
   if (noAnswer)
@@ -177,165 +334,11 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
                               " switch(es) do not answer AdaptiveRoutingInfo " +
                               "(one short attempt each): plain LFTs only");
 
-  // What each capable switch should hold.
-  std::vector<Plan> plans;
-  for (NodeIndex n : topo.switches()) {
-    const fabric::Node& node = topo.node(n);
-    auto it = switches_.find(node.guid);
-    if (it == switches_.end()) continue;
-    SwitchState& st = it->second;
-    if (st.capability == ArCapability::kCapable) ++report.capable;
-    if (st.capability == ArCapability::kIncapable) ++report.incapable;
-    if (st.capability != ArCapability::kCapable) continue;
-    Plan p;
-    p.node = n;
-    if (st.parked) {
-      report.fellBack.push_back(node.guid);
-    } else if (routingHasAr && n < tables.ar.size() && !tables.ar[n].groups.empty() &&
-               n < tables.lft.size()) {
-      const routing::ArTable& ar = tables.ar[n];
-      if (std::string why = checkGroups(ar, node, st.info); !why.empty()) {
-        report.warnings.push_back("AR003 " + describe(node) + ": " + why + "; plain LFTs on this switch");
-        report.fellBack.push_back(node.guid);
-      } else {
-        p.wantAr = true;
-        const size_t groups = ar.groups.size();
-        p.groupTop = static_cast<uint16_t>(groups - 1);
-        p.groups.resize((groups + mad::kArGroupsPerBlock - 1) / mad::kArGroupsPerBlock);
-        for (size_t g = 0; g < groups; ++g)
-          p.groups[g / mad::kArGroupsPerBlock].groups[g % mad::kArGroupsPerBlock] = ar.groups[g];
-        const std::vector<uint8_t>& lft = tables.lft[n];
-        p.lft.resize((lft.size() + mad::kArLftEntriesPerBlock - 1) / mad::kArLftEntriesPerBlock);
-        for (size_t lid = 0; lid < lft.size(); ++lid) {
-          uint16_t g = lid < ar.lidToGroup.size() ? ar.lidToGroup[lid] : routing::ArTable::kNoGroup;
-          mad::ArLftEntry& e = p.lft[lid / mad::kArLftEntriesPerBlock][lid % mad::kArLftEntriesPerBlock];
-          e.defaultPort = lft[lid];
-          if (g != routing::ArTable::kNoGroup && g < groups) {
-            e.group = g;
-            e.state = options_.mode;
-          } else {
-            e.group = lft[lid];  // a static LID's GroupNumber holds its port
-            e.state = mad::ArLidState::kStatic;
-          }
-        }
-      }
-    }
-    plans.push_back(std::move(p));
-  }
-
-  // Phase 2: group tables (before the ARLFT refers to them).
-  phase("ar-groups", [&](const Sender& send) {
-    for (Plan& p : plans) {
-      if (!p.wantAr) continue;
-      const fabric::Node& node = topo.node(p.node);
-      SwitchState& st = switches_[node.guid];
-      if (st.groups.size() < p.groups.size()) {
-        st.groups.resize(p.groups.size());
-        st.groupKnown.resize(p.groups.size(), false);
-      }
-      for (size_t b = 0; b < p.groups.size(); ++b) {
-        if (st.groupKnown[b] && st.groups[b] == p.groups[b]) {
-          ++report.groupBlocksSkipped;
-          continue;
-        }
-        mad::MadPacket smp =
-            mad::makeDirectedSmp(mad::kSet, mad::kAttrArGroupTable,
-                                 mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), node.route);
-        mad::encodeArGroupBlock(p.groups[b], mad::smpData(smp));
-        send(p.node, std::move(smp), "ARGroupTable block " + std::to_string(b),
-             [&, b, block = p.groups[b]](bool ok) {
-               st.groupKnown[b] = ok;
-               if (!ok) return void(p.failed = true);
-               st.groups[b] = block;
-               ++report.groupBlocksSent;
-             });
-      }
-    }
-  });
-
-  // Phase 3: ARLFT blocks, on switches whose group tables are all in place.
-  phase("ar-lft", [&](const Sender& send) {
-    for (Plan& p : plans) {
-      if (!p.wantAr || p.failed) continue;
-      const fabric::Node& node = topo.node(p.node);
-      SwitchState& st = switches_[node.guid];
-      if (st.lft.size() < p.lft.size()) {
-        st.lft.resize(p.lft.size());
-        st.lftKnown.resize(p.lft.size(), false);
-      }
-      for (size_t b = 0; b < p.lft.size(); ++b) {
-        if (st.lftKnown[b] && st.lft[b] == p.lft[b]) {
-          ++report.lftBlocksSkipped;
-          continue;
-        }
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArLft,
-                                                  mad::arLftAttrMod(static_cast<uint32_t>(b)), node.route);
-        mad::encodeArLftBlock(p.lft[b], mad::smpData(smp));
-        send(p.node, std::move(smp), "ARLinearForwardingTable block " + std::to_string(b),
-             [&, b, block = p.lft[b]](bool ok) {
-               st.lftKnown[b] = ok;
-               if (!ok) return void(p.failed = true);
-               st.lft[b] = block;
-               ++report.lftBlocksSent;
-             });
-      }
-    }
-  });
-
-  // Phase 4: AR on where everything is in place (again after a plain LFT change, which turned it off); off
-  // where a block failed or no AR is wanted any more.
-  phase("ar-enable", [&](const Sender& send) {
-    for (Plan& p : plans) {
-      const fabric::Node& node = topo.node(p.node);
-      SwitchState& st = switches_[node.guid];
-      if (p.failed) {
-        ++st.failures;
-        report.fellBack.push_back(node.guid);
-        std::string what = "AR003 " + describe(node) + ": AR tables not accepted; plain LFTs on this switch";
-        if (st.failures >= options_.maxFailures) {
-          st.parked = true;
-          what += " until it is reset (failed " + std::to_string(st.failures) + " times in a row)";
-        }
-        report.warnings.push_back(what);
-      }
-      mad::ArInfo want = st.info;
-      if (p.wantAr && !p.failed) {
-        want.enabled = true;
-        want.groupTop = p.groupTop;
-        want.subGroupsActive = 0;  // one port mask per group: two groups per ARGroupTable block
-        want.bySlEnabled = false;  // AR on every SL
-        want.ageingTimeUs = options_.ageingTimeUs;
-        const std::vector<uint8_t>& plain = tables.lft[p.node];
-        if (st.enabled && !st.enableUnknown && want == st.info && st.plainLft == plain) continue;
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
-        mad::encodeArInfo(want, mad::smpData(smp));
-        send(p.node, std::move(smp), "AdaptiveRoutingInfo enable", [&, want, plain](bool ok) {
-          if (!ok) {
-            // Whether AR went on is unknown; the next run sends the enable again.
-            st.enableUnknown = true;
-            report.fellBack.push_back(node.guid);
-            return;
-          }
-          st.info = want;
-          st.enabled = true;
-          st.enableUnknown = false;
-          st.plainLft = plain;
-          st.failures = 0;
-          ++report.enableSets;
-        });
-      } else if (st.enabled || st.enableUnknown) {
-        want.enabled = false;
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
-        mad::encodeArInfo(want, mad::smpData(smp));
-        send(p.node, std::move(smp), "AdaptiveRoutingInfo disable", [&, want](bool ok) {
-          if (!ok) return void(st.enableUnknown = true);
-          st.info = want;
-          st.enabled = false;
-          st.enableUnknown = false;
-          ++report.disableSets;
-        });
-      }
-    }
+  std::vector<Plan> plans = plan(topo, tables, report);
+  phase("ar-groups", [&](PhaseRunner& runner) { sendGroups(runner, topo, plans, report); });
+  phase("ar-lft", [&](PhaseRunner& runner) { sendLft(runner, topo, plans, report); });
+  phase("ar-enable", [&](PhaseRunner& runner) {
+    for (Plan& p : plans) sendEnable(runner, topo, tables, p, report);
   });
   for (NodeIndex n : topo.switches())
     if (enabled(topo.node(n).guid)) ++report.enabled;

@@ -28,10 +28,11 @@
 #pragma once
 
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "daemon/program/programmer.h"
+#include "daemon/program/block_cache.h"
+#include "daemon/program/phase_runner.h"
+#include "daemon/program/programmer.h"  // PhaseStats and SwitchTableCache for the users of both
 #include "fabric/topology.h"
 #include "mad/ar.h"
 #include "mad/mad_engine.h"
@@ -72,7 +73,7 @@ class ArProgrammer {
   ArCapability capability(fabric::Guid sw) const;
   bool enabled(fabric::Guid sw) const;  // AR on, as far as this SM knows
   // The switch is new (rebooted, replaced): probe and program it from scratch next time.
-  void forget(fabric::Guid sw) { switches_.erase(sw); }
+  void forget(fabric::Guid sw) { switches_.forget(sw); }
   // Forget what the switches hold (with SubnetManager::forgetSwitchTables, which rewrites every plain LFT
   // block and so turns AR off): every AR block is sent and AR enabled again; capabilities are kept.
   void forgetTables();
@@ -85,22 +86,31 @@ class ArProgrammer {
  private:
   struct SwitchState {
     ArCapability capability = ArCapability::kUnknown;
-    mad::ArInfo info;                       // as probed, then as last written
-    std::vector<mad::ArGroupBlock> groups;  // what the switch holds, per block
-    std::vector<bool> groupKnown;
-    std::vector<mad::ArLftBlock> lft;
-    std::vector<bool> lftKnown;
+    mad::ArInfo info;  // as probed, then as last written
+    KnownBlocks<mad::ArGroupBlock> groups;
+    KnownBlocks<mad::ArLftBlock> lft;
     bool enabled = false;
     bool enableUnknown = false;     // an enable/disable Set was not acknowledged
     std::vector<uint8_t> plainLft;  // tables.lft[n] when AR was last enabled
     unsigned failures = 0;
     bool parked = false;
   };
+  struct Plan;  // what one capable switch should hold after this run
+
+  // The steps of program(), in order.
+  void probe(PhaseRunner& phase, const fabric::Topology& topo, ArReport& report, size_t& noAnswer);
+  std::vector<Plan> plan(const fabric::Topology& topo, const routing::RoutingTables& tables,
+                         ArReport& report);
+  void sendGroups(PhaseRunner& phase, const fabric::Topology& topo, std::vector<Plan>& plans,
+                  ArReport& report);
+  void sendLft(PhaseRunner& phase, const fabric::Topology& topo, std::vector<Plan>& plans, ArReport& report);
+  void sendEnable(PhaseRunner& phase, const fabric::Topology& topo, const routing::RoutingTables& tables,
+                  Plan& p, ArReport& report);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
   ArOptions options_;
-  std::unordered_map<fabric::Guid, SwitchState> switches_;
+  SwitchCache<SwitchState> switches_;
   uint64_t probesSent_ = 0;
 };
 

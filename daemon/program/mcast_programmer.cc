@@ -11,8 +11,7 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
                                      const std::vector<routing::McastGroupRoute>& groups) {
   McastReport report;
   report.groups = groups.size();
-  const mad::TimePoint t0 = clock_.now();
-  const uint64_t sent0 = engine_.counters().sent;
+  PhaseRunner phase(engine_, clock_, "mft");
 
   // What every switch should hold: attribute modifier -> block.
   std::unordered_map<NodeIndex, std::map<uint32_t, mad::MftBlock>> want;
@@ -44,17 +43,13 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
 
   // Switches that left the fabric are forgotten: one that comes back (maybe rebooted) is written from
   // scratch.
-  for (auto it = held_.begin(); it != held_.end();) {
-    auto n = topo.findNode(it->first);
-    if (n && topo.node(*n).isSwitch())
-      ++it;
-    else
-      it = held_.erase(it);
-  }
+  held_.retain([&](fabric::Guid guid) {
+    auto n = topo.findNode(guid);
+    return n && topo.node(*n).isSwitch();
+  });
   for (NodeIndex n : topo.switches()) {
     const fabric::Node& node = topo.node(n);
-    auto known = held_.find(node.guid);
-    const bool fresh = known == held_.end();
+    const bool fresh = !held_.find(node.guid);
     auto& held = held_[node.guid];
     const auto& mine = want[n];
     // Blocks to look at: wanted ones, ones the switch holds, and on a new switch all up to the top in use.
@@ -80,21 +75,17 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
       std::string what = "MCAST002 Set of MFT block " + std::to_string(mod & 0x1FF) + " position " +
                          std::to_string(mod >> 28) + " on " + fabric::toString(node.guid) + " (" +
                          node.description + ")";
-      engine_.submit(std::move(smp), [&, guid = node.guid, mod, block, what](const mad::MadResult& r) {
-        if (r.ok() && r.header.status == 0) {
-          held_[guid][mod] = block;
-          ++report.blocksSent;
+      phase.submit(std::move(smp), [&, guid = node.guid, mod, block, what](const SmpAnswer& a) {
+        if (!a.ok) {
+          report.errors.push_back(what + a.failure());
           return;
         }
-        ++report.phase.errors;
-        report.errors.push_back(what +
-                                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+        held_[guid][mod] = block;
+        ++report.blocksSent;
       });
     }
   }
-  engine_.runUntilIdle();
-  report.phase.smps = engine_.counters().sent - sent0;
-  report.phase.elapsed = clock_.now() - t0;
+  report.phase = phase.finish();
   return report;
 }
 

@@ -7,10 +7,11 @@
 
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "daemon/program/programmer.h"
+#include "daemon/program/block_cache.h"
+#include "daemon/program/phase_runner.h"
+#include "daemon/program/programmer.h"  // for the users that expect it
 #include "mad/mad_engine.h"
 #include "mad/smp.h"
 #include "routing/multicast.h"
@@ -30,14 +31,15 @@ class McastProgrammer {
  public:
   McastProgrammer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
   McastReport program(const fabric::Topology& topo, const std::vector<routing::McastGroupRoute>& groups);
-  void forget(fabric::Guid sw) { held_.erase(sw); }
+  void forget(fabric::Guid sw) { held_.forget(sw); }
   void forgetTables() { held_.clear(); }
 
  private:
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
-  // Per switch GUID: MFT blocks as acknowledged, by attribute modifier (position << 28 | block).
-  std::unordered_map<fabric::Guid, std::map<uint32_t, mad::MftBlock>> held_;
+  // Per switch GUID: MFT blocks as acknowledged, by attribute modifier (position << 28 | block); a block
+  // not in the map is unknown. Sparse: a switch holds only the few blocks its groups use.
+  SwitchCache<std::map<uint32_t, mad::MftBlock>> held_;
 };
 
 }  // namespace ibsm::daemon

@@ -56,8 +56,7 @@ std::optional<size_t> defaultPkeySlot(const std::vector<uint16_t>& table) {
 
 PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
   PkeyReport report;
-  const mad::TimePoint t0 = clock_.now();
-  const uint64_t sent0 = engine_.counters().sent;
+  PhaseRunner phase(engine_, clock_, "pkey");
   const std::vector<ManagedPort> managed = managedPorts(topo);
 
   // Keep what is known of ports still managed; the others are forgotten.
@@ -87,21 +86,18 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     read[m].assign(m->blocks * mad::kPkeyBlockEntries, 0);
     for (size_t b = 0; b < m->blocks; ++b) {
       mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
-      engine_.submit(std::move(smp), [&, m, b](const mad::MadResult& r) {
-        if (!r.ok() || r.header.status != 0) {
+      phase.submit(std::move(smp), [&, m, b](const SmpAnswer& a) {
+        if (!a.ok) {
           if (failed.insert(m).second)
-            report.warnings.push_back(
-                "PKEY001 cannot read the P_Key table of " + describe(*m) +
-                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
-          ++report.phase.errors;
+            report.warnings.push_back("PKEY001 cannot read the P_Key table of " + describe(*m) + a.failure());
           return;
         }
-        mad::PkeyBlock got = mad::decodePkeyBlock(mad::smpData(r.response));
+        mad::PkeyBlock got = mad::decodePkeyBlock(mad::smpData(a.result.response));
         std::copy(got.begin(), got.end(), read[m].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
       });
     }
   }
-  engine_.runUntilIdle();
+  phase.wait();
 
   // Write the default P_Key where it is missing: one block per port.
   for (auto& [m, table] : read) {
@@ -121,23 +117,20 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     block[*slot % mad::kPkeyBlockEntries] = mad::kDefaultPkey;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
     mad::encodePkeyBlock(block, mad::smpData(smp));
-    engine_.submit(std::move(smp), [&, m = m, b](const mad::MadResult& r) {
-      if (!r.ok() || r.header.status != 0) {
+    phase.submit(std::move(smp), [&, m = m, b](const SmpAnswer& a) {
+      if (!a.ok) {
         // What the port holds is unknown now: read again next time.
         failed.insert(m);
-        ++report.phase.errors;
-        report.warnings.push_back(
-            "PKEY002 cannot write the default P_Key to " + describe(*m) +
-            (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer"));
+        report.warnings.push_back("PKEY002 cannot write the default P_Key to " + describe(*m) + a.failure());
         return;
       }
       ++report.blocksSet;
       // The SMA answers with the block it holds now.
-      mad::PkeyBlock held = mad::decodePkeyBlock(mad::smpData(r.response));
+      mad::PkeyBlock held = mad::decodePkeyBlock(mad::smpData(a.result.response));
       std::copy(held.begin(), held.end(), read[m].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
     });
   }
-  engine_.runUntilIdle();
+  report.phase = phase.finish();
 
   for (auto& [m, table] : read) {
     if (failed.count(m)) continue;
@@ -145,8 +138,6 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     changed = true;
   }
   if (changed) tables_ = std::move(next);
-  report.phase.smps = engine_.counters().sent - sent0;
-  report.phase.elapsed = clock_.now() - t0;
   return report;
 }
 

@@ -17,7 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/program/programmer.h"
+#include "daemon/program/phase_runner.h"
+#include "daemon/program/programmer.h"  // for the users that expect it
 #include "daemon/state/subnet_snapshot.h"
 #include "fabric/topology.h"
 #include "mad/mad_engine.h"

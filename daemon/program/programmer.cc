@@ -1,7 +1,5 @@
 #include "daemon/program/programmer.h"
 
-#include <infiniband/mad.h>
-
 #include <algorithm>
 #include <functional>
 
@@ -14,12 +12,305 @@ using fabric::PortState;
 using mad::MadResult;
 
 namespace {
-// onOk gets the acknowledged response.
-using Sender = std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>)>;
-constexpr size_t kLftBlock = 64;
 constexpr uint8_t kLinkUp = 5;
 constexpr uint32_t kClientReregSupported = 1u
                                            << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
+
+// One run of Programmer::program. Keeps what the ports and switches hold once this run's Sets are
+// acknowledged; that becomes dr's topology at the end, so the next (targeted) run starts from the truth
+// instead of the states of the first discovery.
+class ProgramRun {
+ public:
+  ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, DiscoveryResult& dr,
+             const routing::LidAssignment& lids, const routing::RoutingTables& tables,
+             SwitchTableCache& cache, const ProgramOptions& opt,
+             std::unordered_set<fabric::Guid>& mkeyIgnored);
+  ProgramReport run();
+
+ private:
+  using OnOk = std::function<void(const MadResult&)>;
+  void phase(const char* name, const std::function<void(PhaseRunner&)>& issue);
+  // Submits a Set; onOk gets the acknowledged response, a failure becomes a PROG001 error.
+  void send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk onOk);
+  uint8_t mtu(NodeIndex n, unsigned p) const;
+  uint8_t vls(NodeIndex n, unsigned p) const;
+  // Sends a PortInfo Set built on what the port holds; onOk runs once it is acknowledged.
+  void setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad::PortInfoSet& set, OnOk onOk);
+  void portSetDone(NodeIndex n, unsigned p, const mad::PortInfoSet& set, const RawAttr& sent);
+  void setLid(PhaseRunner& phase, NodeIndex n, unsigned p);
+  void setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top);
+  void setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top);
+  void linkedPorts(const std::function<void(NodeIndex, unsigned)>& f) const;
+  void publish();
+
+  mad::MadEngine& engine_;
+  const mad::Clock& clock_;
+  DiscoveryResult& dr_;
+  const fabric::TopologyPtr keep_;  // dr_.topology is replaced at the end
+  const fabric::Topology& topo_;
+  const routing::LidAssignment& lids_;
+  const routing::RoutingTables& tables_;
+  SwitchTableCache& cache_;
+  const ProgramOptions& opt_;
+  std::unordered_set<fabric::Guid>& mkeyIgnored_;
+  ProgramReport report_;
+  std::vector<std::vector<fabric::PortAttrs>> attrs_;
+  std::vector<std::vector<bool>> portChanged_;
+  std::vector<bool> switchChanged_;
+  // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
+  // carries the LID written earlier.
+  std::vector<std::vector<RawAttr>> raw_;
+  uint16_t smLid_ = 0;
+};
+
+ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, DiscoveryResult& dr,
+                       const routing::LidAssignment& lids, const routing::RoutingTables& tables,
+                       SwitchTableCache& cache, const ProgramOptions& opt,
+                       std::unordered_set<fabric::Guid>& mkeyIgnored)
+    : engine_(engine),
+      clock_(clock),
+      dr_(dr),
+      keep_(dr.topology),
+      topo_(*keep_),
+      lids_(lids),
+      tables_(tables),
+      cache_(cache),
+      opt_(opt),
+      mkeyIgnored_(mkeyIgnored),
+      attrs_(topo_.size()),
+      portChanged_(topo_.size()),
+      switchChanged_(topo_.size(), false),
+      raw_(dr.portInfo) {
+  for (NodeIndex i = 0; i < topo_.size(); ++i) {
+    for (const auto& p : topo_.node(i).ports) attrs_[i].push_back(p.attrs);
+    portChanged_[i].assign(attrs_[i].size(), false);
+  }
+  smLid_ = topo_.smNode() == fabric::kNoNode ? 0 : lids.base(topo_.smNode(), topo_.smPort()).value;
+}
+
+void ProgramRun::phase(const char* name, const std::function<void(PhaseRunner&)>& issue) {
+  report_.phases.push_back(runPhase(engine_, clock_, name, PhaseOptions{.secondPass = true}, issue));
+}
+
+void ProgramRun::send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk onOk) {
+  phase.submit(std::move(smp), [this, &phase, n, onOk = std::move(onOk)](const SmpAnswer& a) {
+    if (a.ok) {
+      if (onOk) onOk(a.result);
+      return;
+    }
+    const fabric::Node& node = topo_.node(n);
+    report_.errors.push_back("PROG001 " + phase.name() + ": Set of attribute " + std::to_string(a.attrId) +
+                             " mod " + std::to_string(a.attrMod) + " on " + fabric::toString(node.guid) +
+                             " (" + node.description + ")" + a.failure() + " (attempt " +
+                             std::to_string(a.result.attempts) + (a.secondPass ? ", second pass" : "") + ")");
+  });
+}
+
+uint8_t ProgramRun::mtu(NodeIndex n, unsigned p) const {
+  const fabric::Port& port = topo_.node(n).ports[p];
+  uint8_t mine = port.attrs.mtuCap;
+  if (!port.connected()) return mine;
+  uint8_t theirs = topo_.node(port.peerNode).ports[port.peerPort.value].attrs.mtuCap;
+  return theirs ? std::min(mine, theirs) : mine;
+}
+
+uint8_t ProgramRun::vls(NodeIndex n, unsigned p) const {
+  const fabric::Port& port = topo_.node(n).ports[p];
+  uint8_t mine = port.attrs.vlCap;
+  if (!port.connected()) return mine;
+  uint8_t theirs = topo_.node(port.peerNode).ports[port.peerPort.value].attrs.vlCap;
+  return theirs ? std::min(mine, theirs) : mine;
+}
+
+// Called when a PortInfo Set is acknowledged: the port now holds what was sent.
+void ProgramRun::portSetDone(NodeIndex n, unsigned p, const mad::PortInfoSet& set, const RawAttr& sent) {
+  fabric::PortAttrs& a = attrs_[n][p];
+  if (set.lid) a.lid = fabric::Lid{*set.lid};
+  if (set.lmc) a.lmc = *set.lmc;
+  if (set.smLid) a.smLid = fabric::Lid{*set.smLid};
+  if (set.gidPrefix) a.gidPrefix = *set.gidPrefix;
+  if (set.state) a.state = static_cast<PortState>(*set.state);
+  if (set.neighborMtu) a.neighborMtu = *set.neighborMtu;
+  if (set.operVls) a.operVls = *set.operVls;
+  portChanged_[n][p] = true;
+  RawAttr& held = dr_.portInfo[n][p];
+  held = sent;
+  // On a Set the state fields are commands; what is kept is the state the port is now in.
+  mad::setPortInfoState(held.data(), a.state, a.physState);
+}
+
+void ProgramRun::setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad::PortInfoSet& set,
+                         OnOk onOk) {
+  mad::applyPortInfoSet(set, raw_[n][p].data());
+  const fabric::Node& node = topo_.node(n);
+  const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
+                                    ? node.ports[p].route
+                                    : node.route;
+  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
+  std::copy(raw_[n][p].begin(), raw_[n][p].end(), mad::smpData(smp));
+  mad::clearPortInfoClientReregister(raw_[n][p].data());  // a command, not kept by the port
+  send(phase, n, std::move(smp),
+       [this, n, p, set, sent = raw_[n][p], onOk = std::move(onOk)](const MadResult& r) {
+         portSetDone(n, p, set, sent);
+         onOk(r);
+       });
+}
+
+// Phase 1, one endport: LID, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already
+// right.
+void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
+  const fabric::Node& node = topo_.node(n);
+  const fabric::Port& port = node.ports[p];
+  routing::LidRange range = lids_.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
+  if (range.base.value == 0 || !port.attrs.valid) return;
+  if (!node.isSwitch() && port.attrs.physState != kLinkUp) return;
+  const bool rereg =
+      opt_.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
+  // M_Key fields: compared with what the port reported (read with our key, so a protected port shows its real
+  // key), skipped on ports whose SMA is known to drop them.
+  const bool writeMkey = opt_.mkey && !mkeyIgnored_.count(port.guid) &&
+                         mad::decodePortInfoMkeyInfo(raw_[n][p].data()) != *opt_.mkey;
+  if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid_ &&
+      port.attrs.gidPrefix == opt_.gidPrefix && !rereg && !writeMkey)
+    return;
+  mad::PortInfoSet set;
+  if (writeMkey) set.mkey = opt_.mkey;
+  if (rereg) set.clientReregister = true;
+  set.lid = range.base.value;
+  set.lmc = range.lmc;
+  set.smLid = smLid_;
+  set.gidPrefix = opt_.gidPrefix;
+  set.subnetTimeout = opt_.subnetTimeout;
+  if (!node.isSwitch()) {
+    set.neighborMtu = mtu(n, p);
+    set.operVls = vls(n, p);
+  }
+  const fabric::Guid guid = port.guid;
+  setPort(phase, n, p, set, [this, guid, writeMkey](const MadResult& r) {
+    ++report_.lidsSet;
+    if (!writeMkey) return;
+    // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old value.
+    if (mad::decodePortInfoMkey(mad::smpData(r.response)) == opt_.mkey->key) {
+      ++report_.mkeysSet;
+    } else if (mkeyIgnored_.insert(guid).second) {
+      ++report_.mkeyIgnored;
+    }
+  });
+}
+
+// Phase 2, one switch: SwitchInfo LinearFDBTop and LifeTime when they differ.
+void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
+  const fabric::Node& node = topo_.node(n);
+  if (!held.topKnown) {
+    held.linearFdbTop = node.sw.linearFdbTop;
+    held.topKnown = true;  // discovery just read it
+  }
+  if (held.linearFdbTop == top && node.sw.lifeTime == opt_.switchLifeTime) return;
+  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, node.route);
+  uint8_t* d = mad::smpData(smp);
+  std::copy(dr_.switchInfo[n].begin(), dr_.switchInfo[n].end(), d);
+  // PortStateChange is write-1-to-clear: cleared on the switch, 0 in what it holds afterwards.
+  mad::applySwitchInfoSet({top, opt_.switchLifeTime, true}, d);
+  RawAttr sent;
+  std::copy_n(d, sent.size(), sent.begin());
+  mad::applySwitchInfoSet({std::nullopt, std::nullopt, false}, sent.data());
+  send(phase, n, std::move(smp), [this, &held, n, top, sent](const MadResult&) {
+    held.linearFdbTop = top;
+    dr_.switchInfo[n] = sent;
+    switchChanged_[n] = true;
+  });
+}
+
+// Phase 2, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
+void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
+  const fabric::Node& node = topo_.node(n);
+  const std::vector<uint8_t>& want = tables_.lft[n];
+  const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
+  held.lft.grow(blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    mad::LftBlock block;
+    for (size_t i = 0; i < mad::kLftBlockLids; ++i) {
+      size_t lid = b * mad::kLftBlockLids + i;
+      block[i] = lid < want.size() ? want[lid] : routing::kNoPort;
+    }
+    if (held.lft.holds(b, block)) {
+      ++report_.lftBlocksSkipped;
+      continue;
+    }
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
+    mad::encodeLftBlock(block, mad::smpData(smp));
+    send(phase, n, std::move(smp), [this, &held, b, block](const MadResult&) {
+      held.lft.store(b, block);
+      ++report_.lftBlocksSent;
+    });
+  }
+}
+
+// Switch port 0 has no link state of its own.
+void ProgramRun::linkedPorts(const std::function<void(NodeIndex, unsigned)>& f) const {
+  for (NodeIndex n = 0; n < topo_.size(); ++n)
+    for (unsigned p = 1; p <= topo_.node(n).numPorts; ++p) {
+      const fabric::Port& port = topo_.node(n).ports[p];
+      if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
+    }
+}
+
+// What the ports and switches hold now becomes dr's topology.
+void ProgramRun::publish() {
+  fabric::Topology::AttrPatch patch;
+  for (NodeIndex n = 0; n < topo_.size(); ++n) {
+    for (unsigned p = 0; p < attrs_[n].size(); ++p)
+      if (portChanged_[n][p])
+        patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs_[n][p]);
+    if (switchChanged_[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr_.switchInfo[n].data()));
+  }
+  if (!patch.empty()) dr_.topology = topo_.withAttrs(patch);
+}
+
+ProgramReport ProgramRun::run() {
+  // Phase 1: endport LIDs.
+  phase("lids", [&](PhaseRunner& phase) {
+    for (NodeIndex n = 0; n < topo_.size(); ++n) {
+      const fabric::Node& node = topo_.node(n);
+      unsigned first = node.isSwitch() ? 0 : 1, last = node.isSwitch() ? 0 : node.numPorts;
+      for (unsigned p = first; p <= last; ++p) setLid(phase, n, p);
+    }
+  });
+  // Phase 2: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
+  phase("switches", [&](PhaseRunner& phase) {
+    const uint16_t top = lids_.maxLid().value;
+    for (NodeIndex n : topo_.switches()) {
+      SwitchTableCache::Entry& held = cache_[topo_.node(n).guid];
+      setSwitchInfo(phase, n, held, top);
+      setLftBlocks(phase, n, held, top);
+    }
+  });
+  if (opt_.activate) {
+    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
+    // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).
+    phase("arm", [&](PhaseRunner& phase) {
+      linkedPorts([&](NodeIndex n, unsigned p) {
+        if (attrs_[n][p].state != PortState::kInit) return;
+        mad::PortInfoSet set;
+        set.state = static_cast<uint8_t>(PortState::kArmed);
+        set.neighborMtu = mtu(n, p);
+        set.operVls = vls(n, p);
+        setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsArmed; });
+      });
+    });
+    phase("activate", [&](PhaseRunner& phase) {
+      linkedPorts([&](NodeIndex n, unsigned p) {
+        if (attrs_[n][p].state != PortState::kArmed) return;
+        mad::PortInfoSet set;
+        set.state = static_cast<uint8_t>(PortState::kActive);
+        setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsActivated; });
+      });
+    });
+  }
+  publish();
+  return std::move(report_);
+}
+
 }  // namespace
 
 size_t ProgramReport::smps() const {
@@ -31,267 +322,7 @@ size_t ProgramReport::smps() const {
 ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignment& lids,
                                   const routing::RoutingTables& tables, SwitchTableCache& cache,
                                   const ProgramOptions& opt) {
-  const fabric::TopologyPtr keep = dr.topology;  // dr.topology is replaced at the end
-  const fabric::Topology& topo = *keep;
-  ProgramReport report;
-  // What the ports and switches hold once this run's Sets are acknowledged; becomes dr's topology at the end,
-  // so the next (targeted) run starts from the truth instead of the states of the first discovery.
-  std::vector<std::vector<fabric::PortAttrs>> attrs(topo.size());
-  std::vector<std::vector<bool>> portChanged(topo.size());
-  std::vector<bool> switchChanged(topo.size(), false);
-  for (NodeIndex i = 0; i < topo.size(); ++i) {
-    for (const auto& p : topo.node(i).ports) attrs[i].push_back(p.attrs);
-    portChanged[i].assign(attrs[i].size(), false);
-  }
-  const uint16_t smLid = topo.smNode() == fabric::kNoNode ? 0 : lids.base(topo.smNode(), topo.smPort()).value;
-
-  // Runs one phase: `issue` submits SMPs through `send`; each completion may record an error.
-  auto phase = [&](const char* name, const std::function<void(const Sender&)>& issue) {
-    PhaseStats st;
-    st.name = name;
-    mad::TimePoint t0 = clock_.now();
-    size_t sent0 = engine_.counters().sent;
-    // Sets that got no answer after all of the engine's retries go once more in a second pass, after the
-    // phase's other Sets: MAD loss comes in bursts, and a Set lost now would otherwise wait for the next
-    // sweep.
-    std::vector<std::tuple<NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>>> again;
-    std::function<void(NodeIndex, mad::MadPacket, std::function<void(const MadResult&)>, bool)> submit =
-        [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk, bool secondPass) {
-          auto h = mad::parseHeader(smp);
-          const bool portInfo = h && h->attrId == mad::kAttrPortInfo;
-          mad::MadPacket copy = secondPass ? mad::MadPacket{} : smp;
-          engine_.submit(std::move(smp), [&, n, h, portInfo, secondPass, copy = std::move(copy),
-                                          onOk = std::move(onOk)](const MadResult& r) mutable {
-            // A PortState Set whose first attempt was applied but whose response was lost is refused on the
-            // retry (the port already has that state: status 0x1C, invalid attribute value). Only timeouts
-            // are retried, so a 0x1C after an earlier attempt means that attempt took effect; the next sweep
-            // reads the port and corrects it should that be wrong.
-            bool appliedEarlier =
-                r.ok() && (r.attempts > 1 || secondPass) && r.header.status == 0x1C && portInfo;
-            if (r.ok() && (r.header.status == 0 || appliedEarlier)) {
-              if (onOk) onOk(r);
-              return;
-            }
-            if (!r.ok() && !secondPass) {
-              again.emplace_back(n, std::move(copy), std::move(onOk));
-              return;
-            }
-            const fabric::Node& node = topo.node(n);
-            ++st.errors;
-            report.errors.push_back(
-                std::string("PROG001 ") + name + ": Set of attribute " + std::to_string(h ? h->attrId : 0) +
-                " mod " + std::to_string(h ? h->attrMod : 0) + " on " + fabric::toString(node.guid) + " (" +
-                node.description + ")" +
-                (r.ok() ? ": MAD status " + std::to_string(r.header.status) : ": no answer") + " (attempt " +
-                std::to_string(r.attempts) + (secondPass ? ", second pass" : "") + ")");
-          });
-        };
-    Sender send = [&](NodeIndex n, mad::MadPacket smp, std::function<void(const MadResult&)> onOk) {
-      submit(n, std::move(smp), std::move(onOk), false);
-    };
-    issue(send);
-    engine_.runUntilIdle();
-    if (!again.empty()) {
-      st.secondPass = again.size();
-      for (auto& [n, smp, onOk] : std::exchange(again, {})) submit(n, std::move(smp), std::move(onOk), true);
-      engine_.runUntilIdle();
-    }
-    st.smps = engine_.counters().sent - sent0;
-    st.elapsed = clock_.now() - t0;
-    report.phases.push_back(st);
-  };
-
-  auto neighbourMin = [&](NodeIndex n, unsigned p, auto field) -> uint8_t {
-    const fabric::Port& port = topo.node(n).ports[p];
-    uint8_t mine = field(port.attrs);
-    if (!port.connected()) return mine;
-    uint8_t theirs = field(topo.node(port.peerNode).ports[port.peerPort.value].attrs);
-    return theirs ? std::min(mine, theirs) : mine;
-  };
-  auto mtu = [&](NodeIndex n, unsigned p) {
-    return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.mtuCap; });
-  };
-  auto vls = [&](NodeIndex n, unsigned p) {
-    return neighbourMin(n, p, [](const fabric::PortAttrs& a) { return a.vlCap; });
-  };
-  // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
-  // carries the LID written earlier.
-  std::vector<std::vector<RawAttr>> raw = dr.portInfo;
-  // Called when a PortInfo Set is acknowledged: the port now holds what was sent.
-  auto portSetDone = [&](NodeIndex n, unsigned p, const mad::PortInfoSet& set, const RawAttr& sent) {
-    fabric::PortAttrs& a = attrs[n][p];
-    if (set.lid) a.lid = fabric::Lid{*set.lid};
-    if (set.lmc) a.lmc = *set.lmc;
-    if (set.smLid) a.smLid = fabric::Lid{*set.smLid};
-    if (set.gidPrefix) a.gidPrefix = *set.gidPrefix;
-    if (set.state) a.state = static_cast<PortState>(*set.state);
-    if (set.neighborMtu) a.neighborMtu = *set.neighborMtu;
-    if (set.operVls) a.operVls = *set.operVls;
-    portChanged[n][p] = true;
-    RawAttr& held = dr.portInfo[n][p];
-    held = sent;
-    // On a Set the state fields are commands; what is kept is the state the port is now in.
-    mad_set_field(held.data(), 0, IB_PORT_STATE_F, static_cast<uint32_t>(a.state));
-    mad_set_field(held.data(), 0, IB_PORT_PHYS_STATE_F, a.physState);
-  };
-  // Sends a PortInfo Set built on what the port holds; onOk runs once it is acknowledged.
-  auto setPort = [&](const Sender& send, NodeIndex n, unsigned p, const mad::PortInfoSet& set,
-                     std::function<void(const MadResult&)> onOk) {
-    mad::applyPortInfoSet(set, raw[n][p].data());
-    const fabric::Node& node = topo.node(n);
-    const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
-                                      ? node.ports[p].route
-                                      : node.route;
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
-    std::copy(raw[n][p].begin(), raw[n][p].end(), mad::smpData(smp));
-    mad_set_field(raw[n][p].data(), 0, IB_PORT_CLIENT_REREG_F, 0);  // a command, not kept by the port
-    send(n, std::move(smp), [&, n, p, set, sent = raw[n][p], onOk = std::move(onOk)](const MadResult& r) {
-      portSetDone(n, p, set, sent);
-      onOk(r);
-    });
-  };
-
-  // Phase 1: endport LIDs, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already right.
-  phase("lids", [&](const auto& send) {
-    for (NodeIndex n = 0; n < topo.size(); ++n) {
-      const fabric::Node& node = topo.node(n);
-      unsigned first = node.isSwitch() ? 0 : 1, last = node.isSwitch() ? 0 : node.numPorts;
-      for (unsigned p = first; p <= last; ++p) {
-        const fabric::Port& port = node.ports[p];
-        routing::LidRange range = lids.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
-        if (range.base.value == 0 || !port.attrs.valid) continue;
-        if (!node.isSwitch() && port.attrs.physState != kLinkUp) continue;
-        const bool rereg =
-            opt.clientReregister && !node.isSwitch() && (port.attrs.capMask & kClientReregSupported);
-        // M_Key fields: compared with what the port reported (read with our key, so a protected port shows
-        // its real key), skipped on ports whose SMA is known to drop them.
-        const bool writeMkey = opt.mkey && !mkeyIgnored_.count(port.guid) &&
-                               mad::decodePortInfoMkeyInfo(raw[n][p].data()) != *opt.mkey;
-        if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid &&
-            port.attrs.gidPrefix == opt.gidPrefix && !rereg && !writeMkey)
-          continue;
-        mad::PortInfoSet set;
-        if (writeMkey) set.mkey = opt.mkey;
-        if (rereg) set.clientReregister = true;
-        set.lid = range.base.value;
-        set.lmc = range.lmc;
-        set.smLid = smLid;
-        set.gidPrefix = opt.gidPrefix;
-        set.subnetTimeout = opt.subnetTimeout;
-        if (!node.isSwitch()) {
-          set.neighborMtu = mtu(n, p);
-          set.operVls = vls(n, p);
-        }
-        const fabric::Guid guid = port.guid;
-        setPort(send, n, p, set, [&, guid, writeMkey](const MadResult& r) {
-          ++report.lidsSet;
-          if (!writeMkey) return;
-          // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old
-          // value.
-          if (mad::decodePortInfoMkey(mad::smpData(r.response)) == opt.mkey->key) {
-            ++report.mkeysSet;
-          } else if (mkeyIgnored_.insert(guid).second) {
-            ++report.mkeyIgnored;
-          }
-        });
-      }
-    }
-  });
-
-  // Phase 2: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
-  phase("switches", [&](const auto& send) {
-    const uint16_t top = lids.maxLid().value;
-    for (NodeIndex n : topo.switches()) {
-      const fabric::Node& node = topo.node(n);
-      SwitchTableCache::Entry& held = cache[node.guid];
-      if (!held.topKnown) {
-        held.linearFdbTop = node.sw.linearFdbTop;
-        held.topKnown = true;  // discovery just read it
-      }
-      if (held.linearFdbTop != top || node.sw.lifeTime != opt.switchLifeTime) {
-        mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, node.route);
-        uint8_t* d = mad::smpData(smp);
-        std::copy(dr.switchInfo[n].begin(), dr.switchInfo[n].end(), d);
-        mad_set_field(d, 0, IB_SW_LINEAR_FDB_TOP_F, top);
-        mad_set_field(d, 0, IB_SW_LIFE_TIME_F, opt.switchLifeTime);
-        mad_set_field(d, 0, IB_SW_STATE_CHANGE_F, 1);  // write-1-to-clear PortStateChange
-        RawAttr sent;
-        std::copy_n(d, sent.size(), sent.begin());
-        mad_set_field(sent.data(), 0, IB_SW_STATE_CHANGE_F, 0);
-        send(n, std::move(smp), [&, n, top, sent](const MadResult&) {
-          held.linearFdbTop = top;
-          dr.switchInfo[n] = sent;
-          switchChanged[n] = true;
-        });
-      }
-      const std::vector<uint8_t>& want = tables.lft[n];
-      size_t blocks = (static_cast<size_t>(top) + kLftBlock) / kLftBlock;
-      if (held.lft.size() < blocks * kLftBlock) {
-        held.lft.resize(blocks * kLftBlock, routing::kNoPort);
-        held.blockKnown.resize(blocks, false);
-      }
-      for (size_t b = 0; b < blocks; ++b) {
-        uint8_t block[kLftBlock];
-        for (size_t i = 0; i < kLftBlock; ++i) {
-          size_t lid = b * kLftBlock + i;
-          block[i] = lid < want.size() ? want[lid] : routing::kNoPort;
-        }
-        if (held.blockKnown[b] && std::equal(block, block + kLftBlock, held.lft.begin() + b * kLftBlock)) {
-          ++report.lftBlocksSkipped;
-          continue;
-        }
-        mad::MadPacket smp =
-            mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
-        mad_set_array(mad::smpData(smp), 0, IB_LINEAR_FORW_TBL_F, block);
-        std::vector<uint8_t> copy(block, block + kLftBlock);
-        send(n, std::move(smp), [&report, &held, b, copy = std::move(copy)](const MadResult&) {
-          std::copy(copy.begin(), copy.end(), held.lft.begin() + b * kLftBlock);
-          held.blockKnown[b] = true;
-          ++report.lftBlocksSent;
-        });
-      }
-    }
-  });
-  if (opt.activate) {
-    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
-    // ACTIVE. Switch port 0 has no link state of its own; a port already in the target state is left alone (a
-    // Set of the current state is rejected).
-    auto linkedPorts = [&](const std::function<void(NodeIndex, unsigned)>& f) {
-      for (NodeIndex n = 0; n < topo.size(); ++n)
-        for (unsigned p = 1; p <= topo.node(n).numPorts; ++p) {
-          const fabric::Port& port = topo.node(n).ports[p];
-          if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
-        }
-    };
-    phase("arm", [&](const auto& send) {
-      linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs[n][p].state != PortState::kInit) return;
-        mad::PortInfoSet set;
-        set.state = static_cast<uint8_t>(PortState::kArmed);
-        set.neighborMtu = mtu(n, p);
-        set.operVls = vls(n, p);
-        setPort(send, n, p, set, [&report](const MadResult&) { ++report.portsArmed; });
-      });
-    });
-    phase("activate", [&](const auto& send) {
-      linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs[n][p].state != PortState::kArmed) return;
-        mad::PortInfoSet set;
-        set.state = static_cast<uint8_t>(PortState::kActive);
-        setPort(send, n, p, set, [&report](const MadResult&) { ++report.portsActivated; });
-      });
-    });
-  }
-
-  fabric::Topology::AttrPatch patch;
-  for (NodeIndex n = 0; n < topo.size(); ++n) {
-    for (unsigned p = 0; p < attrs[n].size(); ++p)
-      if (portChanged[n][p])
-        patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs[n][p]);
-    if (switchChanged[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr.switchInfo[n].data()));
-  }
-  if (!patch.empty()) dr.topology = topo.withAttrs(patch);
-  return report;
+  return ProgramRun(engine_, clock_, dr, lids, tables, cache, opt, mkeyIgnored_).run();
 }
 
 }  // namespace ibsm::daemon

@@ -6,12 +6,14 @@
 
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "daemon/program/block_cache.h"
+#include "daemon/program/phase_runner.h"
 #include "daemon/state/discovery_result.h"
 #include "mad/mad_engine.h"
+#include "mad/smp.h"
 #include "routing/lid_assignment.h"
 #include "routing/routing_tables.h"
 
@@ -19,24 +21,14 @@ namespace ibsm::daemon {
 
 // What each switch's LFT holds as far as this SM knows (by switch GUID); blocks never written or read are
 // unknown and always sent.
-class SwitchTableCache {
+struct SwitchLftState {
+  KnownBlocks<mad::LftBlock> lft;
+  uint16_t linearFdbTop = 0;
+  bool topKnown = false;
+};
+class SwitchTableCache : public SwitchCache<SwitchLftState> {
  public:
-  struct Entry {
-    std::vector<uint8_t> lft;      // LID -> port, a whole number of 64-LID blocks
-    std::vector<bool> blockKnown;  // per block
-    uint16_t linearFdbTop = 0;
-    bool topKnown = false;
-  };
-  Entry& operator[](fabric::Guid guid) { return entries_[guid]; }
-  const Entry* find(fabric::Guid guid) const {
-    auto it = entries_.find(guid);
-    return it == entries_.end() ? nullptr : &it->second;
-  }
-  void forget(fabric::Guid guid) { entries_.erase(guid); }
-  void clear() { entries_.clear(); }
-
- private:
-  std::unordered_map<fabric::Guid, Entry> entries_;
+  using Entry = SwitchLftState;
 };
 
 struct ProgramOptions {
@@ -51,14 +43,6 @@ struct ProgramOptions {
   // and switch port 0 that does not hold them yet. nullopt: protection off, the fields are left as they are.
   // (The SMPs carry the key through the MadEngine, not through these options.)
   std::optional<mad::MkeyInfo> mkey;
-};
-
-struct PhaseStats {
-  std::string name;
-  size_t smps = 0;
-  size_t errors = 0;
-  size_t secondPass = 0;  // Sets sent again after no answer
-  mad::Duration elapsed{};
 };
 
 struct ProgramReport {

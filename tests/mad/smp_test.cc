@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace ibsm::mad {
 namespace {
 
@@ -92,6 +94,39 @@ TEST(Smp, PortInfoRoundTripAndSet) {
   EXPECT_EQ(b.lmc, 2);        // untouched
 }
 
+TEST(Smp, PortInfoStateAndClientReregisterAsKept) {
+  uint8_t d[64] = {};
+  fabric::PortAttrs a;
+  a.lid = fabric::Lid{9};
+  a.state = fabric::PortState::kInit;
+  a.physState = 5;
+  encodePortInfo(a, d);
+  PortInfoSet set;
+  set.state = static_cast<uint8_t>(fabric::PortState::kArmed);
+  set.clientReregister = true;
+  applyPortInfoSet(set, d);  // a Set: PhysState 0 ("no change"), ClientReregister 1
+  EXPECT_EQ(decodePortInfo(d).physState, 0);
+
+  // What the port keeps: its states, no ClientReregister command.
+  setPortInfoState(d, fabric::PortState::kArmed, 5);
+  clearPortInfoClientReregister(d);
+  fabric::PortAttrs b = decodePortInfo(d);
+  EXPECT_EQ(b.state, fabric::PortState::kArmed);
+  EXPECT_EQ(b.physState, 5);
+  EXPECT_EQ(b.lid.value, 9);  // untouched
+  set = {};
+  set.clientReregister = true;
+  uint8_t e[64] = {};
+  std::copy(d, d + 64, e);
+  applyPortInfoSet(set, e);
+  EXPECT_FALSE(std::equal(d, d + 64, e));  // the bit is set in e ...
+  clearPortInfoClientReregister(e);
+  set = {};
+  applyPortInfoSet(set, d);  // ... and only that bit: both blocks with the state commands cleared
+  applyPortInfoSet(set, e);
+  EXPECT_TRUE(std::equal(d, d + 64, e));
+}
+
 TEST(Smp, NodeDescriptionIsSanitised) {
   uint8_t d[64] = {};
   encodeNodeDescription(std::string("host\x01\xff-1", 8), d);
@@ -129,6 +164,46 @@ TEST(Smp, SwitchInfoAndSmInfoRoundTrip) {
   EXPECT_EQ(j.smKey, i.smKey);
   EXPECT_EQ(j.priority, 14);
   EXPECT_EQ(j.state, 3);
+}
+
+TEST(Smp, SwitchInfoSetWritesOnlyItsFields) {
+  uint8_t d[64] = {};
+  fabric::SwitchAttrs s;
+  s.linearFdbCap = 49152;
+  s.linearFdbTop = 12;
+  s.multicastFdbCap = 1024;
+  s.lifeTime = 5;
+  s.portStateChange = false;
+  encodeSwitchInfo(s, d);
+  applySwitchInfoSet(SwitchInfoSet{300, 18, true}, d);
+  fabric::SwitchAttrs t = decodeSwitchInfo(d);
+  EXPECT_EQ(t.linearFdbTop, 300);
+  EXPECT_EQ(t.lifeTime, 18);
+  EXPECT_TRUE(t.portStateChange);
+  EXPECT_EQ(t.linearFdbCap, 49152);  // untouched
+  EXPECT_EQ(t.multicastFdbCap, 1024);
+  SwitchInfoSet clear;
+  clear.portStateChange = false;
+  applySwitchInfoSet(clear, d);
+  t = decodeSwitchInfo(d);
+  EXPECT_FALSE(t.portStateChange);
+  EXPECT_EQ(t.linearFdbTop, 300);
+  EXPECT_EQ(t.lifeTime, 18);
+  EXPECT_EQ(d[6], 300 >> 8);  // LinearFDBTop: bytes 6-7 (IBA 14.2.5.4)
+  EXPECT_EQ(d[7], 300 & 0xFF);
+}
+
+TEST(Smp, LftBlockIsOnePortPerLid) {
+  LftBlock b{};
+  for (unsigned i = 0; i < kLftBlockLids; ++i) b[i] = static_cast<uint8_t>(i % 37);
+  b[63] = 0xFF;
+  uint8_t d[64] = {};
+  encodeLftBlock(b, d);
+  EXPECT_EQ(d[0], 0);
+  EXPECT_EQ(d[5], 5);
+  EXPECT_EQ(d[40], 3);
+  EXPECT_EQ(d[63], 0xFF);
+  EXPECT_EQ(decodeLftBlock(d), b);
 }
 
 TEST(Smp, PkeyBlockIsBigEndianWithPortInTheModifier) {

@@ -1,0 +1,79 @@
+#include "daemon/program/phase_runner.h"
+
+#include <cassert>
+#include <utility>
+
+#include "mad/smp.h"
+
+namespace ibsm::daemon {
+
+std::string SmpAnswer::failure() const {
+  return result.ok() ? ": MAD status " + std::to_string(result.header.status) : ": no answer";
+}
+
+PhaseRunner::PhaseRunner(mad::MadEngine& engine, const mad::Clock& clock, std::string name,
+                         PhaseOptions options)
+    : engine_(engine), clock_(clock), options_(options), t0_(clock.now()), sent0_(engine.counters().sent) {
+  stats_.name = std::move(name);
+}
+
+bool PhaseRunner::accepted(const mad::MadResult& r, bool secondPass, uint16_t attrId) {
+  if (!r.ok()) return false;
+  if (r.header.status == 0) return true;
+  const bool appliedEarlier = (r.attempts > 1 || secondPass) && attrId == mad::kAttrPortInfo;
+  return appliedEarlier && r.header.status == 0x1C;
+}
+
+void PhaseRunner::submit(mad::MadPacket smp, Done done, mad::RequestOptions request, bool failureIsError) {
+  assert(!finished_);
+  send(Pending{std::move(smp), std::move(done), request, failureIsError}, false);
+}
+
+void PhaseRunner::send(Pending pending, bool secondPass) {
+  auto h = mad::parseHeader(pending.smp);
+  const uint16_t attrId = h ? h->attrId : 0;
+  const uint32_t attrMod = h ? h->attrMod : 0;
+  // Only a first-pass SMP that may go again keeps a copy of itself.
+  mad::MadPacket smp = pending.smp;
+  const mad::RequestOptions request = pending.request;
+  if (!options_.secondPass || secondPass) pending.smp = mad::MadPacket{};
+  engine_.submit(
+      std::move(smp),
+      [this, attrId, attrMod, secondPass, pending = std::move(pending)](const mad::MadResult& r) mutable {
+        SmpAnswer answer{r, accepted(r, secondPass, attrId), secondPass, attrId, attrMod};
+        if (!answer.ok && !r.ok() && options_.secondPass && !secondPass) {
+          again_.push_back(std::move(pending));
+          return;
+        }
+        if (!answer.ok && pending.failureIsError) ++stats_.errors;
+        if (pending.done) pending.done(answer);
+      },
+      request);
+}
+
+void PhaseRunner::wait() {
+  engine_.runUntilIdle();
+}
+
+PhaseStats PhaseRunner::finish() {
+  assert(!finished_);
+  wait();
+  if (!again_.empty()) {
+    stats_.secondPass = again_.size();
+    for (Pending& p : std::exchange(again_, {})) send(std::move(p), true);
+    wait();
+  }
+  finished_ = true;
+  stats_.smps = engine_.counters().sent - sent0_;
+  stats_.elapsed = clock_.now() - t0_;
+  return stats_;
+}
+
+PhaseStats runPhase(mad::MadEngine& engine, const mad::Clock& clock, std::string name, PhaseOptions options,
+                    const std::function<void(PhaseRunner&)>& issue) {
+  PhaseRunner runner(engine, clock, std::move(name), options);
+  issue(runner);
+  return runner.finish();
+}
+
+}  // namespace ibsm::daemon
