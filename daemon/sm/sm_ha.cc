@@ -251,10 +251,7 @@ void SubnetManager::noteSmInfoRequester(const mad::MadPacket& mad, const mad::Ma
   learn_.insert(g);
 }
 
-void SubnetManager::noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid) {
-  routing::LidOwner o = snap.lids.owner(lid);
-  if (o.node == fabric::kNoNode) return;
-  Guid g = snap.topology->node(o.node).port(o.port).guid;
+void SubnetManager::noteSmPort(Guid g) {
   if (g.value != 0 && g != portGuid_) learn_.insert(g);
 }
 

@@ -18,7 +18,11 @@
 #include "daemon/program/programmer.h"
 #include "daemon/sa/mcast_groups.h"
 #include "daemon/sm/discoverer.h"
+#include "daemon/sm/flap_damping.h"
+#include "daemon/sm/lid_manager.h"
 #include "daemon/sm/sm_state_machine.h"
+#include "daemon/sm/trap_handler.h"
+#include "daemon/sm/update_queue.h"
 #include "daemon/state/subnet_snapshot.h"
 #include "daemon/state/topology_event.h"
 #include "mad/mad_engine.h"
@@ -44,6 +48,10 @@ struct SmOptions {
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
+  // Wall-clock time of the events (TopologyEvent::when); every timer uses the mad::Clock instead.
+  std::function<std::chrono::system_clock::time_point()> wallClock = [] {
+    return std::chrono::system_clock::now();
+  };
 };
 
 struct SweepReport {
@@ -77,12 +85,14 @@ class SubnetManager {
   // unsolicited handler.
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
   // Queues switches for a targeted update (control socket "resweep", tests).
-  void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause);
+  void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause) {
+    updates_.queue(switches, cause);
+  }
   // Subnet Administration: class 0x03 MADs go to sa; every accepted (non-duplicate) trap to notice.
   void setSaHandlers(std::function<void(const mad::MadPacket&)> sa,
                      std::function<void(const mad::Notice&)> notice) {
     saHandler_ = std::move(sa);
-    noticeHandler_ = std::move(notice);
+    traps_.setNoticeHandler(std::move(notice));
   }
 
   SmState state() const { return sm_.state(); }
@@ -91,11 +101,8 @@ class SubnetManager {
   uint64_t sweeps() const { return sweeps_; }
   // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
   void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
-  struct TrapCounters {
-    uint64_t received = 0, malformed = 0, duplicates = 0;
-    uint64_t badMkey = 0;  // Trap 256: a port was sent an SMP with a wrong M_Key (by someone else, or by us)
-  };
-  const TrapCounters& trapCounters() const { return traps_; }
+  using TrapCounters = TrapHandler::Counters;
+  const TrapCounters& trapCounters() const { return traps_.counters(); }
   uint64_t saBusyReplies() const { return saNotMaster_; }
   // SMInfo ActCount, the heartbeat a standby may watch: SMPs sent so far (as OpenSM reports it).
   uint32_t actCount() const { return static_cast<uint32_t>(engine_.counters().sent); }
@@ -106,12 +113,7 @@ class SubnetManager {
   const McastReport& lastMcastReport() const { return lastMcast_; }
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
-  void setOptions(SmOptions options) {
-    options_ = std::move(options);
-    options_.program.mkey = mkey_;  // sm.m_key is [restart]: the ports hold the key resolved at start
-    arProgrammer_.setOptions(options_.ar);
-    sm_.setOptions(smStateOptions(options_));
-  }
+  void setOptions(SmOptions options);
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
   void forgetSwitchTables() {
     cache_.clear();
@@ -138,13 +140,10 @@ class SubnetManager {
   void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
   void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
   void announceTo(const fabric::Topology& topo, fabric::Guid master);  // Trap 144 to the master
-  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);        // Trap 144 with IsSM: an SM appeared
+  void noteSmPort(fabric::Guid port);                                  // Trap 144 with IsSM: an SM appeared
   std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
   void stateEvent(const std::string& cause, SmState before);
   bool haTick();  // true: the caller returns (not master, or a sweep ran)
-  std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
-  void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
-                       const std::vector<fabric::Guid>& switches, TopologyEvent& event);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
@@ -171,23 +170,13 @@ class SubnetManager {
   std::map<fabric::Guid, mad::TimePoint> learnedAt_;
   uint64_t sweeps_ = 0;
   std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
-  // Pending targeted update: switches by GUID, what caused it, and when the first event of the batch came.
-  std::set<fabric::Guid> pending_;
-  std::string pendingCause_;
-  std::optional<mad::TimePoint> pendingSince_;
+  UpdateQueue updates_;
   mad::TimePoint nextLightSweep_{};
-  // Flap damping per (node GUID, port): when the port last went down and how long it is held down.
-  struct Flap {
-    mad::TimePoint lastDown{};
-    mad::Duration holdDown{};
-  };
-  std::map<std::pair<fabric::Guid, uint8_t>, Flap> flaps_;
-  // Recent traps, for de-duplication: (trap, LID, port) -> last arrival.
-  std::map<std::tuple<uint16_t, uint16_t, uint8_t>, mad::TimePoint> recentTraps_;
+  FlapDamping flaps_;
+  TrapHandler traps_;
+  LidManager lids_;
   std::function<void(const TopologyEvent&)> onEvent_;
-  TrapCounters traps_;
   std::function<void(const mad::MadPacket&)> saHandler_;
-  std::function<void(const mad::Notice&)> noticeHandler_;
   uint64_t smSets_ = 0;                    // SMInfo Sets received
   uint64_t saNotMaster_ = 0;               // SA requests answered Busy because we are not the master
   std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
