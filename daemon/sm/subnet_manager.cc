@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "daemon/state/state_store.h"
 #include "mad/notice.h"
-#include "mad/sa.h"
 #include "mad/smp.h"
 #include "routing/route_checker.h"
 #include "routing/stabilize.h"
@@ -15,7 +13,9 @@ using fabric::Guid;
 using fabric::NodeIndex;
 
 namespace {
-constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
+SmStateOptions smStateOptions(const SmOptions& o) {
+  return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
+}
 }  // namespace
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
@@ -27,15 +27,14 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
       arProgrammer_(engine, clock, options_.ar),
       mcastProgrammer_(engine, clock),
       pkeyProgrammer_(engine, clock),
-      sm_(smStateOptions(options_)),
+      ha_(engine, clock, smStateOptions(options_), options_.portGuid,
+          [this](TopologyEvent e) { logEvent(std::move(e)); }),
       updates_(clock, options_.trapBatchDelay),
       flaps_(clock, options_.holdDown, options_.maxHoldDown),
       traps_(engine, clock, options_.trapBatchDelay),
       lids_(options_.guid2lidPath, options_.lmc) {
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
-  portGuid_ = options_.portGuid;
-  sm_.setSelf(portGuid_);
   mkey_ = options_.program.mkey;
 }
 
@@ -43,7 +42,7 @@ void SubnetManager::setOptions(SmOptions options) {
   options_ = std::move(options);
   options_.program.mkey = mkey_;  // sm.m_key is [restart]: the ports hold the key resolved at start
   arProgrammer_.setOptions(options_.ar);
-  sm_.setOptions(smStateOptions(options_));
+  ha_.setOptions(smStateOptions(options_));
   updates_.setBatchDelay(options_.trapBatchDelay);
   traps_.setDuplicateWindow(options_.trapBatchDelay);
   flaps_.setHoldDowns(options_.holdDown, options_.maxHoldDown);
@@ -56,7 +55,7 @@ void SubnetManager::setOptions(SmOptions options) {
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   constexpr mad::Duration kFirstRetry = std::chrono::seconds(1), kMaxRetry = std::chrono::seconds(30);
   auto r = heavySweep(cause);
-  if (r ? r->subnetUp || sm_.state() != SmState::kMaster : sm_.state() == SmState::kStandby) {
+  if (r ? r->subnetUp || ha_.state() != SmState::kMaster : ha_.state() == SmState::kStandby) {
     retryAt_.reset();
     retryDelay_ = kFirstRetry;
   } else {
@@ -72,10 +71,10 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  SmStateMachine::Decision decision = discoverSms(*found->topology);
+  SmStateMachine::Decision decision = ha_.discover(*found->topology);
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
-    const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
+    const RemoteSm* m = decision.master ? ha_.machine().findRemote(*decision.master) : nullptr;
     report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
                               (m ? ": master is " + fabric::toString(m->guid) + " (LID " +
                                        std::to_string(m->lid) + ", priority " + std::to_string(m->priority) +
@@ -87,7 +86,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto applied = apply(std::move(*found), std::move(report), false);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
-  if (decision.handoverTo) sendSmInfoSet(*decision.handoverTo, SmControl::kHandover);
+  if (decision.handoverTo) ha_.handOver(*decision.handoverTo);
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = "heavy sweep";
@@ -104,11 +103,11 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
 fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report, bool stabilize) {
   const fabric::TopologyPtr discovered = found.topology;  // the programmer replaces found.topology
   const fabric::Topology& topo = *discovered;
-  if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+  ha_.noteOwnPort(topo);
   for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
 
   // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
-  auto assigned = lids_.assign(topo, sm_.tookOver());
+  auto assigned = lids_.assign(topo, ha_.machine().tookOver());
   if (!assigned) return fabric::makeError(assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
   report.lidsChanged = assigned->changed;
@@ -134,8 +133,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
       report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
   ProgramOptions program = options_.program;
-  program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
-  reregisteredAt_ = sm_.masterTerms();
+  const uint32_t terms = ha_.machine().masterTerms();
+  program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
+  reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
   PkeyReport pkeys = pkeyProgrammer_.program(topo);
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
@@ -249,11 +249,17 @@ void SubnetManager::programMulticast(const fabric::Topology& topo) {
 
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
-  if (retryAt_ && clock_.now() >= *retryAt_ && sm_.state() != SmState::kStandby) {
+  if (retryAt_ && clock_.now() >= *retryAt_ && ha_.state() != SmState::kStandby) {
     (void)sweep("retry: the last sweep left the subnet not up");
     return;
   }
-  if (haTick()) return;
+  const bool lightSweepDue = options_.lightSweepInterval.count() > 0 && clock_.now() >= nextLightSweep_;
+  HaCoordinator::Turn ha = ha_.tick(lightSweepDue);
+  if (ha.sweep) {
+    (void)sweep(*ha.sweep);
+    return;
+  }
+  if (!ha.master) return;
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
   // written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
@@ -268,46 +274,18 @@ void SubnetManager::tick() {
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
   if (h.mgmtClass == mad::kClassSubnAdm) {
-    if (sm_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
-    // Only the master is the SA. Anyone else answers requests Busy (the client asks again, by then at the
-    // master the SM LID of its port names) and ignores responses.
-    if (h.method & 0x80) return;
-    ++saNotMaster_;
-    const uint8_t resp =
-        h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
-    (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
-    return;
+    // Only the master is the SA.
+    if (ha_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
+    return ha_.refuseSa(mad, h);
   }
   bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
   if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
     TrapHandler::Outcome t = traps_.onTrap(mad, snapshot_.get());
-    if (t.smPort) noteSmPort(*t.smPort);
+    if (t.smPort) ha_.smAppeared(*t.smPort);
     updates_.queue(t.switches, t.cause);
     return;
   }
-  if (smi && h.attrId == mad::kAttrSmInfo && h.method == mad::kSet) {
-    onSmInfoSet(mad, h);
-    return;
-  }
-  if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
-  mad::MadPacket reply = mad::makeResponse(mad);
-  mad::SmInfo info;
-  info.guid = portGuid_;
-  // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
-  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
-  // without one as the master's).
-  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
-  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
-                    (asked.guid == *sm_.master() || asked.guid.value == 0);
-  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
-  info.actCount = actCount();
-  info.priority = options_.priority;
-  info.state = static_cast<uint8_t>(sm_.state());
-  mad::encodeSmInfo(info, mad::smpData(reply));
-  reply.addr = mad.addr;
-  if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
-  (void)engine_.sendUnmatched(reply);
-  noteSmInfoRequester(mad, h);
+  if (smi && h.attrId == mad::kAttrSmInfo) ha_.onSmInfo(mad, h);
 }
 
 }  // namespace ibsm::daemon
