@@ -1,6 +1,6 @@
 // The SM state machine of IBA 14.4 (NOTACTIVE, DISCOVERING, STANDBY, MASTER) as pure logic: it is told what
 // the other SMs on the subnet answered to SMInfo queries and Sets and what time it is, and says what to do
-// (program the fabric, stand by and poll the master, hand over to a better SM). No I/O: SubnetManager sends
+// (program the fabric, stand by and poll the master, hand over to a better SM). No I/O: HaCoordinator sends
 // the MADs. An SM is better than another with a higher priority, on a tie with the lower port GUID.
 // With a non-zero SM_Key, an SMInfo whose SM_Key differs from ours is not trusted: it never makes us yield.
 #pragma once
@@ -51,13 +51,8 @@ class SmStateMachine {
  public:
   explicit SmStateMachine(SmStateOptions options) : options_(options) {}
 
-  static bool better(uint8_t pa, fabric::Guid ga, uint8_t pb, fabric::Guid gb) {
-    return pa != pb ? pa > pb : ga.value < gb.value;
-  }
   void setSelf(fabric::Guid guid) { self_ = guid; }
-  fabric::Guid self() const { return self_; }
   void setOptions(SmStateOptions options) { options_ = options; }
-  const SmStateOptions& options() const { return options_; }
   SmState state() const { return state_; }
   uint32_t masterTerms() const { return masterTerms_; }  // times this SM became MASTER
 

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "daemon/state/state_store.h"
 #include "mad/notice.h"
-#include "mad/sa.h"
 #include "mad/smp.h"
 #include "routing/route_checker.h"
 #include "routing/stabilize.h"
@@ -15,7 +13,9 @@ using fabric::Guid;
 using fabric::NodeIndex;
 
 namespace {
-constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
+SmStateOptions smStateOptions(const SmOptions& o) {
+  return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
+}
 }  // namespace
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
@@ -27,12 +27,26 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
       arProgrammer_(engine, clock, options_.ar),
       mcastProgrammer_(engine, clock),
       pkeyProgrammer_(engine, clock),
-      sm_(smStateOptions(options_)) {
+      ha_(engine, clock, smStateOptions(options_), options_.portGuid,
+          [this](TopologyEvent e) { logEvent(std::move(e)); }),
+      updates_(clock, options_.trapBatchDelay),
+      flaps_(clock, options_.holdDown, options_.maxHoldDown),
+      traps_(engine, clock, options_.trapBatchDelay),
+      lids_(options_.guid2lidPath, options_.lmc) {
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
-  portGuid_ = options_.portGuid;
-  sm_.setSelf(portGuid_);
   mkey_ = options_.program.mkey;
+}
+
+void SubnetManager::setOptions(SmOptions options) {
+  options_ = std::move(options);
+  options_.program.mkey = mkey_;  // sm.m_key is [restart]: the ports hold the key resolved at start
+  arProgrammer_.setOptions(options_.ar);
+  ha_.setOptions(smStateOptions(options_));
+  updates_.setBatchDelay(options_.trapBatchDelay);
+  traps_.setDuplicateWindow(options_.trapBatchDelay);
+  flaps_.setHoldDowns(options_.holdDown, options_.maxHoldDown);
+  lids_.setOptions(options_.guid2lidPath, options_.lmc);
 }
 
 // A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
@@ -41,7 +55,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, Sm
 fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
   constexpr mad::Duration kFirstRetry = std::chrono::seconds(1), kMaxRetry = std::chrono::seconds(30);
   auto r = heavySweep(cause);
-  if (r ? r->subnetUp || sm_.state() != SmState::kMaster : sm_.state() == SmState::kStandby) {
+  if (r ? r->subnetUp || ha_.state() != SmState::kMaster : ha_.state() == SmState::kStandby) {
     retryAt_.reset();
     retryDelay_ = kFirstRetry;
   } else {
@@ -57,10 +71,10 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  SmStateMachine::Decision decision = discoverSms(*found->topology);
+  SmStateMachine::Decision decision = ha_.discover(*found->topology);
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
-    const RemoteSm* m = decision.master ? sm_.findRemote(*decision.master) : nullptr;
+    const RemoteSm* m = decision.master ? ha_.machine().findRemote(*decision.master) : nullptr;
     report.warnings.push_back(std::string("SM010 ") + toString(decision.state) +
                               (m ? ": master is " + fabric::toString(m->guid) + " (LID " +
                                        std::to_string(m->lid) + ", priority " + std::to_string(m->priority) +
@@ -72,7 +86,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto applied = apply(std::move(*found), std::move(report), false);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
-  if (decision.handoverTo) sendSmInfoSet(*decision.handoverTo, SmControl::kHandover);
+  if (decision.handoverTo) ha_.handOver(*decision.handoverTo);
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = "heavy sweep";
@@ -89,32 +103,14 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
 fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepReport report, bool stabilize) {
   const fabric::TopologyPtr discovered = found.topology;  // the programmer replaces found.topology
   const fabric::Topology& topo = *discovered;
-  if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+  ha_.noteOwnPort(topo);
   for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
 
-  LoadedGuid2Lid persistent;
-  if (!options_.guid2lidPath.empty()) persistent = loadGuid2Lid(options_.guid2lidPath);
-  for (auto& w : persistent.warnings) report.warnings.push_back(std::move(w));
-  if (sm_.tookOver()) {
-    // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
-    routing::LidAssignment held = routing::LidAssignment::fromTopology(topo);
-    for (NodeIndex n = 0; n < topo.size(); ++n) {
-      const fabric::Node& node = topo.node(n);
-      for (unsigned p = node.isSwitch() ? 0 : 1; p < (node.isSwitch() ? 1u : node.ports.size()); ++p) {
-        routing::LidRange r = held.range(n, fabric::PortNum{static_cast<uint8_t>(p)});
-        if (r.base.value != 0 && node.ports[p].guid.value != 0) persistent.map[node.ports[p].guid] = r;
-      }
-    }
-  }
-  auto assigned = routing::assignLids(topo, persistent.map, options_.lmc);
-  if (!assigned) return fabric::makeError("LID assignment failed: " + assigned.error().message);
+  // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
+  auto assigned = lids_.assign(topo, ha_.machine().tookOver());
+  if (!assigned) return fabric::makeError(assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
   report.lidsChanged = assigned->changed;
-  // Saved before programming: if we die half-way, the next start hands out the same LIDs.
-  if (!options_.guid2lidPath.empty()) {
-    auto saved = saveGuid2Lid(options_.guid2lidPath, assigned->guid2lid);
-    if (!saved) report.warnings.push_back("STATE002 " + saved.error().message);
-  }
 
   const mad::TimePoint routeStart = clock_.now();
   auto routed = routing::computeChain(options_.engines, topo, assigned->lids, options_.routing);
@@ -137,8 +133,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
       report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
   }
   ProgramOptions program = options_.program;
-  program.clientReregister = sm_.masterTerms() != reregisteredAt_;  // first run as master: hosts re-register
-  reregisteredAt_ = sm_.masterTerms();
+  const uint32_t terms = ha_.machine().masterTerms();
+  program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
+  reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
   PkeyReport pkeys = pkeyProgrammer_.program(topo);
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
@@ -169,40 +166,6 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   return report;
 }
 
-std::vector<std::pair<Guid, uint8_t>> SubnetManager::activeHoldDowns(mad::TimePoint now) const {
-  std::vector<std::pair<Guid, uint8_t>> held;
-  for (const auto& [key, f] : flaps_)
-    if (now < f.lastDown + f.holdDown) held.push_back(key);
-  return held;
-}
-
-// Counts links of the re-read switches that went down or came up, and feeds the flap damping.
-void SubnetManager::noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
-                                    const std::vector<Guid>& switches, TopologyEvent& ev) {
-  const mad::TimePoint now = clock_.now();
-  for (Guid g : switches) {
-    auto b = before.findNode(g);
-    auto a = after.findNode(g);
-    if (!b) continue;
-    const fabric::Node& nb = before.node(*b);
-    for (unsigned p = 1; p <= nb.numPorts; ++p) {
-      bool wasUp = nb.ports[p].connected();
-      bool isUp = a && after.node(*a).ports[p].connected();
-      if (wasUp == isUp) continue;
-      if (isUp) {
-        ++ev.linksUp;
-        continue;
-      }
-      ++ev.linksDown;
-      // Each down within the back-off window doubles the hold-down, up to the maximum.
-      Flap& f = flaps_[{g, static_cast<uint8_t>(p)}];
-      bool recent = f.holdDown.count() && now - f.lastDown < options_.maxHoldDown;
-      f.holdDown = recent ? std::min(f.holdDown * 2, options_.maxHoldDown) : options_.holdDown;
-      f.lastDown = now;
-    }
-  }
-}
-
 fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switches, const std::string& cause,
                                                   mad::TimePoint eventTime) {
   if (!last_) return sweep(cause);
@@ -213,7 +176,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     if (auto n = before.findNode(g)) changed.push_back(*n);
   TopologyEvent ev;
   ev.cause = cause;
-  auto found = discoverer_.rediscover(*last_, changed, activeHoldDowns(start));
+  auto found = discoverer_.rediscover(*last_, changed, flaps_.active());
   SweepReport report;
   if (!found) {
     // A changed switch did not answer: its region is not known well enough to patch. Sweep everything.
@@ -225,17 +188,13 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     ev.action = "targeted re-discovery of " + std::to_string(changed.size()) + " switch(es)";
   }
   report.discovery = found->stats;
-  noteLinkChanges(before, *found->topology, switches, ev);
+  FlapDamping::LinkChanges links = flaps_.noteLinkChanges(before, *found->topology, switches);
+  ev.linksUp = links.up;
+  ev.linksDown = links.down;
   // Held-down ports that came up: look at them again when their hold-down ends.
-  for (const auto& [guid, port] : found->heldDown) {
-    auto f = flaps_.find({guid, port});
-    if (f != flaps_.end()) {
-      mad::TimePoint due = f->second.lastDown + f->second.holdDown;
-      pending_.insert(guid);
-      if (pendingCause_.empty()) pendingCause_ = "hold-down of a flapping port ended";
-      if (!pendingSince_ || due < *pendingSince_) pendingSince_ = due;
-    }
-  }
+  for (const auto& [guid, port] : found->heldDown)
+    if (auto due = flaps_.heldUntil(guid, port))
+      updates_.queueAt({guid}, "hold-down of a flapping port ended", *due);
   auto old = snapshot_;
   // Links only went away: keep what still works. Links came back: rebalance from scratch.
   auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);
@@ -252,16 +211,8 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
 }
 
 void SubnetManager::logEvent(TopologyEvent ev) {
-  ev.when = std::chrono::system_clock::now();
+  ev.when = options_.wallClock ? options_.wallClock() : std::chrono::system_clock::now();
   if (onEvent_) onEvent_(ev);
-}
-
-void SubnetManager::queueUpdate(const std::vector<Guid>& switches, const std::string& cause) {
-  if (switches.empty()) return;
-  for (Guid g : switches) pending_.insert(g);
-  if (pendingCause_.empty()) pendingCause_ = cause;
-  mad::TimePoint now = clock_.now();
-  if (!pendingSince_ || now < *pendingSince_) pendingSince_ = now;
 }
 
 void SubnetManager::lightSweep() {
@@ -298,11 +249,17 @@ void SubnetManager::programMulticast(const fabric::Topology& topo) {
 
 void SubnetManager::tick() {
   engine_.poll(mad::Duration::zero());
-  if (retryAt_ && clock_.now() >= *retryAt_ && sm_.state() != SmState::kStandby) {
+  if (retryAt_ && clock_.now() >= *retryAt_ && ha_.state() != SmState::kStandby) {
     (void)sweep("retry: the last sweep left the subnet not up");
     return;
   }
-  if (haTick()) return;
+  const bool lightSweepDue = options_.lightSweepInterval.count() > 0 && clock_.now() >= nextLightSweep_;
+  HaCoordinator::Turn ha = ha_.tick(lightSweepDue);
+  if (ha.sweep) {
+    (void)sweep(*ha.sweep);
+    return;
+  }
+  if (!ha.master) return;
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
   // written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
@@ -311,99 +268,24 @@ void SubnetManager::tick() {
     nextLightSweep_ = now + options_.lightSweepInterval;
     lightSweep();
   }
-  if (!pendingSince_ || clock_.now() < *pendingSince_ + options_.trapBatchDelay) return;
-  std::vector<Guid> switches(pending_.begin(), pending_.end());
-  std::string cause = pendingCause_;
-  mad::TimePoint since = *pendingSince_;
-  pending_.clear();
-  pendingCause_.clear();
-  pendingSince_.reset();
-  (void)update(switches, cause, std::min(since, clock_.now()));
+  if (auto batch = updates_.takeDue())
+    (void)update(batch->switches, batch->cause, std::min(batch->since, clock_.now()));
 }
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {
   if (h.mgmtClass == mad::kClassSubnAdm) {
-    if (sm_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
-    // Only the master is the SA. Anyone else answers requests Busy (the client asks again, by then at the
-    // master the SM LID of its port names) and ignores responses.
-    if (h.method & 0x80) return;
-    ++saNotMaster_;
-    const uint8_t resp =
-        h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
-    (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
-    return;
+    // Only the master is the SA.
+    if (ha_.state() == SmState::kMaster) return saHandler_ ? saHandler_(mad) : void();
+    return ha_.refuseSa(mad, h);
   }
   bool smi = h.mgmtClass == mad::kClassSmiLid || h.mgmtClass == mad::kClassSmiDirected;
   if (smi && h.attrId == mad::kAttrNotice && h.method == mad::kTrap) {
-    ++traps_.received;
-    (void)engine_.sendUnmatched(mad::makeTrapRepress(mad));
-    auto notice = mad::decodeNotice(mad);
-    if (!notice) {
-      ++traps_.malformed;
-      return;
-    }
-    const mad::TimePoint now = clock_.now();
-    auto key = std::tuple{notice->trapNumber, notice->lidAddr, notice->portNum};
-    auto seen = recentTraps_.find(key);
-    bool duplicate = seen != recentTraps_.end() && now - seen->second < options_.trapBatchDelay;
-    recentTraps_[key] = now;
-    if (recentTraps_.size() > 4096) recentTraps_.clear();
-    if (duplicate) {
-      ++traps_.duplicates;
-      return;
-    }
-    if (noticeHandler_) noticeHandler_(*notice);
-    if (notice->trapNumber == 256) {
-      // Bad M_Key: a security event about who sent the SMP, not a topology change; nothing to re-read.
-      ++traps_.badMkey;
-      return;
-    }
-    auto snap = snapshot_;
-    if (!snap) return;  // not master of a programmed subnet yet: the coming sweep sees it all
-    if (notice->trapNumber == 144 && (notice->capMask & 2u)) noteSmPort(*snap, fabric::Lid{notice->lidAddr});
-    // The switch the trap is about, or the switches next to the CA it is about.
-    std::vector<Guid> switches;
-    routing::LidOwner owner = snap->lids.owner(fabric::Lid{notice->lidAddr});
-    if (owner.node != fabric::kNoNode) {
-      const fabric::Node& n = snap->topology->node(owner.node);
-      if (n.isSwitch())
-        switches.push_back(n.guid);
-      else
-        for (const auto& p : n.ports)
-          if (p.connected()) switches.push_back(snap->topology->node(p.peerNode).guid);
-    }
-    if (switches.empty()) {
-      // A LID we do not know: only a full look will tell.
-      if (snap->topology->switches().empty()) return;
-      for (NodeIndex s : snap->topology->switches()) switches.push_back(snap->topology->node(s).guid);
-    }
-    queueUpdate(switches, "trap " + std::to_string(notice->trapNumber) + " about LID " +
-                              std::to_string(notice->lidAddr));
+    TrapHandler::Outcome t = traps_.onTrap(mad, snapshot_.get());
+    if (t.smPort) ha_.smAppeared(*t.smPort);
+    updates_.queue(t.switches, t.cause);
     return;
   }
-  if (smi && h.attrId == mad::kAttrSmInfo && h.method == mad::kSet) {
-    onSmInfoSet(mad, h);
-    return;
-  }
-  if (!smi || h.attrId != mad::kAttrSmInfo || h.method != mad::kGet) return;
-  mad::MadPacket reply = mad::makeResponse(mad);
-  mad::SmInfo info;
-  info.guid = portGuid_;
-  // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
-  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
-  // without one as the master's).
-  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
-  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
-                    (asked.guid == *sm_.master() || asked.guid.value == 0);
-  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
-  info.actCount = actCount();
-  info.priority = options_.priority;
-  info.state = static_cast<uint8_t>(sm_.state());
-  mad::encodeSmInfo(info, mad::smpData(reply));
-  reply.addr = mad.addr;
-  if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
-  (void)engine_.sendUnmatched(reply);
-  noteSmInfoRequester(mad, h);
+  if (smi && h.attrId == mad::kAttrSmInfo) ha_.onSmInfo(mad, h);
 }
 
 }  // namespace ibsm::daemon

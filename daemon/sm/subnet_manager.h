@@ -1,15 +1,18 @@
-// The SM's core cycle, independent of how it is driven (--once or the event loop): heavy sweep, LID
-// assignment with the persistent map, routing through the engine chain, programming of what changed. It also
-// answers SMInfo queries sent to this SM. Holds the current snapshot for readers (control socket, SA).
+// The SM's core cycle, independent of how it is driven (--once or the event loop). SubnetManager only
+// coordinates; the work is its parts':
+//   - sweeps: discovery (Discoverer) -> HA decision (HaCoordinator) -> LIDs (LidManager) -> routing (the
+//     engine chain) -> programming (P_Key, LFT, AR, MFT programmers); it publishes the snapshot readers use;
+//   - targeted updates: traps (TrapHandler) and light sweeps queue switches (UpdateQueue), re-read as one
+//     batch with flapping ports held down (FlapDamping);
+//   - dispatch of the MADs nobody waits for: SA (to the SA when master, else HaCoordinator answers Busy),
+//     traps, SMInfo (HaCoordinator);
+//   - retries of a sweep that left the subnet not up, and the events it reports (setEventHandler).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "daemon/program/ar_programmer.h"
@@ -18,7 +21,12 @@
 #include "daemon/program/programmer.h"
 #include "daemon/sa/mcast_groups.h"
 #include "daemon/sm/discoverer.h"
+#include "daemon/sm/flap_damping.h"
+#include "daemon/sm/ha_coordinator.h"
+#include "daemon/sm/lid_manager.h"
 #include "daemon/sm/sm_state_machine.h"
+#include "daemon/sm/trap_handler.h"
+#include "daemon/sm/update_queue.h"
 #include "daemon/state/subnet_snapshot.h"
 #include "daemon/state/topology_event.h"
 #include "mad/mad_engine.h"
@@ -44,6 +52,10 @@ struct SmOptions {
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
+  // Wall-clock time of the events (TopologyEvent::when); every timer uses the mad::Clock instead.
+  std::function<std::chrono::system_clock::time_point()> wallClock = [] {
+    return std::chrono::system_clock::now();
+  };
 };
 
 struct SweepReport {
@@ -73,45 +85,37 @@ class SubnetManager {
   void lightSweep();
   // Called by the event loop whenever it wakes: handles received MADs, runs due updates and light sweeps.
   void tick();
-  // Answers SMInfo Get and traps (TrapRepress, then a batched targeted update); installed as the engine's
-  // unsolicited handler.
+  // Installed as the engine's unsolicited handler: SA MADs, traps, SMInfo Get and Set.
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
   // Queues switches for a targeted update (control socket "resweep", tests).
-  void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause);
+  void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause) {
+    updates_.queue(switches, cause);
+  }
   // Subnet Administration: class 0x03 MADs go to sa; every accepted (non-duplicate) trap to notice.
   void setSaHandlers(std::function<void(const mad::MadPacket&)> sa,
                      std::function<void(const mad::Notice&)> notice) {
     saHandler_ = std::move(sa);
-    noticeHandler_ = std::move(notice);
+    traps_.setNoticeHandler(std::move(notice));
   }
 
-  SmState state() const { return sm_.state(); }
-  const SmStateMachine& smStateMachine() const { return sm_; }
+  SmState state() const { return ha_.state(); }
+  const SmStateMachine& smStateMachine() const { return ha_.machine(); }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   uint64_t sweeps() const { return sweeps_; }
   // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
   void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
-  struct TrapCounters {
-    uint64_t received = 0, malformed = 0, duplicates = 0;
-    uint64_t badMkey = 0;  // Trap 256: a port was sent an SMP with a wrong M_Key (by someone else, or by us)
-  };
-  const TrapCounters& trapCounters() const { return traps_; }
-  uint64_t saBusyReplies() const { return saNotMaster_; }
+  using TrapCounters = TrapHandler::Counters;
+  const TrapCounters& trapCounters() const { return traps_.counters(); }
+  uint64_t saBusyReplies() const { return ha_.saBusyReplies(); }
   // SMInfo ActCount, the heartbeat a standby may watch: SMPs sent so far (as OpenSM reports it).
   uint32_t actCount() const { return static_cast<uint32_t>(engine_.counters().sent); }
   const ArProgrammer& arProgrammer() const { return arProgrammer_; }
   // Multicast groups (the SA's MCMemberRecord requests change them; tick() re-programs the MFTs after a
   // change).
   McastGroups& mcastGroups() { return mcastGroups_; }
-  const McastReport& lastMcastReport() const { return lastMcast_; }
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
-  void setOptions(SmOptions options) {
-    options_ = std::move(options);
-    options_.program.mkey = mkey_;  // sm.m_key is [restart]: the ports hold the key resolved at start
-    arProgrammer_.setOptions(options_.ar);
-    sm_.setOptions(smStateOptions(options_));
-  }
+  void setOptions(SmOptions options);
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
   void forgetSwitchTables() {
     cache_.clear();
@@ -124,27 +128,6 @@ class SubnetManager {
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   void programMulticast(const fabric::Topology& topo);
-  static SmStateOptions smStateOptions(const SmOptions& o) {
-    return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
-  }
-  // High availability (sm_ha.cc): SMInfo of the other SMs, polls, handover.
-  mad::SmInfo ownSmInfo() const;
-  mad::MadPacket smInfoRequest(uint8_t method, uint32_t attrMod, const fabric::DrPath& route) const;
-  SmStateMachine::Decision discoverSms(const fabric::Topology& topo);
-  void querySms(const std::vector<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>>& sms);
-  void checkRemoteSms(const std::string& why);
-  void pollMaster();
-  void sendSmInfoSet(fabric::Guid to, SmControl control);
-  void onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& header);
-  void noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& header);
-  void announceTo(const fabric::Topology& topo, fabric::Guid master);  // Trap 144 to the master
-  void noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid);        // Trap 144 with IsSM: an SM appeared
-  std::optional<std::tuple<fabric::Guid, uint16_t, fabric::DrPath>> locateSm(fabric::Guid portGuid) const;
-  void stateEvent(const std::string& cause, SmState before);
-  bool haTick();  // true: the caller returns (not master, or a sweep ran)
-  std::vector<std::pair<fabric::Guid, uint8_t>> activeHoldDowns(mad::TimePoint now) const;
-  void noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
-                       const std::vector<fabric::Guid>& switches, TopologyEvent& event);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
@@ -157,39 +140,20 @@ class SubnetManager {
   PkeyProgrammer pkeyProgrammer_;
   McastReport lastMcast_;
   uint64_t mcastVersion_ = 0;    // mcastGroups_.version() the MFTs were last written for
-  uint32_t reregisteredAt_ = 0;  // sm_.masterTerms() at the last ClientReregister run
+  uint32_t reregisteredAt_ = 0;  // masterTerms() at the last ClientReregister run
   SwitchTableCache cache_;
   std::optional<mad::MkeyInfo> mkey_;  // options_.program.mkey as given at construction
   std::shared_ptr<const SubnetSnapshot> snapshot_;
-  SmStateMachine sm_;
-  fabric::Guid portGuid_;
-  fabric::TopologyPtr seen_;           // the last discovered topology, master or not (to find other SMs)
-  bool takeover_ = false;              // standby: the master is lost
-  bool sweepWanted_ = false;           // a HANDOVER or DISCOVER came: sweep as master
-  std::optional<fabric::Guid> ackTo_;  // send ACKNOWLEDGE to this SM
-  std::set<fabric::Guid> learn_;       // SMs that queried us: look at them
-  std::map<fabric::Guid, mad::TimePoint> learnedAt_;
+  HaCoordinator ha_;
+  UpdateQueue updates_;
+  FlapDamping flaps_;
+  TrapHandler traps_;
+  LidManager lids_;
   uint64_t sweeps_ = 0;
   std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
-  // Pending targeted update: switches by GUID, what caused it, and when the first event of the batch came.
-  std::set<fabric::Guid> pending_;
-  std::string pendingCause_;
-  std::optional<mad::TimePoint> pendingSince_;
   mad::TimePoint nextLightSweep_{};
-  // Flap damping per (node GUID, port): when the port last went down and how long it is held down.
-  struct Flap {
-    mad::TimePoint lastDown{};
-    mad::Duration holdDown{};
-  };
-  std::map<std::pair<fabric::Guid, uint8_t>, Flap> flaps_;
-  // Recent traps, for de-duplication: (trap, LID, port) -> last arrival.
-  std::map<std::tuple<uint16_t, uint16_t, uint8_t>, mad::TimePoint> recentTraps_;
   std::function<void(const TopologyEvent&)> onEvent_;
-  TrapCounters traps_;
   std::function<void(const mad::MadPacket&)> saHandler_;
-  std::function<void(const mad::Notice&)> noticeHandler_;
-  uint64_t smSets_ = 0;                    // SMInfo Sets received
-  uint64_t saNotMaster_ = 0;               // SA requests answered Busy because we are not the master
   std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
   mad::Duration retryDelay_ =
       std::chrono::seconds(1);  // until the next retry after that one (doubles to 30 s)

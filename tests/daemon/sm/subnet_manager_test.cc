@@ -8,48 +8,13 @@
 #include "mad/fields.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
-#include "tests/daemon/fake_fabric_fixture.h"
+#include "tests/daemon/sm/sm_fixture.h"
 
 namespace ibsm::daemon {
 namespace {
 
-using testing::FakeFabricFixture;
+using testing::SmFixture;
 using namespace std::chrono_literals;
-
-struct SmFixture : FakeFabricFixture {
-  std::unique_ptr<SubnetManager> sm;
-  std::vector<TopologyEvent> events;
-
-  // beforeSweep runs once the fake fabric exists (e.g. to install a lossy responder).
-  void up(bool expectUp = true, const std::function<void()>& beforeSweep = {}) {
-    tools::FabricSpec spec;
-    spec.shape = tools::Shape::kFatTree;
-    spec.levels = 2;
-    spec.radix = 8;
-    start(testing::generate(spec));
-    SmOptions o;
-    o.engines = {"minhop"};
-    o.lightSweepInterval = mad::Duration::zero();
-    sm = std::make_unique<SubnetManager>(*engine, clock, o);
-    engine->setUnsolicitedHandler(
-        [this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
-    sm->setEventHandler([this](const TopologyEvent& e) { events.push_back(e); });
-    if (beforeSweep) beforeSweep();
-    auto r = sm->sweep();
-    ASSERT_TRUE(r) << r.error().message;
-    ASSERT_EQ(r->subnetUp, expectUp);
-    events.clear();
-  }
-  uint16_t switchLid() const {
-    const auto& snap = *sm->snapshot();
-    fabric::NodeIndex s = snap.topology->switches().front();
-    return snap.lids.base(s, fabric::PortNum{0}).value;
-  }
-  void deliver(mad::MadPacket m) {
-    port.inject(std::move(m));
-    sm->tick();
-  }
-};
 
 TEST(SubnetManager, SweepBringsTheSubnetUpAsMaster) {
   SmFixture f;
@@ -140,6 +105,20 @@ TEST(SubnetManager, ASweepThatLeftTheSubnetNotUpIsRetried) {
   f.clock.advance(60s);
   f.sm->tick();
   EXPECT_EQ(f.events.size(), 1u);  // up: no more retries
+}
+
+// The wall-clock time of an event comes from SmOptions::wallClock (every timer uses the mad::Clock).
+TEST(SubnetManager, EventsCarryTheWallClockOfTheOptions) {
+  SmFixture f;
+  f.create();
+  const auto at = std::chrono::system_clock::time_point(std::chrono::hours(24 * 365));
+  SmOptions o = f.sm->options();
+  o.wallClock = [at] { return at; };
+  f.sm->setOptions(o);
+  auto r = f.sm->sweep();
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_EQ(f.events[0].when, at);
 }
 
 }  // namespace

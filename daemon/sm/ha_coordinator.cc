@@ -1,11 +1,10 @@
-// SubnetManager's part of high availability: the MADs of the SM state machine (SMInfo Get of the other SMs
-// found in discovery, standby polls of the master, SMInfo Set HANDOVER/ACKNOWLEDGE) and the answers to SMInfo
-// Set. The decisions are SmStateMachine's; this file only sends, receives and validates.
+// The decisions are SmStateMachine's; this file only sends, receives and validates.
+#include "daemon/sm/ha_coordinator.h"
 
 #include <algorithm>
 
-#include "daemon/sm/subnet_manager.h"
 #include "mad/notice.h"
+#include "mad/sa.h"
 #include "mad/smp.h"
 
 namespace ibsm::daemon {
@@ -16,6 +15,7 @@ using fabric::NodeIndex;
 namespace {
 constexpr uint32_t kCapIsSm = 1u << 1;  // PortInfo CapabilityMask.IsSM
 constexpr std::chrono::milliseconds kQueryTimeout{200};
+constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
 
 std::optional<mad::SmInfo> smInfoOf(const mad::MadResult& r) {
   if (!r.ok() || r.header.status != 0 || r.header.attrId != mad::kAttrSmInfo) return std::nullopt;
@@ -39,18 +39,34 @@ const char* controlName(uint32_t c) {
 }
 }  // namespace
 
-mad::SmInfo SubnetManager::ownSmInfo() const {
+HaCoordinator::HaCoordinator(mad::MadEngine& engine, const mad::Clock& clock, SmStateOptions options,
+                             Guid self, std::function<void(TopologyEvent)> events)
+    : engine_(engine),
+      clock_(clock),
+      options_(options),
+      sm_(options),
+      portGuid_(self),
+      events_(std::move(events)) {
+  sm_.setSelf(portGuid_);
+}
+
+void HaCoordinator::noteOwnPort(const fabric::Topology& topo) {
+  if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+}
+
+mad::SmInfo HaCoordinator::ownSmInfo() const {
   mad::SmInfo info;
   info.guid = portGuid_;
   info.smKey = options_.smKey;
-  info.actCount = actCount();
+  // ActCount, the heartbeat a standby may watch: SMPs sent so far (as OpenSM reports it).
+  info.actCount = static_cast<uint32_t>(engine_.counters().sent);
   info.priority = options_.priority;
   info.state = static_cast<uint8_t>(sm_.state());
   return info;
 }
 
 // Our SMInfo goes in the request, as OpenSM does: the receiver learns who asks, and sees our SM_Key.
-mad::MadPacket SubnetManager::smInfoRequest(uint8_t method, uint32_t attrMod,
+mad::MadPacket HaCoordinator::smInfoRequest(uint8_t method, uint32_t attrMod,
                                             const fabric::DrPath& route) const {
   mad::MadPacket m = mad::makeDirectedSmp(method, mad::kAttrSmInfo, attrMod, route);
   mad::encodeSmInfo(ownSmInfo(), mad::smpData(m));
@@ -58,7 +74,7 @@ mad::MadPacket SubnetManager::smInfoRequest(uint8_t method, uint32_t attrMod,
 }
 
 // The directed route and LID of the port with this GUID in the last discovered topology.
-std::optional<std::tuple<Guid, uint16_t, fabric::DrPath>> SubnetManager::locateSm(Guid portGuid) const {
+std::optional<HaCoordinator::SmAt> HaCoordinator::locateSm(Guid portGuid) const {
   auto topo = seen_;
   if (!topo) return std::nullopt;
   auto at = topo->findPort(portGuid);
@@ -71,7 +87,7 @@ std::optional<std::tuple<Guid, uint16_t, fabric::DrPath>> SubnetManager::locateS
                     route};
 }
 
-void SubnetManager::querySms(const std::vector<std::tuple<Guid, uint16_t, fabric::DrPath>>& sms) {
+void HaCoordinator::querySms(const std::vector<SmAt>& sms) {
   mad::RequestOptions ro;
   ro.timeout = kQueryTimeout;
   ro.retries = 1;
@@ -90,13 +106,13 @@ void SubnetManager::querySms(const std::vector<std::tuple<Guid, uint16_t, fabric
   engine_.runUntilIdle();
 }
 
-SmStateMachine::Decision SubnetManager::discoverSms(const fabric::Topology& topo) {
-  if (topo.smNode() != fabric::kNoNode) portGuid_ = topo.node(topo.smNode()).port(topo.smPort()).guid;
+SmStateMachine::Decision HaCoordinator::discover(const fabric::Topology& topo) {
+  noteOwnPort(topo);
   sm_.setSelf(portGuid_);
   seen_ = std::make_shared<fabric::Topology>(topo);
   sm_.startDiscovery();
   // Every port (other than ours) whose CapabilityMask says IsSM: a CA port, or a switch's port 0.
-  std::vector<std::tuple<Guid, uint16_t, fabric::DrPath>> sms;
+  std::vector<SmAt> sms;
   std::vector<Guid> present;
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     const fabric::Node& n = topo.node(i);
@@ -121,7 +137,7 @@ SmStateMachine::Decision SubnetManager::discoverSms(const fabric::Topology& topo
 // A new STANDBY tells the master about itself with a Trap 144 from its port, as OpenSM does: the master may
 // have asked for our SMInfo while we were still discovering (and got no SM_Key, so it ignored us); the trap
 // makes it look again, now that we are a standby that knows its master, and hand over if we are better.
-void SubnetManager::announceTo(const fabric::Topology& topo, Guid master) {
+void HaCoordinator::announceTo(const fabric::Topology& topo, Guid master) {
   const RemoteSm* m = sm_.findRemote(master);
   if (!m || m->lid == 0 || topo.smNode() == fabric::kNoNode) return;
   const fabric::Node& self = topo.node(topo.smNode());
@@ -138,8 +154,8 @@ void SubnetManager::announceTo(const fabric::Topology& topo, Guid master) {
 }
 
 // MASTER: asks the known SMs (and the ones that queried us) what they are now; hands over to a better one.
-void SubnetManager::checkRemoteSms(const std::string& why) {
-  std::vector<std::tuple<Guid, uint16_t, fabric::DrPath>> sms;
+void HaCoordinator::checkRemoteSms(const std::string& why) {
+  std::vector<SmAt> sms;
   for (const RemoteSm& r : sm_.remotes()) sms.emplace_back(r.guid, r.lid, r.route);
   for (Guid g : learn_)
     if (!sm_.findRemote(g))
@@ -153,9 +169,9 @@ void SubnetManager::checkRemoteSms(const std::string& why) {
   if (d.handoverTo) sendSmInfoSet(*d.handoverTo, SmControl::kHandover);
 }
 
-void SubnetManager::sendSmInfoSet(Guid to, SmControl control) {
+void HaCoordinator::sendSmInfoSet(Guid to, SmControl control) {
   const RemoteSm* r = sm_.findRemote(to);
-  std::optional<std::tuple<Guid, uint16_t, fabric::DrPath>> at;
+  std::optional<SmAt> at;
   if (r)
     at = std::tuple{r->guid, r->lid, r->route};
   else
@@ -169,7 +185,7 @@ void SubnetManager::sendSmInfoSet(Guid to, SmControl control) {
   engine_.submit(smInfoRequest(mad::kSet, static_cast<uint32_t>(control), std::get<2>(*at)), nullptr, ro);
 }
 
-void SubnetManager::pollMaster() {
+void HaCoordinator::pollMaster() {
   const mad::TimePoint now = clock_.now();
   sm_.pollSent(now);
   const RemoteSm* m = sm_.master() ? sm_.findRemote(*sm_.master()) : nullptr;
@@ -191,14 +207,44 @@ void SubnetManager::pollMaster() {
       ro);
 }
 
-void SubnetManager::stateEvent(const std::string& cause, SmState before) {
+void HaCoordinator::stateEvent(const std::string& cause, SmState before) {
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = std::string("SM state ") + toString(before) + " -> " + toString(sm_.state());
-  logEvent(std::move(ev));
+  if (events_) events_(std::move(ev));
 }
 
-void SubnetManager::onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader& h) {
+void HaCoordinator::onSmInfo(const mad::MadPacket& mad, const mad::MadHeader& h) {
+  if (h.method == mad::kSet) return onSet(mad, h);
+  if (h.method != mad::kGet) return;
+  answerGet(mad, h);
+  noteRequester(mad);
+}
+
+void HaCoordinator::answerGet(const mad::MadPacket& mad, const mad::MadHeader& h) {
+  mad::MadPacket reply = mad::makeResponse(mad);
+  mad::SmInfo info = ownSmInfo();
+  // SM_Key is returned only to a requester that presents it (IBA 14.4.1); others see zero.
+  // So does OpenSM for the master it stands by for (its Gets carry no SMInfo, so a STANDBY takes a query
+  // without one as the master's).
+  mad::SmInfo asked = mad::decodeSmInfo(mad::smpData(mad));
+  bool fromMaster = sm_.state() == SmState::kStandby && sm_.master() &&
+                    (asked.guid == *sm_.master() || asked.guid.value == 0);
+  info.smKey = asked.smKey == options_.smKey || fromMaster ? options_.smKey : 0;
+  mad::encodeSmInfo(info, mad::smpData(reply));
+  reply.addr = mad.addr;
+  if (h.mgmtClass == mad::kClassSmiDirected) reply.addr.lid = 0xFFFF;
+  (void)engine_.sendUnmatched(reply);
+}
+
+void HaCoordinator::refuseSa(const mad::MadPacket& mad, const mad::MadHeader& h) {
+  if (h.method & 0x80) return;
+  ++saNotMaster_;
+  const uint8_t resp = h.method == mad::kSet ? uint8_t{mad::kGetResp} : static_cast<uint8_t>(h.method | 0x80);
+  (void)engine_.sendUnmatched(mad::makeSaResponse(mad, resp, kMadStatusBusy));
+}
+
+void HaCoordinator::onSet(const mad::MadPacket& mad, const mad::MadHeader& h) {
   ++smSets_;
   mad::SmInfo from = mad::decodeSmInfo(mad::smpData(mad));
   const SmState before = sm_.state();
@@ -232,13 +278,12 @@ void SubnetManager::onSmInfoSet(const mad::MadPacket& mad, const mad::MadHeader&
 }
 
 // Someone asked for our SMInfo: if it is an SM we do not know (or it changed), the master looks at it.
-void SubnetManager::noteSmInfoRequester(const mad::MadPacket& mad, const mad::MadHeader& h) {
+void HaCoordinator::noteRequester(const mad::MadPacket& mad) {
   if (sm_.state() != SmState::kMaster) return;
   mad::SmInfo from = mad::decodeSmInfo(mad::smpData(mad));
   // Only a request with an SMInfo in it names an SM (diagnostics such as sminfo ask too; OpenSM is found by
   // its Trap 144 instead).
   Guid g = from.guid;
-  (void)h;
   if (g.value == 0 || g == portGuid_) return;
   const RemoteSm* r = sm_.findRemote(g);
   if (r && r->answered && r->priority == from.priority && static_cast<uint8_t>(r->state) == from.state)
@@ -251,14 +296,11 @@ void SubnetManager::noteSmInfoRequester(const mad::MadPacket& mad, const mad::Ma
   learn_.insert(g);
 }
 
-void SubnetManager::noteSmPort(const SubnetSnapshot& snap, fabric::Lid lid) {
-  routing::LidOwner o = snap.lids.owner(lid);
-  if (o.node == fabric::kNoNode) return;
-  Guid g = snap.topology->node(o.node).port(o.port).guid;
+void HaCoordinator::smAppeared(Guid g) {
   if (g.value != 0 && g != portGuid_) learn_.insert(g);
 }
 
-bool SubnetManager::haTick() {
+HaCoordinator::Turn HaCoordinator::tick(bool lightSweepDue) {
   const mad::TimePoint now = clock_.now();
   if (ackTo_) {
     Guid to = *ackTo_;
@@ -267,32 +309,29 @@ bool SubnetManager::haTick() {
   }
   switch (sm_.state()) {
     case SmState::kNotActive:
-      return true;
+      return {};
     case SmState::kDiscovering:
-      return true;  // a sweep is deciding
+      return {};  // a sweep is deciding
     case SmState::kStandby:
       if (takeover_) {
         takeover_ = false;
         const RemoteSm* m = sm_.master() ? sm_.findRemote(*sm_.master()) : nullptr;
-        (void)sweep("failover: master " + (m ? fabric::toString(m->guid) : std::string("?")) +
-                    " lost after " + std::to_string(sm_.failedPolls()) + " failed polls");
-        return true;
+        return {"failover: master " + (m ? fabric::toString(m->guid) : std::string("?")) + " lost after " +
+                std::to_string(sm_.failedPolls()) + " failed polls"};
       }
       if (sm_.pollDue(now)) pollMaster();
-      return true;
+      return {};
     case SmState::kMaster:
       break;
   }
   takeover_ = false;
   if (sweepWanted_) {
     sweepWanted_ = false;
-    (void)sweep("handover");
-    return true;
+    return {"handover"};
   }
   if (!learn_.empty()) checkRemoteSms("an SM queried us");
-  if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_ && !sm_.remotes().empty())
-    checkRemoteSms("light sweep");
-  return sm_.state() != SmState::kMaster;
+  if (lightSweepDue && !sm_.remotes().empty()) checkRemoteSms("light sweep");
+  return {std::nullopt, sm_.state() == SmState::kMaster};
 }
 
 }  // namespace ibsm::daemon
