@@ -54,7 +54,7 @@ struct SmConfig {
 struct MadConfig {
   uint32_t window = 32;      // MADs in flight
   uint32_t timeoutMs = 100;  // per attempt
-  uint32_t retries = 3;      // resends after the first attempt
+  uint32_t retries = 7;      // resends after the first attempt (config/ibsm.yaml.example says why 7)
   bool operator==(const MadConfig&) const = default;
 };
 

@@ -22,7 +22,7 @@ namespace ibsm::mad {
 struct MadEngineOptions {
   unsigned window = 32;
   Duration timeout = std::chrono::milliseconds(100);
-  unsigned retries = 3;
+  unsigned retries = 7;  // config mad.retries
 };
 
 // Per-request overrides of the engine's timeout and retries, e.g. one short attempt for a capability probe

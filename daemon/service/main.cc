@@ -4,6 +4,9 @@
 //   (default)        the long-running SM: bring the subnet up, then keep it up until SIGTERM/SIGINT
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +40,7 @@ using namespace std::chrono_literals;
 struct Args {
   fabric::Guid localPortGuid;  // of the port opened (SMInfo answers before the first sweep)
   bool discoverOnly = false, once = false, checkConfig = false;
+  unsigned onceDeadlineS = 60;  // --once sweeps again until SUBNET UP or this many seconds have passed
   std::string topologyOut;
   std::string configPath{config::kDefaultConfigPath};
   bool configGiven = false;
@@ -48,6 +52,8 @@ constexpr const char* kUsage =
     "usage: ibsmd [options]\n"
     "modes (default: run as the subnet manager until SIGTERM/SIGINT):\n"
     "  --once                    bring the subnet up once and exit (0 at SUBNET UP)\n"
+    "  --once-deadline-s N       with --once: sweep again (MADs lost, a port refused) until SUBNET UP or\n"
+    "                            N seconds have passed (default 60; 0: one sweep only)\n"
     "  --discover-only           sweep the fabric once, print a summary and exit\n"
     "  --topology-out FILE       with --discover-only: write the topology (ibnetdiscover format)\n"
     "  --check-config            validate the configuration, print the effective config and exit\n"
@@ -104,7 +110,12 @@ Args parseArgs(int argc, char** argv) {
       a.discoverOnly = true;
     else if (opt == "--once")
       a.once = true;
-    else if (opt == "--check-config")
+    else if (opt == "--once-deadline-s") {
+      std::string v = value();
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), a.onceDeadlineS);
+      if (ec != std::errc() || end != v.data() + v.size() || a.onceDeadlineS > 86400)
+        die(2, "--once-deadline-s: '" + v + "' is not a number of seconds from 0 to 86400");
+    } else if (opt == "--check-config")
       a.checkConfig = true;
     else if (opt == "--topology-out")
       a.topologyOut = value();
@@ -201,18 +212,34 @@ void printReport(const daemon::SweepReport& r) {
   std::fflush(stdout);
 }
 
-// --once: one cycle, the report on stdout, the dumps written before exit.
+// --once: sweeps until the subnet is up or --once-deadline-s has passed, each sweep's report on stdout, the
+// dumps written before exit. A sweep that lost MADs or met a port that refused a Set is followed by another
+// (after 100 ms, doubling to 2 s), which re-reads the fabric and sends only what the switches still lack.
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
+  const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
+  mad::Duration pause = std::chrono::milliseconds(100);
   auto report = sm.sweep();
-  if (!report) {
-    std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
-    return 1;
+  for (;;) {
+    if (report)
+      printReport(*report);
+    else
+      std::fprintf(stderr, "ibsmd: %s\n", report.error().message.c_str());
+    // Another sweep only where the master's own sweep fell short (not when another SM has the fabric).
+    bool again = report ? !report->subnetUp && sm.state() == daemon::SmState::kMaster
+                        : sm.state() != daemon::SmState::kStandby;
+    if (!again || clock.now() + pause >= deadline) break;
+    std::fprintf(
+        stderr, "ibsmd: the subnet is not up; sweeping again in %lld ms\n",
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(pause).count()));
+    for (mad::TimePoint until = clock.now() + pause; clock.now() < until;) engine.poll(until - clock.now());
+    pause = std::min<mad::Duration>(pause * 2, std::chrono::seconds(2));
+    report = sm.sweep("retry: the last sweep left the subnet not up");
   }
-  printReport(*report);
+  if (!report) return 1;
   daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
   dumps.submit(sm.snapshot(), report->subnetUp);
   dumps.flush();

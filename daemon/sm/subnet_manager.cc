@@ -141,7 +141,12 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
-  report.subnetUp = report.program.errors.empty();
+  // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
+  // sweeps again (as OpenSM does after errors during initialization).
+  report.subnetUp = report.program.errors.empty() && report.discovery.failed == 0;
+  if (report.discovery.failed)
+    report.warnings.push_back("DISC007 " + std::to_string(report.discovery.failed) +
+                              " discovery SMP(s) got no answer: the fabric seen may be incomplete");
   if (report.program.mkeyIgnored)
     report.warnings.push_back("MKEY001 " + std::to_string(report.program.mkeyIgnored) +
                               " port(s) acknowledged the M_Key but do not keep it (their SMA has no M_Key "

@@ -136,6 +136,32 @@ TEST_P(MadLossTest, OnceReachesSubnetUpThroughRetries) {
 }
 INSTANTIATE_TEST_SUITE_P(Rates, MadLossTest, ::testing::Values(10, 30));
 
+// With the default timeout and retries and 10% loss on every port of every switch of a 54-host Clos, some
+// SMPs run out of retries: ibsmd --once sweeps again (each later sweep sends only what is still missing)
+// until SUBNET UP, and the tables on the switches route every pair.
+TEST(FaultsTest, OnceUnderLossWithDefaultsSweepsUntilSubnetUp) {
+  Fabric f("--fat-tree 2 --radix 12 --hosts 54");
+  f.setLoss(10);
+  RunResult r = f.once();
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SUBNET UP"), std::string::npos) << r.out << r.err;
+  EXPECT_GT(timeoutsIn(r.out), 0u) << "no MAD was lost: the loss did not take effect\n" << r.out;
+  f.setLoss(0);
+  f.checkRoutes();
+}
+
+// The daemon with default settings under the same loss converges by itself (its own sweep retries).
+TEST(FaultsTest, DaemonUnderLossWithDefaultsReachesSubnetUp) {
+  Fabric f("--fat-tree 2 --radix 12 --hosts 54");
+  f.setLoss(10);
+  pid_t sm = f.sim->spawn({binPath("ibsmd"), "--routing", "minhop", "--state-dir", f.state, "--socket",
+                           f.sim->dir() + "/ibsm.sock"});
+  EXPECT_TRUE(f.sim->waitForOutput(sm, "SUBNET UP", 60s, 20ms)) << f.sim->output(sm);
+  f.setLoss(0);
+  f.checkRoutes();
+  f.sim->stop(sm);
+}
+
 // SIGKILL while the daemon is sweeping (as soon as it has saved guid2lid, i.e. while it programs the
 // switches): the restarted SM hands out the same LIDs and brings the subnet up with correct routes.
 TEST(FaultsTest, KilledMidSweepRestartsWithSameLids) {
