@@ -157,6 +157,10 @@ mad::MadEngineOptions madOptions(const config::Config& c) {
   return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
 }
 
+daemon::DumpOptions dumpOptions(const config::Config& c) {
+  return {c.paths.dumpDir, c.paths.guid2lid, c.dumps.lfts == config::LftDumps::kOnChange};
+}
+
 double ms(mad::Duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -201,7 +205,8 @@ void printReport(const daemon::SweepReport& r) {
   std::fflush(stdout);
 }
 
-// --once: one cycle, the report on stdout, the dumps written before exit.
+// --once: one cycle, the report on stdout, the dumps written before exit (opensm-lfts.dump only with
+// dumps.lfts: on_change; there is no daemon left to ask for it, so on_request means not at all).
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
@@ -213,7 +218,7 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
     return 1;
   }
   printReport(*report);
-  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
   dumps.submit(sm.snapshot(), report->subnetUp);
   dumps.flush();
   return report->subnetUp ? 0 : 1;
@@ -251,7 +256,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
     s.configPath =
         args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
   });
-  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
   daemon::Service service(
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock);
