@@ -89,6 +89,17 @@ struct FlapConfig {
   bool operator==(const FlapConfig&) const = default;
 };
 
+// When opensm-lfts.dump (every switch's LFT) is written. It grows with switches x LIDs: 1.58 GB on an
+// 11,664-host Clos, so by default only when asked for (ibsmctl dump lfts); OpenSM does not write it by
+// default either. The other dumps are small and always follow the fabric.
+enum class LftDumps { kOnRequest, kOnChange };
+std::string_view toString(LftDumps when);  // "on_request", "on_change"
+
+struct DumpsConfig {
+  LftDumps lfts = LftDumps::kOnRequest;
+  bool operator==(const DumpsConfig&) const = default;
+};
+
 struct Config {
   std::optional<Guid> portGuid;  // local port to bind; none = first active port
   RoutingConfig routing;
@@ -96,6 +107,7 @@ struct Config {
   SmConfig sm;
   MadConfig mad;
   PathsConfig paths;
+  DumpsConfig dumps;
   LogConfig log;
   ControlConfig control;
   ArConfig ar;

@@ -11,8 +11,8 @@ namespace ibsm::config {
 namespace {
 
 constexpr std::array<std::string_view, 3> kEngineNames = {"minhop", "updn", "ftree"};
-constexpr std::array<std::string_view, 9> kSections = {"routing", "sweep",   "sm", "mad", "paths",
-                                                       "log",     "control", "ar", "flap"};
+constexpr std::array<std::string_view, 10> kSections = {"routing", "sweep", "sm",      "mad", "paths",
+                                                        "dumps",   "log",   "control", "ar",  "flap"};
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
 constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
@@ -339,6 +339,16 @@ std::vector<Option> makeTable() {
       "paths.guid2lid", false, [](auto& c) -> auto& { return c.paths.guid2lid; }));
   t.push_back(pathOption(
       "paths.dump_dir", true, [](auto& c) -> auto& { return c.paths.dumpDir; }));
+  // Reloadable like paths.dump_dir: the dump writer takes the new value for its next round.
+  t.push_back({"dumps.lfts", true, nullptr,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 for (LftDumps w : {LftDumps::kOnRequest, LftDumps::kOnChange}) {
+                   if (v.kind == RawValue::Kind::kScalar && v.text == toString(w))
+                     return c.dumps.lfts = w, std::nullopt;
+                 }
+                 return problem(v, "expected on_request or on_change, got " + describe(v));
+               },
+               [](const Config& c) { return std::string(toString(c.dumps.lfts)); }});
   t.push_back({"log.level", true, &ConfigDiff::logLevel,
                [](const RawValue& v, Config& c) -> MaybeProblem {
                  for (LogLevel l : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
@@ -419,6 +429,10 @@ std::string_view toString(LogLevel level) {
       return "debug";
   }
   return "?";
+}
+
+std::string_view toString(LftDumps when) {
+  return when == LftDumps::kOnChange ? "on_change" : "on_request";
 }
 
 std::string Location::str() const {

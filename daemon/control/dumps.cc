@@ -216,9 +216,33 @@ void DumpWriter::setDir(std::string dir) {
   options_.dir = std::move(dir);
 }
 
+void DumpWriter::setLftsOnChange(bool onChange) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  options_.lftsOnChange = onChange;
+}
+
+void DumpWriter::requestLfts(std::shared_ptr<const SubnetSnapshot> snapshot, LftDone done) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dir = options_.dir;
+    if (snapshot && snapshot->topology && !dir.empty() && !stop_) {
+      requests_.push_back(LftRequest{std::move(snapshot), std::move(dir), std::move(done)});
+      cv_.notify_all();
+      return;
+    }
+  }
+  if (!snapshot || !snapshot->topology)
+    done(fabric::makeError("no sweep has completed yet"));
+  else if (dir.empty())
+    done(fabric::makeError("no dump directory (paths.dump_dir)"));
+  else
+    done(fabric::makeError("the dump writer is stopping"));
+}
+
 void DumpWriter::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return done_ >= submitted_ && !busy_; });
+  cv_.wait(lock, [&] { return done_ >= submitted_ && requests_.empty() && !busy_; });
 }
 
 DumpWriter::Stats DumpWriter::stats() const {
@@ -229,30 +253,43 @@ DumpWriter::Stats DumpWriter::stats() const {
 void DumpWriter::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || pending_.has_value(); });
-    if (!pending_) return;  // stopping with nothing left
-    Job job = std::move(*pending_);
-    pending_.reset();
-    uint64_t upTo = submitted_;
-    busy_ = true;
-    lock.unlock();
-    writeAll(job);
-    lock.lock();
-    busy_ = false;
-    done_ = upTo;
-    ++stats_.rounds;
-    cv_.notify_all();
+    cv_.wait(lock, [&] { return stop_ || pending_.has_value() || !requests_.empty(); });
+    if (pending_) {
+      Job job = std::move(*pending_);
+      pending_.reset();
+      uint64_t upTo = submitted_;
+      busy_ = true;
+      lock.unlock();
+      writeAll(job);
+      lock.lock();
+      busy_ = false;
+      done_ = upTo;
+      ++stats_.rounds;
+      cv_.notify_all();
+    } else if (!requests_.empty()) {
+      std::vector<LftRequest> requests;
+      requests.swap(requests_);
+      busy_ = true;
+      lock.unlock();
+      writeRequests(std::move(requests));
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
+    } else {
+      return;  // stopping with nothing left
+    }
   }
 }
 
-void DumpWriter::writeOne(const std::string& dir, const std::string& name, const std::string& text) {
+fabric::Result<void> DumpWriter::writeOne(const std::string& dir, const std::string& name,
+                                          const std::string& text, bool force) {
   std::string path = dir + "/" + name;
   size_t h = std::hash<std::string>{}(text);
   auto it = lastHash_.find(path);
-  if (it != lastHash_.end() && it->second == h && std::filesystem::exists(path)) {
+  if (!force && it != lastHash_.end() && it->second == h && std::filesystem::exists(path)) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.filesUnchanged;
-    return;
+    return {};
   }
   auto written = writeFileAtomically(path, text);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -262,10 +299,38 @@ void DumpWriter::writeOne(const std::string& dir, const std::string& name, const
     log_.warn("DUMP002",
               "cannot write dump " + path + ": " + written.error().message + " (the previous file is kept)",
               {{"DUMP_FILE", path}});
-    return;
+    return written;
   }
   lastHash_[path] = h;
   ++stats_.filesWritten;
+  return {};
+}
+
+void DumpWriter::writeRequests(std::vector<LftRequest> requests) {
+  std::error_code ec;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    LftRequest& r = requests[i];
+    if (!r.done) continue;  // answered with an earlier request for the same snapshot and directory
+    std::filesystem::create_directories(r.dir, ec);
+    const SubnetSnapshot& s = *r.snapshot;
+    auto written = writeOne(r.dir, kLftDumpFile, routing::formatLftDump(*s.topology, s.lids, s.tables), true);
+    std::string path = r.dir + "/" + kLftDumpFile;
+    if (written) log_.info("DUMP003", path + " written on request", {{"DUMP_FILE", path}});
+    for (size_t j = i; j < requests.size(); ++j) {
+      LftRequest& same = requests[j];
+      if (!same.done || same.snapshot != r.snapshot || same.dir != r.dir) continue;
+      {
+        // Counted before the answer, so that whoever has the answer sees it in stats().
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.lftRequests;
+      }
+      if (written)
+        same.done(path);
+      else
+        same.done(fabric::makeError("cannot write " + path + ": " + written.error().message));
+      same.done = nullptr;
+    }
+  }
 }
 
 void DumpWriter::writeAll(const Job& job) {
@@ -273,9 +338,12 @@ void DumpWriter::writeAll(const Job& job) {
   const std::string& dir = job.options.dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  writeOne(dir, kLftDumpFile, routing::formatLftDump(*s.topology, s.lids, s.tables));
-  writeOne(dir, kSubnetLstFile, formatSubnetLst(s, job.portsActivated));
-  writeOne(dir, kArDumpFile, formatArDump(s));
+  // On request only (the default), nothing written here grows with switches x LIDs.
+  // writeOne logs its failures (DUMP002); a round goes on with the other files.
+  if (job.options.lftsOnChange)
+    (void)writeOne(dir, kLftDumpFile, routing::formatLftDump(*s.topology, s.lids, s.tables));
+  (void)writeOne(dir, kSubnetLstFile, formatSubnetLst(s, job.portsActivated));
+  (void)writeOne(dir, kArDumpFile, formatArDump(s));
   if (!job.options.guid2lidPath.empty()) {
     std::filesystem::path target = std::filesystem::path(dir) / kGuid2LidFile;
     bool same = std::filesystem::equivalent(target, job.options.guid2lidPath, ec) ||
@@ -286,11 +354,31 @@ void DumpWriter::writeAll(const Job& job) {
       if (in) {
         std::stringstream ss;
         ss << in.rdbuf();
-        writeOne(dir, kGuid2LidFile, ss.str());
+        (void)writeOne(dir, kGuid2LidFile, ss.str());
       }
     }
   }
   log_.debug("DUMP001", "dumps written to " + dir);
+}
+
+void handleDumpRequest(const Request& r, std::shared_ptr<const SubnetSnapshot> snapshot, DumpWriter& writer,
+                       std::function<void(Json response)> reply) {
+  auto it = r.args.find("file");
+  if (it == r.args.end() || !it->is_string() || it->get<std::string>() != "lfts") {
+    reply(errorResponse(r.id, ErrorCode::kBadRequest, "dump: file must be lfts"));
+    return;
+  }
+  if (!snapshot || !snapshot->topology) {
+    reply(errorResponse(r.id, ErrorCode::kUnavailable, "dump: no sweep has completed yet"));
+    return;
+  }
+  writer.requestLfts(std::move(snapshot),
+                     [id = r.id, reply = std::move(reply)](fabric::Result<std::string> p) {
+                       if (p)
+                         reply(okResponse(id, {{"path", *p}}));
+                       else
+                         reply(errorResponse(id, ErrorCode::kFailed, "dump: " + p.error().message));
+                     });
 }
 
 }  // namespace ibsm::daemon

@@ -1,25 +1,32 @@
 // Dumps in OpenSM's formats, so that scripts written for OpenSM keep working, plus ibsm's AR-group dump. They
-// are written into paths.dump_dir after each sweep that changed them, atomically (temp file + rename: a
-// reader sees the old or the new file, never half of one), by a thread of their own so that formatting tens
-// of MB for a large fabric never delays the event loop. A failure to write is logged (DUMP002) and never
-// fatal; the previous file stays as it was.
+// are written into paths.dump_dir atomically (temp file + rename: a reader sees the old or the new file,
+// never half of one), by a thread of their own so that formatting tens of MB for a large fabric never delays
+// the event loop. A failure to write is logged (DUMP002) and never fatal; the previous file stays as it was.
 //   guid2lid            copy of the persistent guid2lid map (skipped when it is the same file)
 //   opensm-lfts.dump    every switch's LFT (routing/lft_dump.h; what dump_lfts/ibroute print)
 //   opensm-subnet.lst   one line per port of every link, both ends, as OpenSM writes it
 //   ibsm-ar-groups.dump adaptive-routing groups per switch
+// All but opensm-lfts.dump are written after each sweep that changed them. opensm-lfts.dump grows with
+// switches x LIDs (1.58 GB on an 11,664-host Clos), so with dumps.lfts: on_request (the default) it is
+// written only when asked for (the control request `dump`, ibsmctl dump lfts); with on_change it follows the
+// fabric like the others.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "daemon/control/control_protocol.h"
 #include "daemon/log/log.h"
 #include "daemon/state/subnet_snapshot.h"
+#include "fabric/result.h"
 
 namespace ibsm::daemon {
 
@@ -40,8 +47,9 @@ std::string formatSubnetLst(const SubnetSnapshot& snap, bool portsActivated);
 std::string formatArDump(const SubnetSnapshot& snap);
 
 struct DumpOptions {
-  std::string dir;           // paths.dump_dir; empty: no dumps
-  std::string guid2lidPath;  // paths.guid2lid, copied into dir (unless it is dir/guid2lid)
+  std::string dir;            // paths.dump_dir; empty: no dumps
+  std::string guid2lidPath;   // paths.guid2lid, copied into dir (unless it is dir/guid2lid)
+  bool lftsOnChange = false;  // dumps.lfts: on_change; false (on_request): opensm-lfts.dump only on request
 };
 
 class DumpWriter {
@@ -53,9 +61,16 @@ class DumpWriter {
 
   // Queues the snapshot; a newer one replaces a queued one that has not been written yet.
   void submit(std::shared_ptr<const SubnetSnapshot> snapshot, bool portsActivated);
-  // Takes effect for the next submit (paths.dump_dir is reloadable).
+  // Take effect for the next submit or request (paths.dump_dir and dumps.lfts are reloadable).
   void setDir(std::string dir);
-  // Blocks until everything submitted so far is written (or failed).
+  void setLftsOnChange(bool onChange);
+  // Writes opensm-lfts.dump of `snapshot` into the dump directory on the writer thread, whatever dumps.lfts
+  // says and even when the last file written has the same content (the operator asked for a file of now),
+  // then calls `done` on that thread with the file's path, or the reason it could not be written. Requests
+  // queued together for one snapshot share one formatting.
+  using LftDone = std::function<void(fabric::Result<std::string> path)>;
+  void requestLfts(std::shared_ptr<const SubnetSnapshot> snapshot, LftDone done);
+  // Blocks until everything submitted and requested so far is written (or failed).
   void flush();
 
   struct Stats {
@@ -63,6 +78,7 @@ class DumpWriter {
     uint64_t filesWritten = 0;
     uint64_t filesUnchanged = 0;  // same content as last written: not rewritten
     uint64_t failures = 0;
+    uint64_t lftRequests = 0;  // requestLfts calls answered
   };
   Stats stats() const;
 
@@ -72,20 +88,36 @@ class DumpWriter {
     bool portsActivated = false;
     DumpOptions options;
   };
+  struct LftRequest {
+    std::shared_ptr<const SubnetSnapshot> snapshot;
+    std::string dir;
+    LftDone done;
+  };
   void run();
   void writeAll(const Job& job);
-  void writeOne(const std::string& dir, const std::string& name, const std::string& text);
+  void writeRequests(std::vector<LftRequest> requests);
+  // `force`: write even when the file holds what was last written.
+  fabric::Result<void> writeOne(const std::string& dir, const std::string& name, const std::string& text,
+                                bool force = false);
 
   Logger& log_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   DumpOptions options_;
   std::optional<Job> pending_;
+  std::vector<LftRequest> requests_;
   bool busy_ = false, stop_ = false;
   uint64_t submitted_ = 0, done_ = 0;
   Stats stats_;
   std::map<std::string, size_t> lastHash_;  // file path -> hash of what was last written (writer thread only)
   std::thread thread_;
 };
+
+// The control request `dump` ({"file": "lfts"}): asks `writer` for the LFT dump of `snapshot` (the one the
+// control socket serves) and replies {"path": "<dump_dir>/opensm-lfts.dump"} once the file is written, from
+// the writer thread; bad arguments, no snapshot yet (unavailable) and a failed write are replied at once or
+// as errors. `reply` is called exactly once.
+void handleDumpRequest(const Request& request, std::shared_ptr<const SubnetSnapshot> snapshot,
+                       DumpWriter& writer, std::function<void(Json response)> reply);
 
 }  // namespace ibsm::daemon

@@ -168,6 +168,10 @@ mad::MadEngineOptions madOptions(const config::Config& c) {
   return mad::MadEngineOptions{c.mad.window, std::chrono::milliseconds(c.mad.timeoutMs), c.mad.retries};
 }
 
+daemon::DumpOptions dumpOptions(const config::Config& c) {
+  return {c.paths.dumpDir, c.paths.guid2lid, c.dumps.lfts == config::LftDumps::kOnChange};
+}
+
 double ms(mad::Duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -213,8 +217,9 @@ void printReport(const daemon::SweepReport& r) {
 }
 
 // --once: sweeps until the subnet is up or --once-deadline-s has passed, each sweep's report on stdout, the
-// dumps written before exit. A sweep that lost MADs or met a port that refused a Set is followed by another
-// (after 100 ms, doubling to 2 s), which re-reads the fabric and sends only what the switches still lack.
+// dumps written before exit (opensm-lfts.dump only with dumps.lfts: on_change: no daemon is left to ask for
+// it). A sweep that lost MADs or met a port that refused a Set is followed by another (after 100 ms, doubling
+// to 2 s), which re-reads the fabric and sends only what the switches still lack.
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
@@ -240,7 +245,7 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
     report = sm.sweep("retry: the last sweep left the subnet not up");
   }
   if (!report) return 1;
-  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
   dumps.submit(sm.snapshot(), report->subnetUp);
   dumps.flush();
   return report->subnetUp ? 0 : 1;
@@ -278,7 +283,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
     s.configPath =
         args.configGiven || std::filesystem::exists(args.configPath) ? args.configPath : "(defaults)";
   });
-  daemon::DumpWriter dumps({args.cfg.paths.dumpDir, args.cfg.paths.guid2lid}, log);
+  daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
   daemon::Service service(
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock);

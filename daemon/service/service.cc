@@ -288,6 +288,7 @@ void Service::reload() {
     notify_.reloaded(statusLine());
     return;
   }
+  std::shared_ptr<const config::Config> previous = config_;
   config_ = current;
   if (diff->empty()) {
     log_.info("CFG003", "configuration reloaded: nothing changed");
@@ -304,6 +305,8 @@ void Service::reload() {
   if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap)
     sm_.setOptions(smOptionsFrom(*config_));
   dumps_.setDir(config_->paths.dumpDir);
+  bool lftsOnChange = config_->dumps.lfts == config::LftDumps::kOnChange;
+  dumps_.setLftsOnChange(lftsOnChange);
   if (diff->mad) log_.warn("CFG004", "mad.* changes take effect when ibsmd restarts");
   state_.updateStatus([&](StatusInfo& st) {
     st.logLevel = std::string(config::toString(log_.level()));
@@ -311,7 +314,14 @@ void Service::reload() {
     st.sweepIntervalS = config_->sweep.intervalS;
   });
   events_.add("config", "reloaded: " + changes, {{"ok", "true"}});
-  if (diff->reroute || diff->reassignLids) sweep("reload");
+  if (diff->reroute || diff->reassignLids) {
+    sweep("reload");
+  } else if (lftsOnChange && previous->dumps.lfts != config::LftDumps::kOnChange) {
+    // Now on_change: the LFT dump follows the current tables at once, not only after the next change (the
+    // other dumps are unchanged and not rewritten).
+    ControlView v = state_.view(nullptr);
+    dumps_.submit(v.snapshot, v.portsActivated);
+  }
   notify_.reloaded(statusLine());
 }
 
@@ -335,6 +345,15 @@ void Service::onChangeRequest(Request request, PeerCredentials peer, ControlServ
   post([this, request = std::move(request), peer, reply = std::move(reply)]() mutable {
     if (request.command == "loglevel") {
       reply(loglevel(request, peer));
+      return;
+    }
+    if (request.command == "dump") {
+      // The snapshot the control socket serves; the writer thread formats and writes it, then replies.
+      log_.info("CTL012",
+                "dump requested by uid " + std::to_string(peer.uid) + " pid " + std::to_string(peer.pid));
+      events_.add("control", "dump requested",
+                  {{"uid", std::to_string(peer.uid)}, {"pid", std::to_string(peer.pid)}});
+      handleDumpRequest(request, state_.snapshot(), dumps_, std::move(reply));
       return;
     }
     if (request.command != "resweep" && request.command != "reroute") {

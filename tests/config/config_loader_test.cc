@@ -55,6 +55,8 @@ paths:
   state_dir: /srv/ibsm
   guid2lid: /srv/lids
   dump_dir: /tmp/dumps
+dumps:
+  lfts: on_change
 log:
   level: debug
 control:
@@ -83,6 +85,7 @@ TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   EXPECT_EQ(d.paths.guid2lid, "/var/lib/ibsm/guid2lid");
   EXPECT_EQ(d.control.socket, "/run/ibsm/ibsm.sock");
   EXPECT_EQ(d.log.level, LogLevel::kInfo);
+  EXPECT_EQ(d.dumps.lfts, LftDumps::kOnRequest);  // opensm-lfts.dump grows with switches x LIDs
 }
 
 TEST(ConfigLoader, ParsesEveryKey) {
@@ -109,6 +112,7 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.paths.stateDir, "/srv/ibsm");
   EXPECT_EQ(c.paths.guid2lid, "/srv/lids");
   EXPECT_EQ(c.paths.dumpDir, "/tmp/dumps");
+  EXPECT_EQ(c.dumps.lfts, LftDumps::kOnChange);
   EXPECT_EQ(c.log.level, LogLevel::kDebug);
   EXPECT_EQ(c.control.socket, "/tmp/ibsm.sock");
   EXPECT_EQ(c.control.group, "ibadmin");
@@ -227,6 +231,12 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing: 5\n", "ibsm.yaml:1:10: routing: expected a section of keys, got a value"},
       {"[a]: 1\n", "ibsm.yaml:1:1: keys must be names, got a list"},
       {"ar:\n  enable: maybe\n", "ibsm.yaml:2:11: ar.enable: expected true or false, got \"maybe\""},
+      {"dumps:\n  lfts: always\n",
+       "ibsm.yaml:2:9: dumps.lfts: expected on_request or on_change, got \"always\""},
+      {"# the LFT dump\ndumps:\n  lfts: [on_change]\n",
+       "ibsm.yaml:3:9: dumps.lfts: expected on_request or on_change, got a list"},
+      {"dumps:\n  lfts:\n", "ibsm.yaml:2:3: dumps.lfts: expected on_request or on_change, got nothing"},
+      {"dumps:\n  lft: on_change\n", "ibsm.yaml:2:3: dumps.lft: unknown key (did you mean dumps.lfts?)"},
       {"log:\n  level: verbose\n",
        "ibsm.yaml:2:10: log.level: expected error, warn, info or debug, got \"verbose\""},
       {"paths:\n  state_dir: var/lib\n",
@@ -315,13 +325,15 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 26u);
+  EXPECT_EQ(byKey.size(), 27u);
   EXPECT_FALSE(byKey["port_guid"].reloadable);
   EXPECT_FALSE(byKey["control.socket"].reloadable);
   EXPECT_FALSE(byKey["paths.state_dir"].reloadable);
   EXPECT_TRUE(byKey["routing.engines"].reloadable);
   EXPECT_TRUE(byKey["routing.lmc"].reloadable);
   EXPECT_TRUE(byKey["log.level"].reloadable);
+  EXPECT_TRUE(byKey["dumps.lfts"].reloadable);
+  EXPECT_EQ(byKey["dumps.lfts"].defaultValue, "on_request");
   EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, updn, minhop]");
   EXPECT_EQ(byKey["port_guid"].defaultValue, "~");
   EXPECT_EQ(byKey["mad.timeout_ms"].defaultValue, "100");
@@ -348,6 +360,15 @@ TEST(ConfigOverrides, AppliedOnTopAndValidatedTheSameWay) {
   EXPECT_EQ(errorOf("", range), "command line: sm.priority: 16 is out of range 0..15");
   const Override typo[] = {{"sm.prority", "1"}};
   EXPECT_EQ(errorOf("", typo), "command line: sm.prority: unknown key (did you mean sm.priority?)");
+  // ibsmd --set dumps.lfts=on_change, over a file that asks for the default.
+  auto set = parseOverride("dumps.lfts=on_change");
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  const Override lfts[] = {*set};
+  auto d = parseConfig("dumps:\n  lfts: on_request\n", "ibsm.yaml", lfts);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->dumps.lfts, LftDumps::kOnChange);
+  const Override badLfts[] = {{"dumps.lfts", "yes"}};
+  EXPECT_EQ(errorOf("", badLfts), "command line: dumps.lfts: expected on_request or on_change, got \"yes\"");
   // A file value that the override replaces is not validated.
   EXPECT_EQ(errorOf("routing:\n  lmc: 9\n", ok), "(parsed fine)");
 }
@@ -463,6 +484,16 @@ TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
   EXPECT_TRUE(d.sweepTimer);
   EXPECT_FALSE(d.reroute);
   EXPECT_TRUE(diffConfig(lmc, lmc).empty());
+
+  // dumps.lfts, like paths.dump_dir, changes on SIGHUP and makes nothing else redo work.
+  auto fresh = std::make_shared<const Config>();
+  auto dumps = applyReload(fresh, parseConfig("dumps:\n  lfts: on_change\n", "ibsm.yaml"));
+  ASSERT_TRUE(dumps.ok()) << dumps.error().message;
+  EXPECT_EQ(dumps->changed, std::vector<std::string>{"dumps.lfts: on_request -> on_change"});
+  EXPECT_TRUE(dumps->notReloadable.empty());
+  EXPECT_FALSE(dumps->reroute || dumps->reassignLids || dumps->sweepTimer || dumps->logLevel || dumps->mad ||
+               dumps->sm || dumps->flap);
+  EXPECT_EQ(fresh->dumps.lfts, LftDumps::kOnChange);
 }
 
 }  // namespace

@@ -237,7 +237,9 @@ TEST(FaultsTest, DamagedGuid2LidIsKeptAsideAndReplaced) {
 // had different dumps to write.
 TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
   Fabric f("--kary-ntree 4,3");
-  RunResult first = f.once();
+  // dumps.lfts: on_change, so that --once writes the LFT dump too (by default it is written only on request).
+  const std::vector<std::string> lftsOnChange{"--set", "dumps.lfts=on_change"};
+  RunResult first = f.once(lftsOnChange);
   ASSERT_EQ(first.exitCode, 0) << first.out << first.err;
   const std::vector<std::string> files{"guid2lid", "opensm-lfts.dump", "opensm-subnet.lst"};
   std::map<std::string, std::string> before;
@@ -250,7 +252,7 @@ TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
 
   std::signal(SIGXFSZ, SIG_DFL);  // inherited by the shell and ibsmd, whatever the test runner set
   std::string cmd = "ulimit -f 1; LD_PRELOAD=" + std::string(kUmad2Sim) + " exec " + binPath("ibsmd") +
-                    " --once --routing minhop --state-dir " + f.state;
+                    " --once --routing minhop --set dumps.lfts=on_change --state-dir " + f.state;
   RunOptions o;
   o.preload = false;
   o.timeout = 50s;
@@ -264,7 +266,7 @@ TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
   for (const auto& p : filesStartingWith(f.state, "")) EXPECT_FALSE(p.ends_with(".tmp")) << p;
 
   // With room again, the dumps follow the fabric (so the run above really had something new to write).
-  RunResult again = f.once();
+  RunResult again = f.once(lftsOnChange);
   ASSERT_EQ(again.exitCode, 0) << again.out << again.err;
   EXPECT_NE(readFile(f.state + "/opensm-subnet.lst"), before["opensm-subnet.lst"]);
   f.checkRoutes(1);

@@ -2,7 +2,8 @@
 // (ibnetdiscover for nodes and LIDs, ibroute for every switch's routes, ibtracert for a path); errors are one
 // line with a meaningful exit code (no daemon, bad arguments, a bad name, a user who may not); fifty clients
 // at once during sweeps all get correct answers; systemd's notify protocol: READY=1 only after SUBNET UP,
-// then WATCHDOG=1; the OpenSM-format dumps agree with the switches.
+// then WATCHDOG=1; the OpenSM-format dumps agree with the switches (the LFT dump after every change with
+// dumps.lfts: on_change, or written by `ibsmctl dump lfts` with the default on_request).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -89,7 +91,8 @@ struct Daemon {
 };
 
 TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
-  Daemon d("--kary-ntree 4,3", {"--sweep-interval", "0"});
+  // on_change: the LFT dump is written after the sweep, as OpenSM-format scripts that poll for it expect.
+  Daemon d("--kary-ntree 4,3", {"--sweep-interval", "0", "--set", "dumps.lfts=on_change"});
   RunResult disc = d.diag({"ibnetdiscover"});
   ASSERT_EQ(disc.exitCode, 0) << disc.err;
   auto topo = parseOrFail(disc.out, "ibnetdiscover");
@@ -183,6 +186,60 @@ TEST(Ibsmctl, NodesLidsRoutesAndPathsMatchTheFabricTools) {
   EXPECT_FALSE(readFile(d.sim->dir() + "/state/ibsm-ar-groups.dump").empty());
 }
 
+// Every switch's table in an LFT dump file equals what ibroute reads from the switch; returns the entries
+// compared.
+size_t expectLftDumpMatchesIbroute(Daemon& d, const fabric::Topology& topo, const std::string& path) {
+  auto dumped = routing::parseLftDump(readFile(path), topo, path);
+  EXPECT_TRUE(dumped.ok()) << dumped.error().message;
+  if (!dumped.ok()) return 0;
+  size_t compared = 0;
+  for (fabric::NodeIndex sw : topo.switches()) {
+    std::string lid = std::to_string(topo.node(sw).ports[0].attrs.lid.value);
+    RunResult ib = d.diag({"ibroute", lid});
+    EXPECT_EQ(ib.exitCode, 0) << ib.err;
+    auto real = routing::parseLftDump(ib.out, topo, "ibroute");
+    EXPECT_TRUE(real.ok()) << (real.ok() ? "" : real.error().message) << "\n" << ib.out;
+    if (!real.ok()) continue;
+    size_t top = std::max(real->lft[sw].size(), dumped->lft[sw].size());
+    EXPECT_GT(top, 1u) << topo.node(sw).description << ": no table";
+    for (size_t l = 1; l < top; ++l) {
+      fabric::Lid dlid{static_cast<uint16_t>(l)};
+      EXPECT_EQ(dumped->port(sw, dlid), real->port(sw, dlid)) << topo.node(sw).description << " LID " << l;
+      compared += real->port(sw, dlid) != routing::kNoPort;
+    }
+  }
+  return compared;
+}
+
+// dumps.lfts: on_request (the default): no LFT dump after SUBNET UP, the small dumps as always; `ibsmctl dump
+// lfts` writes it for the current routes and prints its path, and every switch's table in it is what ibroute
+// reads from the switch.
+TEST(Ibsmctl, DumpLftsWritesTheTablesTheSwitchesHold) {
+  Daemon d("--kary-ntree 4,3", {"--sweep-interval", "0"});
+  const std::string state = d.sim->dir() + "/state";
+  RunResult disc = d.diag({"ibnetdiscover"});
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  auto topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  EXPECT_TRUE(waitUntil([&] { return !readFile(state + "/opensm-subnet.lst").empty(); }, 10s,
+                        "opensm-subnet.lst after SUBNET UP"));
+  EXPECT_FALSE(std::filesystem::exists(state + "/opensm-lfts.dump"));
+
+  RunResult dump = d.ctl({"dump", "lfts"});
+  ASSERT_EQ(dump.exitCode, 0) << dump.err;
+  EXPECT_EQ(dump.out, state + "/opensm-lfts.dump\n");
+  EXPECT_EQ(dump.err, "");
+  EXPECT_GE(expectLftDumpMatchesIbroute(d, *topo, state + "/opensm-lfts.dump"), 48u * 112u);
+
+  // --json: the path as an object; the file is written again, complete.
+  ASSERT_TRUE(std::filesystem::remove(state + "/opensm-lfts.dump"));
+  json j = d.ctlJson({"dump", "lfts"});
+  EXPECT_EQ(j, json({{"path", state + "/opensm-lfts.dump"}}));
+  EXPECT_GE(expectLftDumpMatchesIbroute(d, *topo, state + "/opensm-lfts.dump"), 48u * 112u);
+  for (const auto& p : std::filesystem::directory_iterator(state))
+    EXPECT_FALSE(p.path().string().ends_with(".tmp")) << p.path();
+}
+
 // One line on stderr, nothing else, and the exit code.
 void expectOneLineError(const RunResult& r, int code, const std::string& contains) {
   EXPECT_EQ(r.exitCode, code) << r.out << r.err;
@@ -242,13 +299,15 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   expectOneLineError(d.ctl({"--timeout", "soon", "status"}), 2, "--timeout");
   expectOneLineError(d.ctl({"loglevel", "loud"}), 2, "LEVEL must be");
   expectOneLineError(d.ctl({"status", "--bogus"}), 2, "unknown option");
+  expectOneLineError(d.ctl({"dump"}), 2, "missing argument");
+  expectOneLineError(d.ctl({"dump", "subnet"}), 2, "the only dump on request is lfts");
   // Names that are not in the fabric.
   expectOneLineError(d.ctl({"routes", "no-such-switch"}), 1, "no node 'no-such-switch'");
   expectOneLineError(d.ctl({"routes", "host-0"}), 1, "not a switch");
   expectOneLineError(d.ctl({"path", "host-0", "0x00000000deadbeef"}), 1, "no node or port has GUID");
   expectOneLineError(d.ctl({"ar", "999"}), 1, "no endport has LID 999");
   // Help works everywhere, without a daemon.
-  for (const char* c : {"status", "routes", "path", "resweep", "topology"}) {
+  for (const char* c : {"status", "routes", "path", "resweep", "topology", "dump"}) {
     RunResult h = d.sim->run({binPath("ibsmctl"), "--socket", "/nonexistent", c, "--help"}, plain);
     EXPECT_EQ(h.exitCode, 0) << c;
     EXPECT_NE(h.out.find(std::string("usage: ibsmctl")), std::string::npos) << c;
@@ -281,6 +340,8 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   EXPECT_NE(read.out.find("SUBNET UP"), std::string::npos);
   expectOneLineError(asNobody({"resweep"}), 4, "only root may");
   expectOneLineError(asNobody({"loglevel", "debug"}), 4, "permission denied");
+  expectOneLineError(asNobody({"dump", "lfts"}), 4, "only root may");
+  EXPECT_FALSE(std::filesystem::exists(d.sim->dir() + "/state/opensm-lfts.dump"));
   // Root still may.
   RunResult resweep = d.ctl({"resweep"});
   EXPECT_EQ(resweep.exitCode, 0) << resweep.err;
@@ -431,6 +492,21 @@ TEST(Ibsmd, SighupReloadKeepsTheOldConfigOnErrorAndAppliesAGoodOne) {
   RunResult ev = sim->run({binPath("ibsmctl"), "--socket", sock, "events", "--kind", "config"}, plain);
   EXPECT_NE(ev.out.find("reload refused"), std::string::npos) << ev.out;
   EXPECT_NE(ev.out.find("routing.engines"), std::string::npos) << ev.out;
+  // dumps.lfts: on_request by default, so no LFT dump yet; switched to on_change it is written at once for
+  // the current routes (no change needed), exactly what `ibsmctl dump lfts` writes for them.
+  const std::string lfts = sim->dir() + "/state/opensm-lfts.dump";
+  EXPECT_FALSE(std::filesystem::exists(lfts));
+  writeFile(cfg, "log:\n  level: debug\nrouting:\n  engines: [minhop]\ndumps:\n  lfts: on_change\n");
+  ASSERT_EQ(::kill(sm, SIGHUP), 0);
+  EXPECT_TRUE(
+      waitUntil([&] { return std::filesystem::exists(lfts); }, 30s, "opensm-lfts.dump after the reload"))
+      << sim->output(sm);
+  std::string onChange = readFile(lfts);
+  EXPECT_NE(onChange.find("Unicast lids"), std::string::npos) << onChange;
+  RunResult dump = sim->run({binPath("ibsmctl"), "--socket", sock, "dump", "lfts"}, plain);
+  EXPECT_EQ(dump.exitCode, 0) << dump.err;
+  EXPECT_EQ(dump.out, lfts + "\n");
+  EXPECT_EQ(readFile(lfts), onChange);
   EXPECT_EQ(sim->stop(sm).exitCode, 0);
 }
 

@@ -89,9 +89,9 @@ TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
 // UP", no "reached", and exit code 1 from the commands whose exit code is their outcome.
 TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
   const std::set<std::string> lists = {"nodes", "switches", "lids", "links"};
-  const std::set<std::string> judged = {"path", "check", "resweep", "reroute"};
+  const std::set<std::string> judged = {"path", "check", "resweep", "reroute", "dump"};
   for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events",
-                        "check", "topology", "resweep", "reroute", "loglevel"}) {
+                        "check", "topology", "resweep", "reroute", "loglevel", "dump"}) {
     for (const json& result : {json::object(), json(nullptr)}) {
       SCOPED_TRACE(std::string(c) + " " + result.dump());
       Formatted f;
@@ -117,6 +117,17 @@ TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
   EXPECT_EQ(status.exitCode, 0);
   EXPECT_NE(status.text.find("SUBNET NOT UP"), std::string::npos) << status.text;
   EXPECT_EQ(formatResult("events", json::object(), 0).text, "no events\n");
+}
+
+// `dump lfts` prints the path alone, so that less "$(ibsmctl dump lfts)" works.
+TEST(IbsmctlFormat, DumpPrintsThePathOfTheWrittenFile) {
+  Formatted f = formatResult("dump", {{"path", "/var/lib/ibsm/opensm-lfts.dump"}}, 0);
+  EXPECT_EQ(f.text, "/var/lib/ibsm/opensm-lfts.dump\n");
+  EXPECT_EQ(f.exitCode, 0);
+  Formatted empty = formatResult("dump", {{"path", ""}}, 0);
+  EXPECT_EQ(empty.exitCode, 1);
+  EXPECT_EQ(empty.text, "unexpected answer from ibsmd: no path of the written file\n");
+  EXPECT_EQ(formatResult("dump", {{"path", 5}}, 0).exitCode, 1);
 }
 
 TEST(IbsmctlFormat, SweepResultsAndLists) {

@@ -324,6 +324,13 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
     }
     if (command == "loglevel")
       return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
+    if (command == "dump") {
+      // The path alone, so that scripts can use it: less "$(ibsmctl dump lfts)".
+      const json& path = at(r, "path");
+      if (!path.is_string() || path.get_ref<const std::string&>().empty())
+        return {"unexpected answer from ibsmd: no path of the written file\n", 1};
+      return {path.get<std::string>() + "\n", 0};
+    }
   } catch (const json::exception& e) {
     return {std::string("unexpected answer from ibsmd: ") + e.what() + "\n", 1};
   }

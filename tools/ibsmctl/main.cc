@@ -56,6 +56,11 @@ const std::vector<CommandSpec> kCommands = {
      "hold and writes every LFT block again. Root or control.group only."},
     {"reroute", "", "Recompute and reprogram the routes now. Root or control.group only."},
     {"loglevel", "LEVEL", "Set ibsmd's log level: error, warn, info or debug. Root or control.group only."},
+    {"dump", "lfts",
+     "Write opensm-lfts.dump into paths.dump_dir now and print its path once written.\n"
+     "The file holds every switch's LFT as ibsmd programmed it (the format dump_lfts prints). With\n"
+     "dumps.lfts: on_request (the default) ibsmd writes it only when asked, as it grows with\n"
+     "switches x LIDs. Root or control.group only."},
 };
 
 const char* kGlobalHelp =
@@ -69,7 +74,7 @@ const char* kGlobalHelp =
     "                     file, else /run/ibsm/ibsm.sock)\n"
     "  --config FILE      read control.socket from FILE (default /etc/ibsm/ibsm.yaml when readable)\n"
     "  --json             print the daemon's answer as JSON (one object) instead of a table\n"
-    "  --timeout SECONDS  how long to wait for an answer (default 10; 120 for resweep and reroute)\n"
+    "  --timeout SECONDS  how long to wait for an answer (default 10; 120 for resweep, reroute, dump)\n"
     "  --help             this text, or a command's help after the command\n"
     "\n"
     "A node (SWITCH, SRC, DST, NODE) is a node description (or its first word, such as a host name), a node\n"
@@ -241,12 +246,17 @@ int main(int argc, char** argv) {
     for (const char* l : kLevels) known = known || pos[0] == l;
     if (!known) usage("loglevel: LEVEL must be error, warn, info or debug, not '" + pos[0] + "'");
     args["level"] = pos[0];
+  } else if (command == "dump") {
+    wantPositional(1, 1);
+    if (pos[0] != "lfts") usage("dump: the only dump on request is lfts, not '" + pos[0] + "'");
+    args["file"] = pos[0];
   } else {
     wantPositional(0, 0);
   }
 
   if (socketPath.empty()) socketPath = defaultSocket(configPath, configGiven);
-  bool slow = command == "resweep" || command == "reroute";
+  // A sweep, or formatting and writing a file of switches x LIDs (after the writer's current round).
+  bool slow = command == "resweep" || command == "reroute" || command == "dump";
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS
                                                                  : slow       ? 120
                                                                               : 10) *

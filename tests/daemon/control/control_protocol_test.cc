@@ -31,6 +31,11 @@ TEST(ControlProtocolParse, AcceptsAWellFormedRequest) {
   ASSERT_TRUE(std::holds_alternative<Request>(bare));
   EXPECT_TRUE(std::get<Request>(bare).id.is_null());
   EXPECT_TRUE(std::get<Request>(bare).args.is_object());
+  auto dump = parseRequest(R"({"id": 8, "command": "dump", "args": {"file": "lfts"}})");
+  ASSERT_TRUE(std::holds_alternative<Request>(dump));
+  EXPECT_EQ(std::get<Request>(dump).args["file"], "lfts");
+  EXPECT_EQ(parseError(R"({"command": "dump", "args": {"what": "lfts"}})").message,
+            "dump: unknown argument 'what'");
 }
 
 TEST(ControlProtocolParse, RejectsMalformedRequestsWithTheReason) {
@@ -147,7 +152,8 @@ TEST(ControlProtocolAccess, RootDaemonUserAndGroupMembersMayChangeState) {
   EXPECT_FALSE(mayChangeState({1001, 100, 1, {5, 7}}, group));
   EXPECT_FALSE(mayChangeState({}, group));  // credentials unknown
   for (const CommandInfo& c : commands()) {
-    bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel";
+    // dump writes a file that grows with switches x LIDs into paths.dump_dir: only for those who may resweep.
+    bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel" || c.name == "dump";
     EXPECT_EQ(c.access == Access::kChange, changes) << c.name;
   }
 }

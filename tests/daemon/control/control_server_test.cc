@@ -212,6 +212,19 @@ TEST_F(ControlServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(lastPeer.pid, getpid());
 }
 
+// `dump` goes to the change handler (the event loop, then the dump writer), which answers from its thread.
+TEST_F(ControlServerTest, DumpIsHandedToTheChangeHandlerWithItsArguments) {
+  start();
+  Json r = ask(R"({"id":6,"command":"dump","args":{"file":"lfts"}})");
+  EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(r["id"], 6);
+  EXPECT_EQ(r["result"]["done"], "dump");
+  EXPECT_EQ(changes.load(), 1);
+  Json bad = ask(R"({"command":"dump","args":{"file":"lfts","heavy":true}})");
+  EXPECT_EQ(bad["error"]["code"], "bad_request");
+  EXPECT_EQ(changes.load(), 1);
+}
+
 TEST_F(ControlServerTest, MalformedRequestsGetAnErrorAndTheConnectionStaysUsable) {
   start();
   int fd = connectTo(path);
@@ -305,8 +318,14 @@ TEST_F(ControlServerTest, NonRootPeersMayReadButNotChangeState) {
   EXPECT_EQ(denied["error"]["code"], "permission_denied");
   EXPECT_EQ(denied["error"]["message"], "permission denied: 'resweep' changes state; only root may do that");
   EXPECT_EQ(denied["id"], 4);
+  // The LFT dump writes a file of switches x LIDs: not for everyone who may read either.
+  Json dump = Json::parse(
+      askAs(path, 65534, 65534, {}, R"({"id":5,"command":"dump","args":{"file":"lfts"}})"), nullptr, false);
+  ASSERT_FALSE(dump.is_discarded());
+  EXPECT_EQ(dump["error"]["code"], "permission_denied");
+  EXPECT_EQ(dump["error"]["message"], "permission denied: 'dump' changes state; only root may do that");
   EXPECT_EQ(changes.load(), 0);
-  EXPECT_EQ(server->stats().denied, 1u);
+  EXPECT_EQ(server->stats().denied, 2u);
 }
 
 TEST_F(ControlServerTest, GroupMembersMayChangeStateThroughAPrimaryOrSupplementaryGroup) {

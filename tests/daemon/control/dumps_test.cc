@@ -1,12 +1,16 @@
 // OpenSM-format dumps: opensm-subnet.lst lines exactly as OpenSM 3.3 writes them, the AR dump, and the dump
-// writer's atomic, change-only, failure-tolerant writing.
+// writer's atomic, change-only, failure-tolerant writing; the LFT dump after every change (dumps.lfts:
+// on_change) or only on request (on_request, the default), and the control request `dump` that asks for it.
 #include "daemon/control/dumps.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "routing/lft_dump.h"
@@ -91,7 +95,7 @@ class DumpWriterTest : public ::testing::Test {
 TEST_F(DumpWriterTest, WritesEveryDumpAndOnlyWhatChangedAfterwards) {
   std::ofstream(dir + "/state-guid2lid") << "0x00000000000ca001 5 5\n";
   auto s = testing::makeSnapshot();
-  DumpWriter w({dir + "/dumps", dir + "/state-guid2lid"}, log);
+  DumpWriter w({dir + "/dumps", dir + "/state-guid2lid", /*lftsOnChange=*/true}, log);
   w.submit(s, true);
   w.flush();
   EXPECT_EQ(w.stats().filesWritten, 4u);
@@ -117,7 +121,7 @@ TEST_F(DumpWriterTest, WritesEveryDumpAndOnlyWhatChangedAfterwards) {
 
 TEST_F(DumpWriterTest, NoGuid2LidCopyOntoItself) {
   std::ofstream(dir + "/guid2lid") << "0x00000000000ca001 5 5\n";
-  DumpWriter w({dir, dir + "/guid2lid"}, log);
+  DumpWriter w({dir, dir + "/guid2lid", /*lftsOnChange=*/true}, log);
   w.submit(testing::makeSnapshot(), true);
   w.flush();
   EXPECT_EQ(w.stats().filesWritten, 3u);
@@ -126,7 +130,7 @@ TEST_F(DumpWriterTest, NoGuid2LidCopyOntoItself) {
 
 TEST_F(DumpWriterTest, AFailedWriteIsLoggedAndKeepsThePreviousFile) {
   auto s = testing::makeSnapshot();
-  DumpWriter w({dir, ""}, log);
+  DumpWriter w({dir, "", /*lftsOnChange=*/true}, log);
   w.submit(s, true);
   w.flush();
   std::string before = slurp(dir + "/opensm-lfts.dump");
@@ -151,6 +155,215 @@ TEST_F(DumpWriterTest, AFailedWriteIsLoggedAndKeepsThePreviousFile) {
   w.submit(s, true);
   w.flush();
   EXPECT_EQ(w.stats().failures, 1u + 3u);
+}
+
+// The LFT dump of `s` parsed back equals its tables, entry by entry.
+void expectLftDumpOf(const std::string& path, const SubnetSnapshot& s) {
+  auto parsed = routing::parseLftDump(slurp(path), *s.topology);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  size_t compared = 0;
+  for (fabric::NodeIndex sw : s.topology->switches())
+    for (unsigned l = 1; l < s.tables.lft[sw].size(); ++l, ++compared)
+      EXPECT_EQ(parsed->port(sw, fabric::Lid{static_cast<uint16_t>(l)}), s.tables.lft[sw][l])
+          << sw << " " << l;
+  EXPECT_GT(compared, 0u);
+}
+
+// Waits for one requestLfts answer (the writer calls back on its own thread).
+struct Answer {
+  std::mutex m;
+  std::condition_variable cv;
+  std::optional<fabric::Result<std::string>> result;
+  DumpWriter::LftDone done() {
+    return [this](fabric::Result<std::string> r) {
+      std::lock_guard<std::mutex> l(m);
+      result.emplace(std::move(r));
+      cv.notify_all();
+    };
+  }
+  fabric::Result<std::string> get() {
+    std::unique_lock<std::mutex> l(m);
+    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] { return result.has_value(); }));
+    return result ? *result : fabric::Result<std::string>(fabric::makeError("no answer"));
+  }
+};
+
+TEST_F(DumpWriterTest, OnRequestTheLftDumpIsWrittenOnlyWhenAskedFor) {
+  std::ofstream(dir + "/state-guid2lid") << "0x00000000000ca001 5 5\n";
+  auto s = testing::makeSnapshot();
+  DumpWriter w({dir + "/dumps", dir + "/state-guid2lid"}, log);  // dumps.lfts: on_request, the default
+  w.submit(s, true);
+  w.flush();
+  // The small dumps follow the fabric as before; nothing that grows with switches x LIDs is written.
+  EXPECT_EQ(w.stats().filesWritten, 3u);
+  EXPECT_EQ(slurp(dir + "/dumps/guid2lid"), "0x00000000000ca001 5 5\n");
+  EXPECT_FALSE(slurp(dir + "/dumps/opensm-subnet.lst").empty());
+  EXPECT_FALSE(slurp(dir + "/dumps/ibsm-ar-groups.dump").empty());
+  EXPECT_FALSE(fs::exists(dir + "/dumps/opensm-lfts.dump"));
+  // A changed route: not even then.
+  auto changed = std::make_shared<SubnetSnapshot>(*s);
+  changed->tables.lft[0][5] = changed->tables.lft[0][5] == 1 ? 2 : 1;
+  w.submit(changed, true);
+  w.flush();
+  EXPECT_EQ(w.stats().filesWritten, 3u);
+  EXPECT_FALSE(fs::exists(dir + "/dumps/opensm-lfts.dump"));
+
+  // Asked for: written for the snapshot given, with its path as the answer.
+  Answer a;
+  w.requestLfts(changed, a.done());
+  auto path = a.get();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  EXPECT_EQ(*path, dir + "/dumps/opensm-lfts.dump");
+  expectLftDumpOf(*path, *changed);
+  EXPECT_EQ(w.stats().filesWritten, 4u);
+  EXPECT_EQ(w.stats().lftRequests, 1u);
+  // Asked again with the same content: written again (the operator asked for a file of now).
+  Answer again;
+  w.requestLfts(changed, again.done());
+  ASSERT_TRUE(again.get().ok());
+  w.flush();
+  EXPECT_EQ(w.stats().filesWritten, 5u);
+  EXPECT_EQ(w.stats().lftRequests, 2u);
+  // Still not after the next change.
+  w.submit(s, true);
+  w.flush();
+  expectLftDumpOf(dir + "/dumps/opensm-lfts.dump", *changed);
+  {
+    std::lock_guard<std::mutex> l(m);
+    bool written = false;
+    for (const auto& r : logged) written = written || (r.id == "DUMP003" && r.level == LogLevel::kInfo);
+    EXPECT_TRUE(written);
+  }
+}
+
+TEST_F(DumpWriterTest, OnChangeTheLftDumpFollowsEveryChangeAndMayBeSwitchedOnAndOff) {
+  auto s = testing::makeSnapshot();
+  DumpWriter w({dir, ""}, log);
+  w.submit(s, true);
+  w.flush();
+  EXPECT_FALSE(fs::exists(dir + "/opensm-lfts.dump"));
+  w.setLftsOnChange(true);  // a SIGHUP that set dumps.lfts: on_change
+  w.submit(s, true);
+  w.flush();
+  expectLftDumpOf(dir + "/opensm-lfts.dump", *s);
+  auto changed = std::make_shared<SubnetSnapshot>(*s);
+  changed->tables.lft[0][5] = changed->tables.lft[0][5] == 1 ? 2 : 1;
+  w.submit(changed, true);
+  w.flush();
+  expectLftDumpOf(dir + "/opensm-lfts.dump", *changed);
+  w.setLftsOnChange(false);  // and back: the file stays as last written
+  w.submit(s, true);
+  w.flush();
+  expectLftDumpOf(dir + "/opensm-lfts.dump", *changed);
+  // A request is answered in either mode.
+  w.setLftsOnChange(true);
+  Answer a;
+  w.requestLfts(s, a.done());
+  ASSERT_TRUE(a.get().ok());
+  expectLftDumpOf(dir + "/opensm-lfts.dump", *s);
+}
+
+TEST_F(DumpWriterTest, ARequestThatCannotBeWrittenSaysWhy) {
+  auto s = testing::makeSnapshot();
+  DumpWriter w({dir, ""}, log);
+  Answer none;
+  w.requestLfts(nullptr, none.done());
+  auto r = none.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no sweep has completed yet");
+  // The temp file cannot be created (a directory is in its place), even for root: the previous file stays.
+  std::ofstream(dir + "/opensm-lfts.dump") << "previous\n";
+  fs::create_directory(dir + "/opensm-lfts.dump.tmp");
+  Answer failed;
+  w.requestLfts(s, failed.done());
+  r = failed.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().message.starts_with("cannot write " + dir + "/opensm-lfts.dump: "))
+      << r.error().message;
+  EXPECT_EQ(slurp(dir + "/opensm-lfts.dump"), "previous\n");
+  EXPECT_EQ(w.stats().failures, 1u);
+  w.setDir("");
+  Answer noDir;
+  w.requestLfts(s, noDir.done());
+  r = noDir.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no dump directory (paths.dump_dir)");
+}
+
+TEST_F(DumpWriterTest, RequestsQueuedTogetherShareOneWriteAndAllAreAnswered) {
+  auto s = testing::makeSnapshot();
+  std::vector<std::unique_ptr<Answer>> answers;
+  {
+    DumpWriter w({dir, ""}, log);
+    for (int i = 0; i < 20; ++i) {
+      answers.push_back(std::make_unique<Answer>());
+      w.requestLfts(s, answers.back()->done());
+    }
+    // Destroyed with requests possibly pending: each is still written and answered first.
+  }
+  for (auto& a : answers) {
+    auto r = a->get();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*r, dir + "/opensm-lfts.dump");
+  }
+  expectLftDumpOf(dir + "/opensm-lfts.dump", *s);
+}
+
+// The control request `dump`: arguments, before the first sweep, the path once written, a failed write.
+TEST_F(DumpWriterTest, DumpRequestAnswersWithThePathOnceWritten) {
+  auto s = testing::makeSnapshot();
+  DumpWriter w({dir + "/d", ""}, log);
+  std::mutex rm;
+  std::condition_variable rcv;
+  std::vector<Json> replies;
+  auto reply = [&](Json j) {
+    std::lock_guard<std::mutex> l(rm);
+    replies.push_back(std::move(j));
+    rcv.notify_all();
+  };
+  auto next = [&]() -> Json {
+    std::unique_lock<std::mutex> l(rm);
+    EXPECT_TRUE(rcv.wait_for(l, std::chrono::seconds(30), [&] { return !replies.empty(); }));
+    if (replies.empty()) return Json();
+    Json j = replies.front();
+    replies.erase(replies.begin());
+    return j;
+  };
+  auto request = [](Json args) {
+    Request r;
+    r.id = 9;
+    r.command = "dump";
+    r.args = std::move(args);
+    return r;
+  };
+  handleDumpRequest(request(Json::object()), s, w, reply);
+  Json bad = next();
+  EXPECT_EQ(bad["error"]["code"], "bad_request");
+  EXPECT_EQ(bad["error"]["message"], "dump: file must be lfts");
+  handleDumpRequest(request({{"file", "subnet"}}), s, w, reply);
+  EXPECT_EQ(next()["error"]["code"], "bad_request");
+  handleDumpRequest(request({{"file", "lfts"}}), nullptr, w, reply);
+  Json early = next();
+  EXPECT_EQ(early["error"]["code"], "unavailable");
+  EXPECT_EQ(early["error"]["message"], "dump: no sweep has completed yet");
+  EXPECT_EQ(early["id"], 9);
+
+  handleDumpRequest(request({{"file", "lfts"}}), s, w, reply);
+  Json ok = next();
+  ASSERT_TRUE(ok["ok"].get<bool>()) << ok.dump();
+  EXPECT_EQ(ok["id"], 9);
+  EXPECT_EQ(ok["result"], Json({{"path", dir + "/d/opensm-lfts.dump"}}));
+  expectLftDumpOf(dir + "/d/opensm-lfts.dump", *s);
+
+  fs::create_directory(dir + "/d/opensm-lfts.dump.tmp");
+  handleDumpRequest(request({{"file", "lfts"}}), s, w, reply);
+  Json failed = next();
+  EXPECT_EQ(failed["error"]["code"], "failed");
+  EXPECT_TRUE(failed["error"]["message"].get<std::string>().starts_with("dump: cannot write " + dir +
+                                                                        "/d/opensm-lfts.dump: "))
+      << failed.dump();
+  std::lock_guard<std::mutex> l(rm);
+  EXPECT_TRUE(replies.empty());  // one reply per request
 }
 
 }  // namespace
