@@ -299,7 +299,8 @@ Result<Config> parseImpl(std::string_view text, std::string_view fileName,
     if (!all) return all.error();
     return build(*all, readRootsFile);
   } catch (const YAML::Exception& e) {
-    return errorAt(locationOf(fileName, e.mark), "", "invalid YAML: " + e.msg);
+    // yaml-cpp quotes the offending input byte as it is (e.g. "unknown escape character: \x01").
+    return errorAt(locationOf(fileName, e.mark), "", "invalid YAML: " + printableText(e.msg));
   } catch (const std::exception& e) {
     return errorAt(whole, "", std::string("cannot load: ") + e.what());
   } catch (...) {

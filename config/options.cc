@@ -456,6 +456,20 @@ bool isSection(std::string_view name) {
   return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
 }
 
+std::string printableText(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (printable(c)) {
+      out += c;
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+    out += buf;
+  }
+  return out;
+}
+
 std::string printableKey(std::string_view key) {
   bool sane = !key.empty() && key.size() <= kMaxQuoted && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||

@@ -51,6 +51,8 @@ const Option* findOption(std::string_view key);
 bool isSection(std::string_view name);  // "routing", "sm", ...
 // `key` as it may appear in a message: unchanged when it is a sane identifier, else quoted and escaped.
 std::string printableKey(std::string_view key);
+// text with every byte outside printable ASCII written as \xNN: no input puts control bytes into a message.
+std::string printableText(std::string_view text);
 // The closest known key or section to a misspelt one, "" when none is close.
 std::string suggestKey(std::string_view unknown);
 

@@ -297,6 +297,16 @@ TEST(ConfigLoader, MutatedExampleNeverThrows) {
   }
 }
 
+// yaml-cpp's own message quotes the offending byte as it is; the error shows it escaped.
+TEST(ConfigLoader, YamlErrorWithAControlByteIsPrintable) {
+  auto r = parseConfig(std::string("sm:\n  m_key: \"\\\x01\"\n"), "ibsm.yaml");
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.error().message;
+  EXPECT_TRUE(m.starts_with("ibsm.yaml:2:")) << m;
+  EXPECT_NE(m.find("invalid YAML: unknown escape character: \\x01"), std::string::npos) << m;
+  EXPECT_TRUE(std::all_of(m.begin(), m.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) << m;
+}
+
 TEST(ConfigLoader, ExampleParsesToDefaultsAndMentionsEveryKey) {
   const std::string example = readText(kExample);
   auto r = parseConfig(example, "ibsm.yaml.example");
