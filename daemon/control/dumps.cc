@@ -85,21 +85,10 @@ const char* speedText(const fabric::PortAttrs& a, uint32_t capMask) {
   return s;
 }
 
-const char* widthText(uint8_t w) {
-  switch (w) {
-    case 1:
-      return "1x";
-    case 2:
-      return "4x";
-    case 4:
-      return "8x";
-    case 8:
-      return "12x";
-    case 16:
-      return "2x";
-    default:
-      return "??";
-  }
+// OpenSM's subnet.lst prints an unknown width as "??".
+std::string widthText(uint8_t w) {
+  std::string text = fabric::linkWidthString(w);
+  return text.empty() ? "??" : text;
 }
 
 const char* stateText(PortState s) {
