@@ -16,6 +16,29 @@ namespace {
 SmStateOptions smStateOptions(const SmOptions& o) {
   return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
 }
+
+// Whether a targeted re-discovery found the re-read switches as the SM left them: the same nodes, and every
+// port of those switches with the same peer, state and LID.
+bool nothingChanged(const DiscoveryResult& before, const DiscoveryResult& after,
+                    const std::vector<Guid>& switches) {
+  const fabric::Topology& b = *before.topology;
+  const fabric::Topology& a = *after.topology;
+  if (a.nodes().size() != b.nodes().size() || after.heldDown != before.heldDown) return false;
+  auto peer = [](const fabric::Topology& t, const fabric::Port& p) {
+    return p.connected() ? std::pair{t.node(p.peerNode).guid, p.peerPort.value}
+                         : std::pair{Guid{}, uint8_t{0}};
+  };
+  for (Guid g : switches) {
+    auto nb = b.findNode(g), na = a.findNode(g);
+    if (!nb || !na || b.node(*nb).numPorts != a.node(*na).numPorts) return false;
+    for (unsigned p = 0; p <= b.node(*nb).numPorts; ++p) {
+      const fabric::Port &pb = b.node(*nb).ports[p], &pa = a.node(*na).ports[p];
+      if (pb.attrs.state != pa.attrs.state || pb.attrs.lid != pa.attrs.lid || peer(b, pb) != peer(a, pa))
+        return false;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
@@ -183,6 +206,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   ev.cause = cause;
   auto found = discoverer_.rediscover(*last_, changed, flaps_.active());
   SweepReport report;
+  const bool targeted = found.ok();
   if (!found) {
     // A changed switch did not answer: its region is not known well enough to patch. Sweep everything.
     ev.action = "heavy sweep (targeted re-discovery failed: " + found.error().message + ")";
@@ -200,6 +224,16 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   for (const auto& [guid, port] : found->heldDown)
     if (auto due = flaps_.heldUntil(guid, port))
       updates_.queueAt({guid}, "hold-down of a flapping port ended", *due);
+  // An update that finds the fabric as it was (a light sweep's PortStateChange, a trap about a link that is
+  // back by now) costs no routing, no programming and no file I/O.
+  if (targeted && nothingChanged(*last_, *found, switches)) {
+    ev.action += ": nothing changed";
+    ev.smps = found->stats.smps;
+    ev.convergence = clock_.now() - eventTime;
+    logEvent(std::move(ev));
+    report.total = clock_.now() - start;
+    return report;  // discovery only: the subnet is as the last sweep left it
+  }
   auto old = snapshot_;
   // Links only went away: keep what still works. Links came back: rebalance from scratch.
   auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);

@@ -74,6 +74,47 @@ TEST(SubnetManager, AGoodTrapLeadsToOneTargetedUpdateAfterTheBatchDelay) {
   EXPECT_EQ(f.events[0].lftEntriesChanged, 0u);  // nothing changed in the fabric
 }
 
+// A targeted update that re-reads the switch and finds it as it was costs no routing and no programming: the
+// snapshot stays the one published, only the re-read's SMPs are sent; a real link change is acted on.
+TEST(SubnetManager, AnUpdateThatFindsNothingChangedRoutesAndProgramsNothing) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  const fabric::Topology& topo = *before->topology;
+  fabric::NodeIndex leaf = topo.switches().front();
+  const uint64_t sent = f.engine->counters().sent;
+  const uint64_t portInfoSets = f.fabric->receivedSets(mad::kAttrPortInfo);
+  const uint64_t lftSets = f.fabric->receivedSets(mad::kAttrLft);
+  f.sm->queueUpdate({topo.node(leaf).guid}, "test: nothing happened");
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_NE(f.events[0].action.find("nothing changed"), std::string::npos) << f.events[0].action;
+  EXPECT_TRUE(f.events[0].ok);
+  EXPECT_EQ(f.events[0].lftBlocksSent, 0u);
+  EXPECT_EQ(f.sm->snapshot(), before);  // nothing routed, nothing published
+  const uint64_t reread = f.engine->counters().sent - sent;
+  EXPECT_GT(reread, 0u);
+  EXPECT_EQ(f.events[0].smps, reread);
+  EXPECT_EQ(f.fabric->receivedSets(mad::kAttrPortInfo), portInfoSets);  // Gets only
+  EXPECT_EQ(f.fabric->receivedSets(mad::kAttrLft), lftSets);
+
+  // A link of that switch goes down: routed and programmed.
+  fabric::PortNum up;
+  for (unsigned p = 1; p <= topo.node(leaf).numPorts && !up.value; ++p)
+    if (topo.node(leaf).ports[p].connected() && topo.node(topo.node(leaf).ports[p].peerNode).isSwitch())
+      up = fabric::PortNum{static_cast<uint8_t>(p)};
+  ASSERT_TRUE(f.fabric->linkDown(leaf, up));
+  f.sm->queueUpdate({topo.node(leaf).guid}, "test: link down");
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 2u);
+  EXPECT_EQ(f.events[1].action.find("nothing changed"), std::string::npos) << f.events[1].action;
+  EXPECT_GT(f.events[1].linksDown, 0u);
+  EXPECT_GT(f.events[1].lftBlocksSent, 0u);
+  EXPECT_NE(f.sm->snapshot(), before);
+}
+
 // The first sweep loses every answer to the ARMED Sets of one host port (a port that refuses or a lossy
 // link): the subnet is not up, and with no sweep interval nothing would ever try again; the SM sweeps again
 // by itself after 1 s, and then the subnet is up.
