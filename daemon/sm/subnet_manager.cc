@@ -17,8 +17,10 @@ SmStateOptions smStateOptions(const SmOptions& o) {
   return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
 }
 
-// Whether a targeted re-discovery found the re-read switches as the SM left them: the same nodes, and every
-// port of those switches with the same peer, state and LID.
+// Whether a targeted re-discovery found the re-read switches as the SM left them: the same nodes, every port
+// of those switches with the same peer, a linked one in the same state, and port 0 with the same LID. (An
+// unlinked port's state is not kept up to date when only its peer was re-read, and a switch's external ports
+// have no LID of their own: neither matters to routing or programming.)
 bool nothingChanged(const DiscoveryResult& before, const DiscoveryResult& after,
                     const std::vector<Guid>& switches) {
   const fabric::Topology& b = *before.topology;
@@ -33,8 +35,8 @@ bool nothingChanged(const DiscoveryResult& before, const DiscoveryResult& after,
     if (!nb || !na || b.node(*nb).numPorts != a.node(*na).numPorts) return false;
     for (unsigned p = 0; p <= b.node(*nb).numPorts; ++p) {
       const fabric::Port &pb = b.node(*nb).ports[p], &pa = a.node(*na).ports[p];
-      if (pb.attrs.state != pa.attrs.state || pb.attrs.lid != pa.attrs.lid || peer(b, pb) != peer(a, pa))
-        return false;
+      if (peer(b, pb) != peer(a, pa) || (pb.connected() && pb.attrs.state != pa.attrs.state)) return false;
+      if (p == 0 && pb.attrs.lid != pa.attrs.lid) return false;
     }
   }
   return true;

@@ -137,6 +137,29 @@ TEST(Reroute, SpineLinkDownAndBack) {
   EXPECT_EQ(ar.value("incapable", 0u), f.built->switches().size()) << st.out;
 }
 
+// After a link goes down and the trap's update has re-routed, both switches still have PortStateChange set;
+// the next light sweep (every second here) re-reads them and finds nothing new: that update routes and
+// programs nothing, and says so.
+TEST(Reroute, LightSweepAfterARerouteFindsNothingChanged) {
+  Fixture f("--kary-ntree 4,3");
+  f.converge();
+  auto links = f.upperLinks();
+  ASSERT_FALSE(links.empty());
+  size_t events = f.count("TOPO001");
+  f.sim->console(f.unlink(links.front()));
+  f.waitForTopologyEvent(events);
+  EXPECT_TRUE(waitUntil([&] { return f.count("nothing changed") > 0; }, 20s, "a light sweep's update", 20ms))
+      << f.sim->output(f.sm);
+  std::string out = f.sim->output(f.sm);
+  size_t at = out.find("nothing changed");
+  ASSERT_NE(at, std::string::npos);
+  std::string line = out.substr(out.rfind('\n', at) + 1, out.find('\n', at) - out.rfind('\n', at) - 1);
+  EXPECT_NE(line.find("light sweep"), std::string::npos) << line;
+  EXPECT_NE(line.find("0 routes changed, 0 LFT blocks"), std::string::npos) << line;
+  routing::CheckReport down = f.converge();
+  EXPECT_EQ(down.deadLink, 0u);
+}
+
 TEST(Reroute, WholeSwitchRemoved) {
   Fixture f("--kary-ntree 4,3");
   f.converge();
