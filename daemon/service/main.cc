@@ -222,7 +222,8 @@ void printReport(const daemon::SweepReport& r) {
 // to 2 s), which re-reads the fabric and sends only what the switches still lack.
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
-  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
+  daemon::SystemWallClock wallClock;
+  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
@@ -256,7 +257,8 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
 int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
               daemon::Logger& log, std::function<void()>& onReload,
               const std::optional<mad::MkeyInfo>& mkey) {
-  daemon::SubnetManager sm(engine, clock, smOptions(args, mkey));
+  daemon::SystemWallClock wallClock;
+  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(
@@ -274,7 +276,6 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
                    [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });
   daemon::Notifier notify;
-  daemon::SystemWallClock wallClock;
   daemon::EventLog events(wallClock);
   daemon::StatePublisher state;
   state.updateStatus([&](daemon::StatusInfo& s) {

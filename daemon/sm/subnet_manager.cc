@@ -43,9 +43,11 @@ bool nothingChanged(const DiscoveryResult& before, const DiscoveryResult& after,
 }
 }  // namespace
 
-SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options)
+SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, const WallClock& wallClock,
+                             SmOptions options)
     : engine_(engine),
       clock_(clock),
+      wallClock_(wallClock),
       options_(std::move(options)),
       discoverer_(engine, clock),
       programmer_(engine, clock),
@@ -252,7 +254,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
 }
 
 void SubnetManager::logEvent(TopologyEvent ev) {
-  ev.when = options_.wallClock ? options_.wallClock() : std::chrono::system_clock::now();
+  ev.when = wallClock_.now();
   if (onEvent_) onEvent_(ev);
 }
 

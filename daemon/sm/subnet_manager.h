@@ -29,6 +29,7 @@
 #include "daemon/sm/update_queue.h"
 #include "daemon/state/subnet_snapshot.h"
 #include "daemon/state/topology_event.h"
+#include "daemon/state/wall_clock.h"
 #include "mad/mad_engine.h"
 #include "mad/notice.h"
 #include "routing/engine.h"
@@ -52,10 +53,6 @@ struct SmOptions {
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
-  // Wall-clock time of the events (TopologyEvent::when); every timer uses the mad::Clock instead.
-  std::function<std::chrono::system_clock::time_point()> wallClock = [] {
-    return std::chrono::system_clock::now();
-  };
 };
 
 struct SweepReport {
@@ -74,7 +71,9 @@ struct SweepReport {
 
 class SubnetManager {
  public:
-  SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, SmOptions options);
+  // clock runs every timer; wallClock stamps the events (TopologyEvent::when).
+  SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, const WallClock& wallClock,
+                SmOptions options);
   // One full cycle (heavy sweep). An Error when discovery fails, no engine can route, or LIDs run out.
   fabric::Result<SweepReport> sweep(const std::string& cause = "start");
   // Targeted cycle: re-reads the given switches, re-routes and programs what changed; falls back to a heavy
@@ -131,6 +130,7 @@ class SubnetManager {
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
+  const WallClock& wallClock_;
   SmOptions options_;
   Discoverer discoverer_;
   Programmer programmer_;

@@ -27,6 +27,7 @@ struct SmSetup {
 };
 
 struct SmFixture : FakeFabricFixture {
+  FakeWallClock wallClock;  // stamps the events
   std::unique_ptr<SubnetManager> sm;
   std::vector<TopologyEvent> events;
 
@@ -47,7 +48,7 @@ struct SmFixture : FakeFabricFixture {
     o.engines = {"minhop"};
     o.program.mkey = setup.mkey;
     o.lightSweepInterval = mad::Duration::zero();
-    sm = std::make_unique<SubnetManager>(*engine, clock, o);
+    sm = std::make_unique<SubnetManager>(*engine, clock, wallClock, o);
     engine->setUnsolicitedHandler(
         [this](const mad::MadPacket& m, const mad::MadHeader& h) { sm->onUnsolicited(m, h); });
     sm->setEventHandler([this](const TopologyEvent& e) { events.push_back(e); });

@@ -148,14 +148,13 @@ TEST(SubnetManager, ASweepThatLeftTheSubnetNotUpIsRetried) {
   EXPECT_EQ(f.events.size(), 1u);  // up: no more retries
 }
 
-// The wall-clock time of an event comes from SmOptions::wallClock (every timer uses the mad::Clock).
-TEST(SubnetManager, EventsCarryTheWallClockOfTheOptions) {
+// The wall-clock time of an event comes from the WallClock the SM was given (every timer uses the
+// mad::Clock).
+TEST(SubnetManager, EventsCarryTheTimeOfTheWallClock) {
   SmFixture f;
   f.create();
   const auto at = std::chrono::system_clock::time_point(std::chrono::hours(24 * 365));
-  SmOptions o = f.sm->options();
-  o.wallClock = [at] { return at; };
-  f.sm->setOptions(o);
+  f.wallClock.set(at);
   auto r = f.sm->sweep();
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(f.events.size(), 1u);
