@@ -35,11 +35,38 @@ struct Sweep {
   // Targeted mode: a changed switch that does not answer makes the whole result unusable.
   bool failOnNoAnswer = false;
   uint8_t smPortNum = 0;
+  // Gets that got no answer after all of the engine's retries: sent once more after the others (MAD loss
+  // comes in bursts), then given up (`lost`, the sweep's DiscoveryStats::failed).
+  struct Again {
+    uint16_t attr;
+    uint32_t mod;
+    DrPath path;
+    mad::MadCompletion done;
+  };
+  std::vector<Again> again;
+  size_t lost = 0;
 
   explicit Sweep(mad::MadEngine& e) : engine(e) {}
 
-  void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done) {
-    engine.submit(mad::makeDirectedSmp(mad::kGet, attr, mod, path), std::move(done));
+  void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done,
+           bool secondPass = false) {
+    engine.submit(mad::makeDirectedSmp(mad::kGet, attr, mod, path),
+                  [this, attr, mod, path, secondPass, done = std::move(done)](const MadResult& r) mutable {
+                    if (r.ok()) return done(r);
+                    if (!secondPass) return again.push_back({attr, mod, path, std::move(done)});
+                    ++lost;
+                    done(r);
+                  });
+  }
+  // Runs the engine until every Get, second passes included, is answered or given up.
+  void run() {
+    engine.runUntilIdle();
+    while (!again.empty()) {
+      std::vector<Again> batch = std::move(again);
+      again.clear();
+      for (Again& a : batch) get(a.attr, a.mod, a.path, std::move(a.done), true);
+      engine.runUntilIdle();
+    }
   }
 
   static bool answered(const MadResult& r) { return r.ok() && r.header.status == 0; }
@@ -243,9 +270,9 @@ fabric::Result<DiscoveryResult> Discoverer::discover() {
   const mad::MadCounters before = engine_.counters();
   auto sweep = std::make_unique<Sweep>(engine_);
   sweep->probe(DrPath{}, fabric::kNoNode, 0);
-  engine_.runUntilIdle();
+  sweep->run();
   auto result = finish(*sweep);
-  if (result) fillStats(result->stats, before, start);
+  if (result) fillStats(result->stats, before, start, sweep->lost);
   return result;
 }
 
@@ -278,18 +305,18 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     for (unsigned p = 0; p <= n.numPorts; ++p)
       sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
   }
-  engine_.runUntilIdle();
+  sweep->run();
   auto result = finish(*sweep);
-  if (result) fillStats(result->stats, before, start);
+  if (result) fillStats(result->stats, before, start, sweep->lost);
   return result;
 }
 
-void Discoverer::fillStats(DiscoveryStats& stats, const mad::MadCounters& before,
-                           mad::TimePoint start) const {
+void Discoverer::fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start,
+                           size_t lost) const {
   const mad::MadCounters& after = engine_.counters();
   stats.smps = after.sent - before.sent;
   stats.timeouts = after.timeouts - before.timeouts;
-  stats.failed = after.failed - before.failed;
+  stats.failed = lost;
   stats.elapsed = clock_.now() - start;
 }
 

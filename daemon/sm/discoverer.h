@@ -27,7 +27,8 @@ class Discoverer {
       const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});
 
  private:
-  void fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start) const;
+  void fillStats(DiscoveryStats& stats, const mad::MadCounters& before, mad::TimePoint start,
+                 size_t lost) const;
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;

@@ -19,7 +19,7 @@ using RawAttr = std::array<uint8_t, 64>;
 struct DiscoveryStats {
   size_t smps = 0;  // requests sent (retries included)
   size_t timeouts = 0;
-  size_t failed = 0;  // requests that got no answer at all
+  size_t failed = 0;  // requests that got no answer at all (after their second pass)
   mad::Duration elapsed{};
   std::vector<std::string> warnings;
 };
