@@ -1,7 +1,9 @@
 #include "config/config_doc.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
+#include <vector>
 
 #include "config/options.h"
 
@@ -57,6 +59,22 @@ void append(std::string& out, std::initializer_list<std::string_view> pieces) {
   for (std::string_view p : pieces) out += p;
 }
 
+// The options in table order, but each section's together (in the order sections first appear): an option
+// added at the end of the table still lands in its section, and YAML gets no section twice.
+std::vector<const Option*> bySection() {
+  std::vector<std::string_view> sections;
+  for (const Option& o : optionTable()) {
+    if (std::find(sections.begin(), sections.end(), sectionOf(o.key)) == sections.end())
+      sections.push_back(sectionOf(o.key));
+  }
+  std::vector<const Option*> out;
+  for (std::string_view s : sections) {
+    for (const Option& o : optionTable())
+      if (sectionOf(o.key) == s) out.push_back(&o);
+  }
+  return out;
+}
+
 // scdoc's inline markup characters, escaped.
 std::string scdocText(std::string_view text) {
   std::string out;
@@ -71,36 +89,32 @@ std::string scdocText(std::string_view text) {
 
 std::string exampleConfig() {
   std::string out =
-      "# ibsmd configuration: every key with its default value. Install as /etc/ibsm/ibsm.yaml; a missing "
-      "default\n"
-      "# file means all defaults. Unknown keys are errors. Keys marked [restart] are not reloadable: a "
-      "SIGHUP "
-      "that\n"
-      "# changes one is refused and the running config stays. All other keys take effect on SIGHUP.\n"
-      "# Command-line overrides use the dotted names: ibsmd --set routing.lmc=2 --set "
-      "routing.engines=updn,minhop\n"
-      "# Generated from the option table (config/options.cc) by `ninja config-example`; see also "
-      "ibsm.yaml(5).\n";
+      R"(# ibsmd configuration: every key with its default value. Install as /etc/ibsm/ibsm.yaml; a missing default
+# file means all defaults. Unknown keys are errors. Keys marked [restart] are not reloadable: a SIGHUP that
+# changes one is refused and the running config stays. All other keys take effect on SIGHUP.
+# Command-line overrides use the dotted names: ibsmd --set routing.lmc=2 --set routing.engines=updn,minhop
+# Generated from the option table (config/options.cc) by `ninja config-example`; see also ibsm.yaml(5).
+)";
   std::string_view section = "-";
-  for (const Option& o : optionTable()) {
-    std::string_view s = sectionOf(o.key);
+  for (const Option* o : bySection()) {
+    std::string_view s = sectionOf(o->key);
     size_t indent = s.empty() ? 0 : 2;
     if (s != section) {
       out += "\n";
-      if (!s.empty()) out += std::string(s) + ":\n";
+      if (!s.empty()) append(out, {s, ":\n"});
       section = s;
     }
-    std::string text = o.reloadable ? "" : "[restart] ";
-    text += o.description;
-    std::string values = valuesOf(o);
-    if (!values.empty()) text += " Values: " + values + ".";
-    if (!o.defaultText.empty()) text += " Default: " + std::string(o.defaultText) + ".";
+    std::string text = o->reloadable ? "" : "[restart] ";
+    text += o->description;
+    std::string values = valuesOf(*o);
+    if (!values.empty()) append(text, {" Values: ", values, "."});
+    if (!o->defaultText.empty()) append(text, {" Default: ", o->defaultText, "."});
     out += comment(text, indent);
-    std::string pad(indent, ' ');
-    if (o.example.empty())
-      out += pad + std::string(leafOf(o.key)) + ": " + o.format(Config{}) + "\n";
+    out.append(indent, ' ');
+    if (o->example.empty())
+      append(out, {leafOf(o->key), ": ", o->format(Config{}), "\n"});
     else
-      out += pad + "# " + std::string(leafOf(o.key)) + ": " + std::string(o.example) + "\n";
+      append(out, {"# ", leafOf(o->key), ": ", o->example, "\n"});
   }
   return out;
 }
@@ -108,16 +122,16 @@ std::string exampleConfig() {
 std::string manPageOptions() {
   std::string out;
   std::string_view section = "-";
-  for (const Option& o : optionTable()) {
-    std::string_view s = sectionOf(o.key);
+  for (const Option* o : bySection()) {
+    std::string_view s = sectionOf(o->key);
     if (s != section) {
-      out += "## " + (s.empty() ? std::string("Top level") : std::string(s)) + "\n\n";
+      append(out, {"## ", s.empty() ? std::string_view("Top level") : s, "\n\n"});
       section = s;
     }
-    append(out, {"*", scdocText(o.key), "*: ", scdocText(valuesOf(o)), "\n"});
-    append(out, {"\tDefault: ", scdocText(defaultOf(o)), ". ",
-                 o.reloadable ? "Reloadable (SIGHUP)." : "Needs a restart.", "\n\n"});
-    append(out, {"\t", scdocText(o.description), "\n\n"});
+    append(out, {"*", scdocText(o->key), "*: ", scdocText(valuesOf(*o)), "\n"});
+    append(out, {"\tDefault: ", scdocText(defaultOf(*o)), ". ",
+                 o->reloadable ? "Reloadable (SIGHUP)." : "Needs a restart.", "\n\n"});
+    append(out, {"\t", scdocText(o->description), "\n\n"});
   }
   return out;
 }
