@@ -242,14 +242,17 @@ Option uintOption(std::string_view key, bool reloadable, bool ConfigDiff::*effec
                   F field) {
   using T = std::remove_reference_t<decltype(field(std::declval<Config&>()))>;
   static_assert(std::is_unsigned_v<T>);
-  return Option{key, reloadable, effect,
+  return Option{key,
+                reloadable,
+                effect,
                 [=](const RawValue& v, Config& c) -> MaybeProblem {
                   uint64_t n = 0;
                   if (auto p = parseUint(v, lo, hi, n)) return p;
                   field(c) = static_cast<T>(n);
                   return std::nullopt;
                 },
-                [=](const Config& c) { return std::to_string(field(c)); }};
+                [=](const Config& c) { return std::to_string(field(c)); },
+                std::to_string(lo) + ".." + std::to_string(hi)};
 }
 
 template <typename F>
@@ -258,6 +261,81 @@ Option pathOption(std::string_view key, bool reloadable, F field) {
                 [=](const RawValue& v, Config& c) { return parseAbsolutePath(v, field(c)); },
                 [=](const Config& c) { return yamlString(field(c)); }};
 }
+
+// The documentation of every option, in the order of the table: config/ibsm.yaml.example and ibsm.yaml(5) are
+// generated from it (config/config_doc.h). Adding an option: add it to makeTable() and describe it here; the
+// ranges of numbers come from the table. Then regenerate the example (ninja config-example).
+const std::vector<OptionDoc> kDocs = {
+    {"port_guid", "a port GUID (0x and up to 16 hex digits)", "GUID of the local port to bind.",
+     "0x0002c903000b2240", "the first active port"},
+    {"routing.engines", "a list of minhop, updn, ftree, or one comma-separated string such as \"ftree,updn\"",
+     "Engines tried in order until one can route the fabric; an engine that cannot says why (ROUTE002) and "
+     "the "
+     "next one is tried.",
+     "", ""},
+    {"routing.roots", "a list of node GUIDs",
+     "Root switches (node GUIDs) for updn and ftree. Not together with roots_file.",
+     "[0x0002c903000b2240, 0x0002c903000b2250]", "none, detected from the topology"},
+    {"routing.roots_file", "a path, relative to the config file",
+     "A file of root switch GUIDs, one per line ('#' starts a comment), instead of roots.", "roots.txt",
+     "none"},
+    {"routing.lmc", "", "LID mask control: each port gets 2^lmc LIDs (more paths, more LIDs).", "", ""},
+    {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
+    {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
+    {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
+    {"sm.m_key", "0 (off), a 64-bit key or random",
+     "M_Key protecting the PortInfo of every managed port (IBA 14.2.4; OpenSM's m_key). random is generated "
+     "once and kept in <state_dir>/mkey, so a restarted ibsmd with the same state directory still manages "
+     "the "
+     "ports it protected. Every SMP ibsmd sends carries it.",
+     "", ""},
+    {"sm.m_key_protection_level", "",
+     "MKeyProtectBits written with the M_Key: 0 = Sets need the key, 1 = also hide the key from Gets without "
+     "it, 2 and 3 = Gets need the key too.",
+     "", ""},
+    {"sm.m_key_lease_period", "",
+     "MKeyLeasePeriod in seconds (0 = never): how long a port stays protected after an SMP with a wrong key "
+     "while no SM presents the right one; then its protect bits fall back to 0.",
+     "", ""},
+    {"sm.poll_interval_ms", "", "A standby SM polls the master every poll_interval_ms milliseconds.", "", ""},
+    {"sm.poll_retries", "", "A standby SM takes over after poll_retries unanswered polls.", "", ""},
+    {"mad.window", "", "MADs in flight.", "", ""},
+    {"mad.timeout_ms", "", "Timeout of one attempt in milliseconds.", "", ""},
+    {"mad.retries", "",
+     "Resends after the first attempt. Loss compounds along a directed route (10% per switch port is about "
+     "40% "
+     "per attempt of a 3-hop SMP and its answer); 7 resends keep a sweep whole at such rates and cost "
+     "nothing "
+     "where nothing is lost.",
+     "", ""},
+    {"paths.state_dir", "an absolute path", "Directory for persistent state (guid2lid, mkey).", "", ""},
+    {"paths.guid2lid", "an absolute path", "GUID-to-LID map kept across restarts (OpenSM's guid2lid format).",
+     "/var/lib/ibsm/guid2lid", "<state_dir>/guid2lid"},
+    {"paths.dump_dir", "an absolute path", "Where fabric and routing dumps are written.", "/var/lib/ibsm",
+     "<state_dir>"},
+    {"dumps.lfts", "on_request or on_change",
+     "When opensm-lfts.dump (every switch's forwarding table, as dump_lfts prints it) is written into "
+     "dump_dir: on_request (only for `ibsmctl dump lfts`) or on_change (after every sweep or update that "
+     "changed it, and at the end of --once). It grows with switches x LIDs (1.58 GB on an 11,664-host Clos). "
+     "guid2lid, opensm-subnet.lst and ibsm-ar-groups.dump always follow the fabric.",
+     "", ""},
+    {"log.level", "error, warn, info or debug", "Log level.", "", ""},
+    {"control.socket", "an absolute path of at most 107 bytes", "Control socket used by ibsmctl.", "", ""},
+    {"control.group", "a group name",
+     "Group owning the control socket (mode 0660): its members may read through it and change state "
+     "(resweep, reroute, loglevel, dump). The Debian package creates the system group ibsm and sets it.",
+     "ibsm", "none, root only"},
+    {"ar.enable", "true or false", "Compute and program adaptive-routing groups.", "", ""},
+    {"ar.group_cap", "", "Most AR groups per switch.", "", ""},
+    {"flap.hold_down_ms", "",
+     "A port that went down stays out of routing at least hold_down_ms milliseconds; each new flap doubles "
+     "that, up to max_backoff_ms.",
+     "", ""},
+    {"flap.max_backoff_ms", "",
+     "Longest hold-down of a flapping port in milliseconds; not less than "
+     "hold_down_ms.",
+     "", ""},
+};
 
 std::vector<Option> makeTable() {
   std::vector<Option> t;
@@ -441,8 +519,24 @@ std::string Location::str() const {
 }
 
 const std::vector<Option>& optionTable() {
-  static const std::vector<Option> table = makeTable();
+  static const std::vector<Option> table = [] {
+    std::vector<Option> t = makeTable();
+    for (Option& o : t) {
+      for (const OptionDoc& d : kDocs) {
+        if (d.key != o.key) continue;
+        o.values = d.values;
+        o.description = d.description;
+        o.example = d.example;
+        o.defaultText = d.defaultText;
+      }
+    }
+    return t;
+  }();
   return table;
+}
+
+const std::vector<OptionDoc>& optionDocs() {
+  return kDocs;
 }
 
 const Option* findOption(std::string_view key) {

@@ -44,7 +44,24 @@ struct Option {
   // Validates `value` and stores it into the config.
   std::function<std::optional<Problem>(const RawValue& value, Config& config)> parse;
   std::function<std::string(const Config& config)> format;  // YAML text of the value
+  std::string range = "";  // "0..7" for numbers (set by the builder from what the validator accepts), else ""
+  // From the option's entry in kDocs (options.cc), for the example config and ibsm.yaml(5):
+  std::string_view values = "";       // what the value may be when `range` does not say it: "true or false"
+  std::string_view description = "";  // sentences, without the range
+  std::string_view example = "";      // "": the example config sets the default; else this, commented out
+  std::string_view defaultText =
+      "";  // "": the default is format(Config{}); else in words: "<state_dir>/guid2lid"
 };
+
+// The documentation of one option; every option has one (tests/config checks both ways).
+struct OptionDoc {
+  std::string_view key;
+  std::string_view values;
+  std::string_view description;
+  std::string_view example;
+  std::string_view defaultText;
+};
+const std::vector<OptionDoc>& optionDocs();
 
 const std::vector<Option>& optionTable();
 const Option* findOption(std::string_view key);

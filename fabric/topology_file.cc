@@ -45,7 +45,10 @@ std::string_view trim(std::string_view s) {
 // Untrusted text echoed in an error: quoted and cut short.
 std::string shown(std::string_view s) {
   constexpr size_t kMax = 40;
-  return "\"" + std::string(s.substr(0, kMax)) + (s.size() > kMax ? "...\"" : "\"");
+  std::string out = "\"";  // appended, not "\"" + a temporary: GCC 12 at -O3 reports a false -Wrestrict
+  out += s.substr(0, kMax);
+  out += s.size() > kMax ? "...\"" : "\"";
+  return out;
 }
 
 // Removes and returns the first whitespace-separated word of s.
@@ -714,12 +717,15 @@ std::string formatTopology(const Topology& topo) {
       std::string remote = nodeId(r) + "[" + std::to_string(rp) + "]";
       std::string tail =
           quotedDesc(r.description) + " lid " + std::to_string(lidOf(r, rp)) + " " + widthSpeed(port.attrs);
+      // "[" is appended on its own: GCC 12 at -O3 reports a false -Wrestrict for "[" + std::to_string(p).
+      out += '[';
+      out += std::to_string(p);
       if (n.isSwitch()) {
-        out += "[" + std::to_string(p) + "]\t" + remote;
+        out += "]\t" + remote;
         if (!r.isSwitch()) out += "(" + hex(r.ports[rp].guid.value) + ") ";
         out += "\t\t# " + tail + "\n";
       } else {
-        out += "[" + std::to_string(p) + "](" + hex(port.guid.value) + ") \t" + remote;
+        out += "](" + hex(port.guid.value) + ") \t" + remote;
         if (!r.isSwitch()) out += " (" + hex(r.ports[rp].guid.value) + ") ";
         out += "\t\t# lid " + std::to_string(port.attrs.lid.value) + " lmc " +
                std::to_string(port.attrs.lmc) + " " + tail + "\n";

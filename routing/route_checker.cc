@@ -841,7 +841,10 @@ std::string formatReportJson(const CheckReport& r) {
   auto links = [&](const char* k, const std::vector<LinkRef>& v) {
     key(k);
     s += "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + jsonLink(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += jsonLink(v[i]);
+    }
     s += "]";
   };
   key("engine");
@@ -887,7 +890,10 @@ std::string formatReportJson(const CheckReport& r) {
   links("arCdgCycle", r.arCdgCycle);
   key("examples");
   s += "[";
-  for (size_t i = 0; i < r.examples.size(); ++i) s += (i ? "," : "") + jsonString(r.examples[i]);
+  for (size_t i = 0; i < r.examples.size(); ++i) {
+    if (i) s += ',';
+    s += jsonString(r.examples[i]);
+  }
   s += "]}";
   return s;
 }

@@ -23,6 +23,7 @@ namespace {
 constexpr uint64_t kListenKey = 0;
 constexpr uint64_t kWakeKey = 1;
 constexpr size_t kReadChunk = 16384;
+constexpr size_t kReadPerWakeup = 1 << 20;  // bytes read from one client before others get their turn
 
 std::string errnoText(const std::string& what) {
   return what + ": " + std::strerror(errno);
@@ -121,6 +122,8 @@ struct ControlServer::Impl {
     std::string in, out;
     bool pending = false;          // a change request is with the event loop
     bool eof = false;              // the client shut down its side
+    bool discarding = false;       // reading an oversized line to its end (its error is already queued)
+    size_t discarded = 0;          // bytes of that line dropped so far
     bool closeAfterFlush = false;  // after an unrecoverable error (oversized line)
     uint32_t mask = EPOLLIN;
     mad::TimePoint lastActive;
@@ -138,7 +141,8 @@ struct ControlServer::Impl {
   ino_t socketIno = 0;
   std::shared_ptr<ReplyQueue> replies = std::make_shared<ReplyQueue>();
   std::unordered_map<uint64_t, Connection> conns;
-  uint64_t nextConn = 2;  // 0 and 1 are the listening socket and the wake-up eventfd
+  std::unordered_map<uid_t, size_t> perUid;  // open connections of each peer UID
+  uint64_t nextConn = 2;                     // 0 and 1 are the listening socket and the wake-up eventfd
   ReadHandler reader;
   std::atomic<bool> stopping{false};
   std::thread thread;
@@ -178,7 +182,25 @@ struct ControlServer::Impl {
     if (it == conns.end()) return;
     epoll_ctl(epollFd, EPOLL_CTL_DEL, it->second.fd, nullptr);
     ::close(it->second.fd);
+    if (auto u = perUid.find(it->second.peer.uid); u != perUid.end() && --u->second == 0) perUid.erase(u);
     conns.erase(it);
+  }
+
+  bool privileged(const PeerCredentials& peer) const { return peer.uid == 0 || peer.uid == policy.daemonUid; }
+
+  // Why a new connection from `peer` is refused, "" when it may stay.
+  std::string refusal(const PeerCredentials& peer) const {
+    if (conns.size() >= options.maxClients)
+      return "too many clients (" + std::to_string(options.maxClients) + "); try again";
+    if (privileged(peer)) return "";
+    size_t shared = options.maxClients - std::min(options.reservedForRoot, options.maxClients);
+    if (conns.size() >= shared)
+      return "too many clients (" + std::to_string(shared) + " for users other than root); try again";
+    auto it = perUid.find(peer.uid);
+    if (it != perUid.end() && it->second >= options.maxClientsPerUid)
+      return "too many connections from uid " + std::to_string(peer.uid) + " (" +
+             std::to_string(options.maxClientsPerUid) + "); close some and try again";
+    return "";
   }
 
   void accept() {
@@ -191,19 +213,19 @@ struct ControlServer::Impl {
         return;
       }
       ++statConnections;
-      if (conns.size() >= options.maxClients) {
+      PeerCredentials peer = peerOf(fd);
+      if (std::string why = refusal(peer); !why.empty()) {
         ++statBusy;
-        std::string line =
-            toLine(errorResponse(nullptr, ErrorCode::kBusy,
-                                 "too many clients (" + std::to_string(options.maxClients) + "); try again"));
-        (void)!::write(fd, line.data(), line.size());
+        std::string line = toLine(errorResponse(nullptr, ErrorCode::kBusy, why));
+        (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
         ::close(fd);
         continue;
       }
       uint64_t id = nextConn++;
       Connection& c = conns[id];
       c.fd = fd;
-      c.peer = peerOf(fd);
+      c.peer = std::move(peer);
+      ++perUid[c.peer.uid];
       c.lastActive = clock.now();
       watch(fd, id, EPOLLIN);
     }
@@ -216,18 +238,21 @@ struct ControlServer::Impl {
 
   // Handles complete lines until one is handed to the event loop (answers stay in order).
   void process(uint64_t id, Connection& c) {
-    while (!c.pending && !c.closeAfterFlush) {
+    while (!c.pending && !c.closeAfterFlush && !c.discarding) {
       size_t nl = c.in.find('\n');
-      if (nl == std::string::npos) {
-        if (c.in.size() > kMaxRequestBytes) {
-          respond(c, errorResponse(nullptr, ErrorCode::kTooLarge,
-                                   "request exceeds the limit of " + std::to_string(kMaxRequestBytes) +
-                                       " bytes; closing the connection"));
-          c.in.clear();
-          c.closeAfterFlush = true;
-        }
+      if (nl == std::string::npos ? c.in.size() > kMaxRequestBytes : nl > kMaxRequestBytes) {
+        // Answered at once; the rest of the line is still read (readable()) so that a client busy writing
+        // it gets this answer instead of a broken pipe, then the connection closes.
+        respond(c, errorResponse(nullptr, ErrorCode::kTooLarge,
+                                 "request exceeds the limit of " + std::to_string(kMaxRequestBytes) +
+                                     " bytes; closing the connection"));
+        c.discarding = nl == std::string::npos && !c.eof;
+        c.discarded = c.in.size();
+        c.in.clear();
+        c.closeAfterFlush = !c.discarding;
         break;
       }
+      if (nl == std::string::npos) break;
       std::string line = c.in.substr(0, nl);
       c.in.erase(0, nl + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -297,18 +322,36 @@ struct ControlServer::Impl {
     return true;
   }
 
+  // The rest of an oversized line, dropped; at its newline, at EOF or past maxDiscardBytes the connection
+  // closes once the error line is written.
+  void discard(Connection& c, std::string_view data) {
+    size_t nl = data.find('\n');
+    c.discarded += std::min(nl, data.size());
+    if (nl != std::string_view::npos || c.eof || c.discarded > options.maxDiscardBytes) {
+      c.discarding = false;
+      c.closeAfterFlush = true;
+    }
+  }
+
   void readable(uint64_t id, Connection& c) {
     char buf[kReadChunk];
-    // Stop reading past one oversized line: the answer is an error and the connection closes.
-    while (c.in.size() <= kMaxRequestBytes + 1 && !c.eof) {
+    size_t readNow = 0;
+    // Stop reading past one oversized line (process() answers it), and after kReadPerWakeup so that one
+    // fast writer does not hold up the others (epoll reports the rest again).
+    while (c.in.size() <= kMaxRequestBytes + 1 && !c.eof && !c.closeAfterFlush && readNow < kReadPerWakeup) {
       ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
-        c.in.append(buf, static_cast<size_t>(n));
+        readNow += static_cast<size_t>(n);
         c.lastActive = clock.now();
+        if (c.discarding)
+          discard(c, std::string_view(buf, static_cast<size_t>(n)));
+        else
+          c.in.append(buf, static_cast<size_t>(n));
         continue;
       }
       if (n == 0) {
         c.eof = true;
+        if (c.discarding) discard(c, {});
         break;
       }
       if (errno == EINTR) continue;

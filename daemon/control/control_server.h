@@ -4,6 +4,9 @@
 // state-changing requests are checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS) and handed
 // to a ChangeHandler, which runs them on the event loop thread and replies when done. Requests on one
 // connection are answered in order; a connection waiting for a change sends nothing else until that reply.
+// Abuse is bounded: connections per UID and in all (with slots kept for root), idle time, bytes per request
+// (an oversized one is still read to its end, up to maxDiscardBytes, so that the client gets its error line
+// instead of a broken pipe) and unread output.
 #pragma once
 
 #include <sys/types.h>
@@ -46,7 +49,13 @@ struct ControlServerOptions {
   std::string path;                  // absolute, at most 107 bytes
   std::optional<std::string> group;  // control.group: owner group of the socket and who may change state
   mode_t mode = 0660;
-  size_t maxClients = 256;  // more are answered "busy" and closed
+  // Connections beyond these limits are answered "busy" and closed. One user (a peer UID other than root's)
+  // holds at most maxClientsPerUid, and the last reservedForRoot of the pool are for root alone, so a client
+  // that floods the socket with idle connections cannot lock the operator out.
+  size_t maxClients = 256;
+  size_t maxClientsPerUid = 64;
+  size_t reservedForRoot = 16;
+  size_t maxDiscardBytes = 64u << 20;  // of an oversized request read (and dropped) so its answer arrives
   std::chrono::milliseconds idleTimeout{60000};
   size_t maxOutputBytes = 256u << 20;  // a client that does not read its answers is dropped past this
 };

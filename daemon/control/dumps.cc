@@ -111,7 +111,10 @@ std::string ranges(const std::vector<unsigned>& v) {
     while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(v[i]);
-    if (j > i) out += "-" + std::to_string(v[j]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(v[j]);
+    }
     i = j + 1;
   }
   return out;
@@ -169,8 +172,14 @@ std::string formatArDump(const SubnetSnapshot& s) {
       for (unsigned p = 0; p < ar.groups[g].size(); ++p)
         if (ar.groups[g].test(p)) ports.push_back(p);
       std::string portList;
-      for (unsigned p : ports) portList += (portList.empty() ? "" : ",") + std::to_string(p);
-      out += "group " + std::to_string(g) + " ports " + portList + " lids " + ranges(lids[g]) + "\n";
+      for (unsigned p : ports) {
+        if (!portList.empty()) portList += ',';
+        portList += std::to_string(p);
+      }
+      // Piece by piece: GCC 12 at -O3 reports a false -Wrestrict for "literal" + std::string temporaries.
+      out += "group ";
+      out += std::to_string(g);
+      out += " ports " + portList + " lids " + ranges(lids[g]) + "\n";
     }
   }
   return out;

@@ -64,7 +64,11 @@ std::optional<Lid> lidValue(const Json& v) {
 }
 
 std::string describeName(const Json& v) {
-  if (v.is_string()) return "'" + printable(v.get_ref<const std::string&>()) + "'";
+  if (v.is_string()) {
+    std::string name =
+        printable(v.get_ref<const std::string&>());  // not "'" + a temporary: GCC 12 -Wrestrict
+    return "'" + name + "'";
+  }
   return printable(v.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 

@@ -68,7 +68,7 @@ constexpr const char* kUsage =
     "  --socket PATH             control.socket (also $IBSM_SOCKET)\n"
     "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
     "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
-    "  --mad-retries N           mad.retries: retries after a timeout (default 3)\n"
+    "  --mad-retries N           mad.retries: retries after a timeout (default 7)\n"
     "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
     "  --help                    this text\n";
 

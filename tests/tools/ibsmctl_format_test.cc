@@ -32,6 +32,44 @@ TEST(IbsmctlFormat, RangesAndDurations) {
   EXPECT_EQ(duration(-5), "0s");
 }
 
+// Help text: whole descriptions, reflowed to the width, never cut mid-sentence (issue 19: "status  SM state
+// and role, ..., fabric" lost the rest).
+TEST(IbsmctlFormat, WrapKeepsEveryWordWithinTheWidth) {
+  EXPECT_EQ(wrap("one two three four", 9, 2), "one two\n  three\n  four\n");
+  EXPECT_EQ(wrap("joined\nlines  reflow", 80, 0), "joined lines reflow\n");
+  EXPECT_EQ(wrap("a longerthanwidth b", 6, 0), "a\nlongerthanwidth\nb\n");  // long words are not cut
+  EXPECT_EQ(wrap("", 10, 0), "\n");
+}
+
+TEST(IbsmctlFormat, HelpEntryAlignsTextAndMovesItBelowALongHead) {
+  EXPECT_EQ(helpEntry("status", "SM state and role, sweep count", 12, 30),
+            "  status    SM state and role,\n"
+            "            sweep count\n");
+  EXPECT_EQ(helpEntry("events [--limit N]", "Recent events", 12, 30),
+            "  events [--limit N]\n"
+            "            Recent events\n");
+  const std::string text =
+      "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric counts and MAD "
+      "counters.";
+  for (size_t width : {40u, 80u, 120u}) {
+    std::string out = helpEntry("status", text, 28, width);
+    size_t start = 0;
+    while (start < out.size()) {
+      size_t end = out.find('\n', start);
+      EXPECT_LE(end - start, width) << out;
+      start = end + 1;
+    }
+    std::string words;  // every word, in order
+    for (char c : out) {
+      if (c != ' ' && c != '\n')
+        words += c;
+      else if (!words.empty() && words.back() != ' ')
+        words += ' ';
+    }
+    EXPECT_EQ(words, "status " + text + " ") << out;
+  }
+}
+
 TEST(IbsmctlFormat, StatusSaysSubnetUpOnlyWhenItIs) {
   json st = {{"state", "MASTER"},
              {"priority", 3},

@@ -357,8 +357,10 @@ void buildTorus(const FabricSpec& s, Draft& d) {
   std::vector<uint32_t> sw(total);
   for (unsigned i = 0; i < total; ++i) {
     std::string name = "torus";
-    for (unsigned r = i, dim = 0; dim < nd; r /= s.dims[dim], ++dim)
-      name += "-" + std::to_string(r % s.dims[dim]);
+    for (unsigned r = i, dim = 0; dim < nd; r /= s.dims[dim], ++dim) {
+      name += '-';  // not "-" + a temporary: GCC 12 at -O3 reports a false -Wrestrict
+      name += std::to_string(r % s.dims[dim]);
+    }
     sw[i] = d.addSwitch(name, H + 2 * nd * P, H > 0);
   }
   // Ports: hosts 1..H, then for each dimension P ports towards +1 and P towards -1.

@@ -23,7 +23,8 @@ std::string formatArDump(const fabric::Topology& topo, const routing::LidAssignm
       bool first = true;
       for (unsigned p = 0; p < t.groups[g].size(); ++p)
         if (t.groups[g].test(p)) {
-          out += (first ? "" : ",") + std::to_string(p);
+          if (!first) out += ',';  // not "," + a temporary: GCC 12 at -O3 reports a false -Wrestrict
+          out += std::to_string(p);
           first = false;
         }
       out += "\n";

@@ -457,9 +457,15 @@ int main(int argc, char** argv) {
         ",\"cas\":" + std::to_string(t.cas().size()) + ",\"links\":" + std::to_string(t.links().size()) +
         ",\"lmc\":" + std::to_string(lids.lmc()) + ",\"maxLid\":" + std::to_string(lids.maxLid().value) +
         ",\"engine\":" + jsonString(tables.engine) + ",\"fallbacks\":[";
-    for (size_t i = 0; i < fallbacks.size(); ++i) j += (i ? "," : "") + jsonString(fallbacks[i]);
+    for (size_t i = 0; i < fallbacks.size(); ++i) {
+      if (i) j += ',';
+      j += jsonString(fallbacks[i]);
+    }
     j += "],\"lidWarnings\":[";
-    for (size_t i = 0; i < warnings.size(); ++i) j += (i ? "," : "") + jsonString(warnings[i]);
+    for (size_t i = 0; i < warnings.size(); ++i) {
+      if (i) j += ',';
+      j += jsonString(warnings[i]);
+    }
     j += "]";
     if (!failNote.empty()) j += ",\"fail\":" + jsonString(failNote);
     j += ",\"check\":" + routing::formatReportJson(report);

@@ -63,13 +63,13 @@ Exchange request(const std::string& path, const std::string& command, const nloh
   std::string line = req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   auto deadline = std::chrono::steady_clock::now() + timeout;
   size_t sent = 0;
+  int sendError = 0;  // the server may have answered (busy, too large) and closed: read that answer first
   while (sent < line.size()) {
     ssize_t n = ::send(s.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ex.failure = Failure::kUnreachable;
-      ex.message = std::string("lost the connection to ibsmd: ") + std::strerror(errno);
-      return ex;
+      sendError = n < 0 ? errno : EPIPE;
+      break;
     }
     sent += static_cast<size_t>(n);
   }
@@ -95,6 +95,11 @@ Exchange request(const std::string& path, const std::string& command, const nloh
     if (r == 0) continue;
     ssize_t n = ::recv(s.fd, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 && sendError != 0) {
+      ex.failure = Failure::kUnreachable;
+      ex.message = std::string("lost the connection to ibsmd: ") + std::strerror(sendError);
+      return ex;
+    }
     if (n <= 0) {
       ex.failure = Failure::kProtocol;
       ex.message = "ibsmd closed the connection without an answer";

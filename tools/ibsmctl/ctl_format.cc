@@ -65,7 +65,10 @@ std::vector<unsigned> uints(const json& v) {
 
 std::string portList(const json& v) {
   std::string out;
-  for (unsigned p : uints(v)) out += (out.empty() ? "" : ",") + std::to_string(p);
+  for (unsigned p : uints(v)) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(p);
+  }
   return out;
 }
 
@@ -158,7 +161,10 @@ Formatted lids(const json& r) {
   Table t({"LID", "TYPE", "PORT", "PORT-GUID", "DESCRIPTION"}, {true, false, true, false, false});
   for (const auto& l : at(r, "lids")) {
     std::string lid = num(l, "lid");
-    if (l.value("lmc", 0) > 0) lid += "-" + num(l, "last_lid");
+    if (l.value("lmc", 0) > 0) {
+      lid += '-';  // not "-" + a temporary: GCC 12 at -O3 reports a false -Wrestrict
+      lid += num(l, "last_lid");
+    }
     t.add({lid, l.value("type", "?"), num(l, "port"), l.value("guid", "?"), l.value("description", "")});
   }
   return {t.str(), 0};
@@ -280,7 +286,10 @@ std::string ranges(const std::vector<unsigned>& v) {
     while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(v[i]);
-    if (j > i) out += "-" + std::to_string(v[j]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(v[j]);
+    }
     i = j + 1;
   }
   return out;
@@ -335,6 +344,56 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
     return {std::string("unexpected answer from ibsmd: ") + e.what() + "\n", 1};
   }
   return {r.dump(2) + "\n", 0};
+}
+
+namespace {
+
+// wrap() for a line that already holds `used` columns.
+std::string wrapFrom(std::string_view text, size_t width, size_t indent, size_t used) {
+  std::string out;
+  size_t lineLength = used;
+  bool lineEmpty = true;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = text.find_first_not_of(" \n", pos);
+    if (start == std::string_view::npos) break;
+    size_t end = std::min(text.find_first_of(" \n", start), text.size());
+    std::string_view word = text.substr(start, end - start);
+    pos = end;
+    if (!lineEmpty && lineLength + 1 + word.size() > width) {
+      out += '\n';
+      out.append(indent, ' ');
+      lineLength = indent;
+      lineEmpty = true;
+    }
+    if (!lineEmpty) {
+      out += ' ';
+      ++lineLength;
+    }
+    out += word;
+    lineLength += word.size();
+    lineEmpty = false;
+  }
+  out += '\n';
+  return out;
+}
+
+}  // namespace
+
+std::string wrap(std::string_view text, size_t width, size_t indent) {
+  return wrapFrom(text, width, indent, 0);
+}
+
+std::string helpEntry(std::string_view head, std::string_view text, size_t column, size_t width) {
+  std::string out = "  ";
+  out += head;
+  if (out.size() + 1 > column) {
+    out += '\n';
+    out.append(column, ' ');
+  } else {
+    out.append(column - out.size(), ' ');
+  }
+  return out + wrapFrom(text, width, column, column);
 }
 
 }  // namespace ibsm::ctl

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ibsm::ctl {
@@ -36,5 +37,13 @@ Formatted formatResult(const std::string& command, const nlohmann::json& result,
 std::string ranges(const std::vector<unsigned>& values);
 // "3m12s", "2h05m", "4d03h".
 std::string duration(int64_t ms);
+
+// Help text: `text` reflowed (newlines count as spaces) into lines of at most `width` columns, every line
+// after the first indented by `indent` spaces, each ending in a newline. A word longer than a line gets a
+// line of its own rather than being cut.
+std::string wrap(std::string_view text, size_t width, size_t indent);
+// One entry of a help list: "  HEAD" and then `text` from column `column`, wrapped to `width` with the same
+// indent; on the next line when HEAD reaches into that column.
+std::string helpEntry(std::string_view head, std::string_view text, size_t column, size_t width);
 
 }  // namespace ibsm::ctl

@@ -1,8 +1,10 @@
 // ibsmctl: the command line for a running ibsmd, over its control socket. Tables for people, --json for
 // scripts. Exit codes: 0 ok, 1 the request failed or found nothing, 2 usage, 3 ibsmd unreachable (or no
 // answer in time), 4 permission denied.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,58 +31,53 @@ struct CommandSpec {
 
 const std::vector<CommandSpec> kCommands = {
     {"status", "",
-     "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric\n"
-     "counts and MAD counters."},
+     "SM state and role, sweep count, last sweep time and duration, SUBNET UP since, fabric counts and MAD "
+     "counters."},
     {"nodes", "[--type SW|CA|RT]", "Every node: type, node GUID, LID, linked/all ports, description."},
     {"switches", "", "Every switch: GUID, LID, ports, LFT top, routes, AR groups, description."},
     {"lids", "", "Every endport LID (a range with LMC > 0): type, port, port GUID, description."},
     {"links", "", "Every link: both ends, width, speed and state (after the last sweep)."},
     {"routes", "SWITCH [LID|NODE]",
-     "The forwarding table of SWITCH as ibsmd programmed it: destination LID, egress\n"
-     "port, AR alternatives. With LID (or a node) only those LIDs."},
+     "The forwarding table of SWITCH as ibsmd programmed it: destination LID, egress port, AR alternatives. "
+     "With LID (or a node) only those LIDs."},
     {"path", "SRC DST",
-     "The route from SRC to DST hop by hop through ibsmd's own tables, with the adaptive-\n"
-     "routing alternatives at each switch. DST may be a LID (then exactly that LID)."},
+     "The route from SRC to DST hop by hop through ibsmd's own tables, with the adaptive-routing "
+     "alternatives at each switch. DST may be a LID (then exactly that LID)."},
     {"ar", "SWITCH", "The adaptive-routing groups of SWITCH: ports and the LIDs that use each group."},
     {"events", "[--limit N] [--since SEQ] [--kind KIND]",
-     "Recent events, oldest first: sweeps (cause, routes changed, LFT blocks, SMPs, duration),\n"
-     "config reloads, control requests."},
+     "Recent events, oldest first: sweeps (cause, routes changed, LFT blocks, SMPs, duration), config "
+     "reloads, control requests."},
     {"check", "",
-     "Runs the route checker on the live tables: reachability, loops, hops, link load,\n"
-     "deadlock freedom. Exit 1 when it finds a problem."},
+     "Runs the route checker on the live tables: reachability, loops, hops, link load, deadlock freedom. "
+     "Exit 1 when it finds a problem."},
     {"topology", "[--dot]",
-     "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load\n"
-     "of every link (ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
+     "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load of every link "
+     "(ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
     {"resweep", "[--heavy]",
-     "Sweep now and wait for the result. --heavy forgets what the switches are believed to\n"
-     "hold and writes every LFT block again. Root or control.group only."},
+     "Sweep now and wait for the result. --heavy forgets what the switches are believed to hold and writes "
+     "every LFT block again. Root or control.group only."},
     {"reroute", "", "Recompute and reprogram the routes now. Root or control.group only."},
     {"loglevel", "LEVEL", "Set ibsmd's log level: error, warn, info or debug. Root or control.group only."},
     {"dump", "lfts",
-     "Write opensm-lfts.dump into paths.dump_dir now and print its path once written.\n"
-     "The file holds every switch's LFT as ibsmd programmed it (the format dump_lfts prints). With\n"
-     "dumps.lfts: on_request (the default) ibsmd writes it only when asked, as it grows with\n"
-     "switches x LIDs. Root or control.group only."},
+     "Write opensm-lfts.dump into paths.dump_dir now and print its path once written. The file holds every "
+     "switch's LFT as ibsmd programmed it (the format dump_lfts prints). With dumps.lfts: on_request (the "
+     "default) ibsmd writes it only when asked, as it grows with switches x LIDs. Root or control.group "
+     "only."},
 };
 
-const char* kGlobalHelp =
-    "usage: ibsmctl [--socket PATH] [--json] [--timeout SECONDS] [--config FILE] COMMAND [ARGS]\n"
-    "       ibsmctl COMMAND --help\n"
-    "\n"
-    "Talks to a running ibsmd over its control socket.\n"
-    "\n"
-    "options (anywhere on the line):\n"
-    "  --socket PATH      the control socket (default: $IBSM_SOCKET, else control.socket of the config\n"
-    "                     file, else /run/ibsm/ibsm.sock)\n"
-    "  --config FILE      read control.socket from FILE (default /etc/ibsm/ibsm.yaml when readable)\n"
-    "  --json             print the daemon's answer as JSON (one object) instead of a table\n"
-    "  --timeout SECONDS  how long to wait for an answer (default 10; 120 for resweep, reroute, dump)\n"
-    "  --help             this text, or a command's help after the command\n"
-    "\n"
-    "A node (SWITCH, SRC, DST, NODE) is a node description (or its first word, such as a host name), a node\n"
-    "or port GUID (0x...), or a LID.\n"
-    "\n"
-    "commands:\n";
+// Global options: {name and value, help}.
+const std::vector<std::pair<const char*, const char*>> kOptions = {
+    {"--socket PATH",
+     "the control socket (default: $IBSM_SOCKET, else control.socket of the config file, else "
+     "/run/ibsm/ibsm.sock)"},
+    {"--config FILE", "read control.socket from FILE (default /etc/ibsm/ibsm.yaml when readable)"},
+    {"--json", "print the daemon's answer as JSON (one object) instead of a table"},
+    {"--timeout SECONDS", "how long to wait for an answer (default 10; 120 for resweep, reroute, dump)"},
+    {"--help", "this text, or a command's help after the command"},
+    {"--version", "print ibsmctl's version"},
+};
+
+constexpr size_t kOptionColumn = 21, kCommandColumn = 28;
 
 const CommandSpec* findSpec(const std::string& name) {
   for (const auto& c : kCommands)
@@ -88,25 +85,47 @@ const CommandSpec* findSpec(const std::string& name) {
   return nullptr;
 }
 
-std::string globalHelp() {
-  std::string out = kGlobalHelp;
-  for (const auto& c : kCommands) {
-    std::string head = std::string("  ") + c.name + (c.usage[0] ? std::string(" ") + c.usage : "");
-    std::string help = c.help;
-    help = help.substr(0, help.find('\n'));
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%-44s %s\n", head.c_str(), help.c_str());
-    out += buf;
+// Help is wrapped to the terminal (80 columns when stdout is not one, at least 40).
+size_t helpWidth() {
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return std::max<size_t>(ws.ws_col, 40);
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    long n = std::strtol(columns, &end, 10);
+    if (end && !*end && n > 0 && n <= 1000) return std::max<size_t>(static_cast<size_t>(n), 40);
   }
-  out +=
-      "\nexit codes: 0 ok, 1 request failed or not found, 2 usage, 3 ibsmd unreachable, 4 permission "
-      "denied\n";
+  return 80;
+}
+
+std::string globalHelp(size_t width) {
+  std::string out =
+      "usage: ibsmctl [--socket PATH] [--json] [--timeout SECONDS] [--config FILE] COMMAND [ARGS]\n"
+      "       ibsmctl COMMAND --help\n\n";
+  out += ctl::wrap("Talks to a running ibsmd over its control socket.", width, 0) +
+         "\noptions (anywhere on the line):\n";
+  for (const auto& [name, help] : kOptions) out += ctl::helpEntry(name, help, kOptionColumn, width);
+  out += "\n" +
+         ctl::wrap(
+             "A node (SWITCH, SRC, DST, NODE) is a node description (or its first word, such as a host "
+             "name), a node or port GUID (0x...), or a LID.",
+             width, 0) +
+         "\ncommands:\n";
+  for (const auto& c : kCommands) {
+    std::string head = std::string(c.name) + (c.usage[0] ? std::string(" ") + c.usage : "");
+    out += ctl::helpEntry(head, c.help, kCommandColumn, width);
+  }
+  out += "\n" +
+         ctl::wrap(
+             "exit codes: 0 ok, 1 request failed or not found, 2 usage, 3 ibsmd unreachable, 4 permission "
+             "denied",
+             width, 0);
   return out;
 }
 
-std::string commandHelp(const CommandSpec& c) {
+std::string commandHelp(const CommandSpec& c, size_t width) {
   return std::string("usage: ibsmctl [--socket PATH] [--json] ") + c.name + (c.usage[0] ? " " : "") +
-         c.usage + "\n\n" + c.help + "\n";
+         c.usage + "\n\n" + ctl::wrap(c.help, width, 0);
 }
 
 [[noreturn]] void usage(const std::string& message) {
@@ -174,7 +193,7 @@ int main(int argc, char** argv) {
   }
   if (words.empty()) {
     if (help) {
-      std::fputs(globalHelp().c_str(), stdout);
+      std::fputs(globalHelp(helpWidth()).c_str(), stdout);
       return kOk;
     }
     usage("no command given");
@@ -183,16 +202,16 @@ int main(int argc, char** argv) {
   if (command == "help") {
     if (words.size() > 1)
       if (const CommandSpec* c = findSpec(words[1])) {
-        std::fputs(commandHelp(*c).c_str(), stdout);
+        std::fputs(commandHelp(*c, helpWidth()).c_str(), stdout);
         return kOk;
       }
-    std::fputs(globalHelp().c_str(), stdout);
+    std::fputs(globalHelp(helpWidth()).c_str(), stdout);
     return kOk;
   }
   const CommandSpec* spec = findSpec(command);
   if (!spec) usage("unknown command '" + command + "'");
   if (help) {
-    std::fputs(commandHelp(*spec).c_str(), stdout);
+    std::fputs(commandHelp(*spec, helpWidth()).c_str(), stdout);
     return kOk;
   }
 

@@ -37,13 +37,16 @@ int connectTo(const std::string& path) {
   return fd;
 }
 
-void sendAll(int fd, const std::string& s) {
+// False when the connection broke before everything was sent.
+bool sendAll(int fd, const std::string& s) {
   size_t done = 0;
   while (done < s.size()) {
     ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
+  return true;
 }
 
 // Reads one line (without the newline); empty string on EOF or after the deadline.
@@ -237,20 +240,44 @@ TEST_F(ControlServerTest, MalformedRequestsGetAnErrorAndTheConnectionStaysUsable
   ::close(fd);
 }
 
-TEST_F(ControlServerTest, OversizedRequestIsRefusedAndTheServerCarriesOn) {
+// The client writes the whole oversized request before it reads (as ibsmctl does): the server reads it to its
+// end, so the writer never sees a broken pipe, and the answer is waiting when it looks.
+TEST_F(ControlServerTest, OversizedRequestIsReadToItsEndAndAnswered) {
   start();
+  for (bool newline : {true, false}) {
+    int fd = connectTo(path);
+    std::string huge(20u << 20, 'x');                     // 20 MB
+    if (newline) huge += "\n{\"command\":\"status\"}\n";  // nothing after the oversized line is answered
+    ASSERT_TRUE(sendAll(fd, huge)) << "broken pipe while writing, newline " << newline;
+    if (!newline) ::shutdown(fd, SHUT_WR);  // the end of the request is the end of the stream
+    std::string buf;
+    Json r = Json::parse(readLine(fd, buf), nullptr, false);
+    ASSERT_FALSE(r.is_discarded());
+    EXPECT_EQ(r["error"]["code"], "too_large");
+    EXPECT_TRUE(closedByServer(fd));
+    EXPECT_EQ(buf, "");
+    ::close(fd);
+  }
+  EXPECT_TRUE(ask(R"({"command":"status"})")["ok"].get<bool>());
+  EXPECT_EQ(server->stats().requests, 1u);
+}
+
+// Past maxDiscardBytes the server stops reading and closes after the answer; the client's write may fail.
+TEST_F(ControlServerTest, OversizedRequestIsReadOnlyUpToTheDiscardLimit) {
+  ControlServerOptions o;
+  o.maxDiscardBytes = 1u << 20;
+  start(o);
   int fd = connectTo(path);
-  std::string huge(kMaxRequestBytes + 4096, 'x');
-  std::thread writer([&] { sendAll(fd, huge); });  // the server stops reading; do not block the test on it
+  std::atomic<bool> allSent{true};
+  std::thread writer([&] { allSent = sendAll(fd, std::string(64u << 20, 'x')); });
   std::string buf;
   Json r = Json::parse(readLine(fd, buf), nullptr, false);
   ASSERT_FALSE(r.is_discarded());
   EXPECT_EQ(r["error"]["code"], "too_large");
   EXPECT_TRUE(closedByServer(fd));
-  ::shutdown(fd, SHUT_RDWR);
   writer.join();
+  EXPECT_FALSE(allSent.load());  // the server did not read 64 MB
   ::close(fd);
-  EXPECT_TRUE(ask(R"({"command":"status"})")["ok"].get<bool>());
 }
 
 TEST_F(ControlServerTest, HalfClosedClientStillGetsItsAnswers) {
@@ -285,7 +312,8 @@ std::string askAs(const std::string& path, uid_t uid, gid_t gid, const std::vect
       (void)!::write(pipefd[1], msg, sizeof msg - 1);
       _exit(11);
     }
-    (void)!::write(fd, req.data(), req.size());
+    // A refused connection may be closed before the request is written: the answer is read anyway.
+    (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     char buf[65536];
     ssize_t n;
     while ((n = ::read(fd, buf, sizeof buf)) > 0) {
@@ -363,6 +391,105 @@ TEST_F(ControlServerTest, ClientsPastTheLimitAreToldBusy) {
   ::close(a);
   ::close(b);
   ::close(c);
+}
+
+// Opens `count` connections as uid/gid (a forked child) and keeps them open until `release` is closed;
+// returns the child's pid once every connect() returned (each is then accepted, or queued before any later
+// one).
+pid_t holdConnectionsAs(const std::string& path, uid_t uid, gid_t gid, int count, int& release) {
+  int ready[2], hold[2];
+  if (::pipe(ready) != 0 || ::pipe(hold) != 0) return -1;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  pid_t pid = fork();
+  if (pid == 0) {  // no allocation after fork() in a threaded process
+    ::close(ready[0]);
+    ::close(hold[1]);
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(10);
+    for (int i = 0; i < count; ++i) {
+      int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(11);
+    }
+    (void)!::write(ready[1], "R", 1);
+    char c;
+    while (::read(hold[0], &c, 1) > 0) {
+    }
+    _exit(0);
+  }
+  ::close(ready[1]);
+  ::close(hold[0]);
+  char c = 0;
+  bool ok = ::read(ready[0], &c, 1) == 1;
+  ::close(ready[0]);
+  release = hold[1];
+  return ok ? pid : -1;
+}
+
+// Issue 19: a process of the control group holding 300 idle connections (they last 60 s) used to take the
+// whole pool of 256, and root's ibsmctl got "connection reset by peer". Now that user has at most
+// maxClientsPerUid, other users still get in, and root keeps reservedForRoot slots even when the pool is
+// full.
+TEST_F(ControlServerTest, OneUsersIdleConnectionsDoNotLockOutOthersOrRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  group* g = getgrnam("nogroup");
+  ASSERT_NE(g, nullptr);
+  gid_t ng = g->gr_gid;
+  ControlServerOptions o;
+  o.group = "nogroup";
+  start(o);
+  int release = -1;
+  pid_t child = holdConnectionsAs(path, 65534, ng, 300, release);
+  ASSERT_GT(child, 0);
+  // Connections are accepted in order: the child's 300 are all handled before this one.
+  Json r = ask(R"({"command":"status"})");
+  EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(server->stats().busy, 300u - o.maxClientsPerUid);
+  // The same user is told why it is refused; another member of the group is still answered.
+  Json same = Json::parse(askAs(path, 65534, ng, {}, R"({"command":"status"})"), nullptr, false);
+  ASSERT_FALSE(same.is_discarded());
+  EXPECT_EQ(same["error"]["code"], "busy");
+  EXPECT_EQ(same["error"]["message"], "too many connections from uid 65534 (64); close some and try again");
+  Json other = Json::parse(askAs(path, 4242, 4242, {ng}, R"({"command":"status"})"), nullptr, false);
+  ASSERT_FALSE(other.is_discarded());
+  EXPECT_TRUE(other["ok"].get<bool>()) << other.dump();
+  ::close(release);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// The pool's last reservedForRoot slots: users fill the rest, root still gets in, then the pool is full.
+TEST_F(ControlServerTest, SlotsKeptForRootWhenUsersFillThePool) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  ControlServerOptions o;
+  o.mode = 0666;
+  o.maxClients = 6;
+  o.maxClientsPerUid = 2;
+  o.reservedForRoot = 2;
+  start(o);
+  int releases[2] = {-1, -1};
+  pid_t a = holdConnectionsAs(path, 65534, 65534, 2, releases[0]);
+  pid_t b = holdConnectionsAs(path, 4242, 4242, 3, releases[1]);  // its third is refused (per UID)
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  Json third = Json::parse(askAs(path, 4343, 4343, {}, R"({"command":"status"})"), nullptr, false);
+  ASSERT_FALSE(third.is_discarded());
+  EXPECT_EQ(third["error"]["message"], "too many clients (4 for users other than root); try again");
+  int r1 = connectTo(path), r2 = connectTo(path);  // root takes the two reserved slots
+  std::string buf;
+  ASSERT_TRUE(sendAll(r1, "{\"command\":\"status\"}\n"));
+  EXPECT_TRUE(Json::parse(readLine(r1, buf))["ok"].get<bool>());
+  ASSERT_TRUE(sendAll(r2, "{\"command\":\"status\"}\n"));
+  EXPECT_TRUE(Json::parse(readLine(r2, buf))["ok"].get<bool>());
+  Json full = ask(R"({"command":"status"})");
+  EXPECT_EQ(full["error"]["message"], "too many clients (6); try again");
+  EXPECT_EQ(server->stats().busy, 3u);
+  ::close(r1);
+  ::close(r2);
+  for (int fd : releases) ::close(fd);
+  waitpid(a, nullptr, 0);
+  waitpid(b, nullptr, 0);
 }
 
 TEST_F(ControlServerTest, IdleConnectionsAreClosed) {
