@@ -259,6 +259,110 @@ Option pathOption(std::string_view key, bool reloadable, F field) {
                 [=](const Config& c) { return yamlString(field(c)); }};
 }
 
+// One `partitions` entry: a map of name, pkey, membership, members, ipoib.
+MaybeProblem parsePartition(const RawValue& v, fabric::Partition& out) {
+  if (v.kind != RawValue::Kind::kMap)
+    return problem(v, "expected a partition (a map of name, pkey, members, ...), got " + describe(v));
+  fabric::Partition p;
+  const RawValue* members = nullptr;
+  fabric::Membership def = fabric::Membership::kFull;
+  bool haveName = false, haveKey = false;
+  for (size_t i = 0; i < v.fieldKeys.size(); ++i) {
+    const std::string& key = v.fieldKeys[i];
+    const RawValue& f = v.fieldValues[i];
+    Location at = v.fieldKeyAt[i];
+    if (key == "name") {
+      if (auto pr = parseString(f, "a partition name", p.name)) return pr;
+      if (p.name.find_first_of(":,=;#\n") != std::string::npos ||
+          !std::all_of(p.name.begin(), p.name.end(), printable))
+        return problem(f, shown(f) + " is not a valid partition name (printable, without : , = ; #)");
+      haveName = true;
+    } else if (key == "pkey") {
+      uint64_t k = 0;
+      if (auto pr = parseUint(f, 1, 0x7FFF, k)) return pr;
+      p.pkey = static_cast<uint16_t>(k);
+      haveKey = true;
+    } else if (key == "membership") {
+      auto m = f.kind == RawValue::Kind::kScalar ? fabric::parseMembership(f.text) : std::nullopt;
+      if (!m) return problem(f, "expected full, limited or both, got " + describe(f));
+      def = *m;
+    } else if (key == "members") {
+      members = &f;
+    } else if (key == "ipoib") {
+      if (f.kind == RawValue::Kind::kMap) {
+        fabric::IpoibGroup g;
+        for (size_t j = 0; j < f.fieldKeys.size(); ++j) {
+          const RawValue& x = f.fieldValues[j];
+          uint64_t n = 0;
+          const std::string& k = f.fieldKeys[j];
+          if (k == "mtu") {
+            if (auto pr = parseUint(x, 1, 5, n)) return pr;
+            g.mtu = static_cast<uint8_t>(n);
+          } else if (k == "rate") {
+            if (auto pr = parseUint(x, 2, 22, n)) return pr;
+            g.rate = static_cast<uint8_t>(n);
+          } else if (k == "sl") {
+            if (auto pr = parseUint(x, 0, 15, n)) return pr;
+            g.sl = static_cast<uint8_t>(n);
+          } else if (k == "scope") {
+            if (auto pr = parseUint(x, 1, 15, n)) return pr;
+            g.scope = static_cast<uint8_t>(n);
+          } else if (k == "q_key") {
+            if (auto pr = parseUint(x, 0, 0xFFFFFFFF, n)) return pr;
+            g.qkey = static_cast<uint32_t>(n);
+          } else {
+            return Problem{f.fieldKeyAt[j], "unknown ipoib key " + quoteForMessage(k) +
+                                                " (known: mtu, rate, sl, scope, q_key)"};
+          }
+        }
+        p.ipoib = g;
+      } else {
+        bool on = false;
+        if (auto pr = parseBool(f, on))
+          return problem(f,
+                         "expected true, false or a map of mtu, rate, sl, scope, q_key, got " + describe(f));
+        if (on) p.ipoib = fabric::IpoibGroup{};
+      }
+    } else {
+      return Problem{at, "unknown partition key " + quoteForMessage(key) +
+                             " (known: name, pkey, membership, members, ipoib)"};
+    }
+  }
+  if (!haveName) return problem(v, "a partition needs a name");
+  if (!haveKey) return problem(v, "partition " + quoteForMessage(p.name) + " needs a pkey (0x0001..0x7fff)");
+  if (members) {
+    std::vector<RawValue> items;
+    if (auto pr = splitList(*members, "a list of members", items)) return pr;
+    for (const RawValue& item : items) {
+      if (item.kind != RawValue::Kind::kScalar)
+        return problem(item, "expected a member, got " + describe(item));
+      auto m = fabric::parsePartitionMember(item.text, def);
+      if (!m) return problem(item, m.error().message);
+      p.members.push_back(std::move(m).value());
+    }
+  }
+  p.origin = v.where.str();
+  out = std::move(p);
+  return std::nullopt;
+}
+
+std::string formatPartition(const fabric::Partition& p) {
+  std::string out =
+      "{name: " + doubleQuoted(p.name, true) + ", pkey: " + std::to_string(p.pkey) + ", members: [";
+  for (size_t i = 0; i < p.members.size(); ++i)
+    out += (i ? ", " : "") + doubleQuoted(fabric::toString(p.members[i]) + "=" +
+                                              std::string(fabric::toString(p.members[i].membership)),
+                                          true);
+  out += "]";
+  if (p.ipoib) {
+    const fabric::IpoibGroup& g = *p.ipoib;
+    out += ", ipoib: {mtu: " + std::to_string(g.mtu) + ", rate: " + std::to_string(g.rate) +
+           (g.sl ? ", sl: " + std::to_string(*g.sl) : std::string()) + ", scope: " + std::to_string(g.scope) +
+           ", q_key: " + std::to_string(g.qkey) + "}";
+  }
+  return out + "}";
+}
+
 std::vector<Option> makeTable() {
   std::vector<Option> t;
   t.push_back(
@@ -339,6 +443,17 @@ std::vector<Option> makeTable() {
       "paths.guid2lid", false, [](auto& c) -> auto& { return c.paths.guid2lid; }));
   t.push_back(pathOption(
       "paths.dump_dir", true, [](auto& c) -> auto& { return c.paths.dumpDir; }));
+  t.push_back({"paths.partitions_conf", true, &ConfigDiff::partitions,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 if (v.kind == RawValue::Kind::kNull) return c.paths.partitionsConf.reset(), std::nullopt;
+                 std::string path;
+                 if (auto p = parseString(v, "a path", path)) return p;
+                 c.paths.partitionsConf = std::move(path);
+                 return std::nullopt;
+               },
+               [](const Config& c) {
+                 return c.paths.partitionsConf ? yamlString(*c.paths.partitionsConf) : std::string("~");
+               }});
   // Reloadable like paths.dump_dir: the dump writer takes the new value for its next round.
   t.push_back({"dumps.lfts", true, nullptr,
                [](const RawValue& v, Config& c) -> MaybeProblem {
@@ -391,6 +506,23 @@ std::vector<Option> makeTable() {
   t.push_back(uintOption(
       "flap.max_backoff_ms", true, &ConfigDiff::flap, 0, 86400000,
       [](auto& c) -> auto& { return c.flap.maxBackoffMs; }));
+  Option partitions{
+      "partitions", true, &ConfigDiff::partitions,
+      [](const RawValue& v, Config& c) -> MaybeProblem {
+        c.partitions.clear();
+        if (v.kind == RawValue::Kind::kNull) return std::nullopt;
+        if (v.kind != RawValue::Kind::kList)
+          return problem(v, "expected a list of partitions, got " + describe(v));
+        for (const RawValue& item : v.items) {
+          fabric::Partition p;
+          if (auto pr = parsePartition(item, p)) return pr;
+          c.partitions.push_back(std::move(p));
+        }
+        return std::nullopt;
+      },
+      [](const Config& c) { return yamlList<fabric::Partition>(c.partitions, formatPartition); }};
+  partitions.depth = 3;  // list -> partition map -> members list / ipoib map
+  t.push_back(std::move(partitions));
   return t;
 }
 

@@ -69,6 +69,7 @@ constexpr const char* kUsage =
     "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
     "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
     "  --mad-retries N           mad.retries: retries after a timeout (default 3)\n"
+    "  --partitions-conf FILE    paths.partitions_conf: OpenSM's partitions.conf, read as it is\n"
     "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
     "  --help                    this text\n";
 
@@ -84,16 +85,18 @@ fabric::Result<config::Config> loadConfig(const Args& a) {
 }
 
 Args parseArgs(int argc, char** argv) {
-  static const std::map<std::string, std::string> kFlagKeys = {{"--port-guid", "port_guid"},
-                                                               {"--routing", "routing.engines"},
-                                                               {"--lmc", "routing.lmc"},
-                                                               {"--state-dir", "paths.state_dir"},
-                                                               {"--priority", "sm.priority"},
-                                                               {"--sweep-interval", "sweep.interval_s"},
-                                                               {"--socket", "control.socket"},
-                                                               {"--mad-window", "mad.window"},
-                                                               {"--mad-timeout-ms", "mad.timeout_ms"},
-                                                               {"--mad-retries", "mad.retries"}};
+  static const std::map<std::string, std::string> kFlagKeys = {
+      {"--port-guid", "port_guid"},
+      {"--routing", "routing.engines"},
+      {"--lmc", "routing.lmc"},
+      {"--state-dir", "paths.state_dir"},
+      {"--priority", "sm.priority"},
+      {"--sweep-interval", "sweep.interval_s"},
+      {"--socket", "control.socket"},
+      {"--mad-window", "mad.window"},
+      {"--mad-timeout-ms", "mad.timeout_ms"},
+      {"--mad-retries", "mad.retries"},
+      {"--partitions-conf", "paths.partitions_conf"}};
   Args a;
   if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
     a.overrides.push_back({"control.socket", env});
@@ -129,7 +132,7 @@ Args parseArgs(int argc, char** argv) {
     } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
       std::string v = value();
       // Paths on the command line are relative to where ibsmd was started; the config wants absolute ones.
-      if ((opt == "--state-dir" || opt == "--socket") && !v.empty())
+      if ((opt == "--state-dir" || opt == "--socket" || opt == "--partitions-conf") && !v.empty())
         v = std::filesystem::absolute(v).string();
       a.overrides.push_back({k->second, v});
     } else
