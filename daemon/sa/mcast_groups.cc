@@ -41,25 +41,61 @@ bool isMulticastGid(const mad::Gid& g) {
 
 }  // namespace
 
-void McastGroups::createBroadcastGroup(uint16_t pkey) {
+namespace {
+mad::Gid broadcastMgid(uint16_t pkey, uint8_t scope) {
+  return {0xFF10401B00000000ULL | static_cast<uint64_t>(scope & 0xF) << 48 |
+              static_cast<uint64_t>(pkey | 0x8000) << 16,
+          0x00000000FFFFFFFFULL};
+}
+}  // namespace
+
+void McastGroups::createBroadcastGroup(uint16_t pkey, const fabric::IpoibGroup& params) {
   McMemberRecord r;
-  r.mgid = {0xFF12401B00000000ULL | static_cast<uint64_t>(pkey | 0x8000) << 16, 0x00000000FFFFFFFFULL};
+  r.mgid = broadcastMgid(pkey, params.scope);
   if (groups_.count(r.mgid)) return;
   auto mlid = freeMlid();
   if (!mlid) return;
   r.mlid = *mlid;
-  r.qkey = 0x0B;
+  r.qkey = params.qkey;
   r.pkey = static_cast<uint16_t>(pkey | 0x8000);
   r.mtuSelector = r.rateSelector = r.lifeSelector = static_cast<uint8_t>(mad::Selector::kExactly);
-  r.mtu = 4;   // 2048
-  r.rate = 3;  // 10 Gb/s
+  r.mtu = params.mtu;
+  r.rate = params.rate;
+  r.sl = params.sl.value_or(0);
   r.packetLifeTime = 18;
-  r.scope = 2;
+  r.scope = params.scope;
   Group g;
   g.rec = r;
   g.permanent = true;
   groups_.emplace(r.mgid, std::move(g));
   ++version_;
+}
+
+void McastGroups::setBroadcastGroups(const std::vector<BroadcastGroup>& groups) {
+  std::map<mad::Gid, const BroadcastGroup*> wanted;
+  for (const BroadcastGroup& b : groups) wanted[broadcastMgid(b.pkey, b.params.scope)] = &b;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (!it->second.permanent) {
+      ++it;
+      continue;
+    }
+    auto w = wanted.find(it->first);
+    const McMemberRecord& r = it->second.rec;
+    bool same = w != wanted.end() && r.qkey == w->second->params.qkey && r.mtu == w->second->params.mtu &&
+                r.rate == w->second->params.rate && r.sl == w->second->params.sl.value_or(0);
+    if (same) {
+      ++it;
+      continue;
+    }
+    it = groups_.erase(it);
+    ++version_;
+  }
+  for (const BroadcastGroup& b : groups) createBroadcastGroup(b.pkey, b.params);
+}
+
+const McMemberRecord* McastGroups::find(const mad::Gid& mgid) const {
+  auto it = groups_.find(mgid);
+  return it == groups_.end() ? nullptr : &it->second.rec;
 }
 
 std::optional<uint16_t> McastGroups::freeMlid() const {

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "fabric/partition.h"
 #include "fabric/topology.h"
 #include "mad/mcmember.h"
 #include "routing/multicast.h"
@@ -36,9 +37,19 @@ class McastGroups {
  public:
   McastGroups(uint64_t gidPrefix = 0xfe80000000000000ULL) : gidPrefix_(gidPrefix) {}
 
-  // IPoIB's IPv4 broadcast group of a partition (RFC 4391): MGID ff12:401b:<pkey>::ffff:ffff, Q_Key 0x0B,
-  // MTU 2048, rate 10 Gb/s, kept while it has no members. Idempotent.
-  void createBroadcastGroup(uint16_t pkey = 0xFFFF);
+  // IPoIB's IPv4 broadcast group of a partition (RFC 4391): MGID ff1<scope>:401b:<pkey>::ffff:ffff with the
+  // full-member bit in the P_Key, Q_Key, MTU, rate and SL as the partition says (default Q_Key 0x0B, MTU
+  // 2048, rate 10 Gb/s, SL 0), kept while it has no members. Idempotent.
+  void createBroadcastGroup(uint16_t pkey = 0xFFFF, const fabric::IpoibGroup& params = {});
+  // The broadcast groups the partitions ask for: missing ones are created, those of partitions that went
+  // are deleted with their members, and a group whose parameters changed is made anew.
+  struct BroadcastGroup {
+    uint16_t pkey;
+    fabric::IpoibGroup params;
+  };
+  void setBroadcastGroups(const std::vector<BroadcastGroup>& groups);
+  // The group's record (PortGID and JoinState unused), null when there is no such group.
+  const mad::McMemberRecord* find(const mad::Gid& mgid) const;
   // SubnAdmSet(MCMemberRecord). The record answered, or why not.
   std::variant<mad::McMemberRecord, McastError> join(const mad::McMemberRecord& req, uint64_t mask,
                                                      const McastPortLimits& port);

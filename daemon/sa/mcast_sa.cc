@@ -46,6 +46,15 @@ SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
       answer(groups.leave(req, mask));
       return a;
     }
+    // A port joins only groups of its own partitions (the group's P_Key, or the one a new group is to have).
+    if (q.snapshot->partitions) {
+      const mad::McMemberRecord* g = (mask & mad::mcm::kMgid) ? groups.find(req.mgid) : nullptr;
+      const bool keyed = g || (mask & mad::mcm::kPkey);
+      if (keyed && !q.snapshot->partitions->keyOf(member->first, member->second, g ? g->pkey : req.pkey)) {
+        a.status = mad::kStatusReqInvalid;
+        return a;
+      }
+    }
     McastPortLimits limits;
     const fabric::Port& port = topo.node(member->first).ports.at(member->second.value);
     if (port.attrs.valid) {

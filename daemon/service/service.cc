@@ -41,6 +41,7 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
   o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
   o.maxHoldDown = std::chrono::milliseconds(c.flap.maxBackoffMs);
+  o.partitions = c.allPartitions();
   return o;
 }
 
@@ -304,6 +305,12 @@ void Service::reload() {
   if (diff->logLevel) log_.setLevel(config_->log.level);
   if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap)
     sm_.setOptions(smOptionsFrom(*config_));
+  if (diff->partitions) {
+    PkeyReport r = sm_.setPartitions(config_->allPartitions());
+    log_.info("PART001", "partitions changed by the reload: " + std::to_string(r.blocksSet) +
+                             " P_Key block(s) written to " + std::to_string(r.portsChanged) + " port(s)");
+    for (const auto& w : r.warnings) log_.warn("SWEEP004", w);
+  }
   dumps_.setDir(config_->paths.dumpDir);
   bool lftsOnChange = config_->dumps.lfts == config::LftDumps::kOnChange;
   dumps_.setLftsOnChange(lftsOnChange);

@@ -60,7 +60,13 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
       flaps_(clock, options_.holdDown, options_.maxHoldDown),
       traps_(engine, clock, options_.trapBatchDelay),
       lids_(options_.guid2lidPath, options_.lmc) {
-  if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
+  if (options_.ipoibBroadcast) {
+    // The default partition's group at once (before the first sweep resolves the partitions).
+    const std::vector<fabric::Partition> only{fabric::defaultPartition()};
+    const auto& parts = options_.partitions.empty() ? only : options_.partitions;
+    for (const auto& p : parts)
+      if (p.ipoib) mcastGroups_.createBroadcastGroup(p.pkey, *p.ipoib);
+  }
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   mkey_ = options_.program.mkey;
 }
@@ -164,7 +170,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
-  PkeyReport pkeys = pkeyProgrammer_.program(topo);
+  PkeyReport pkeys = programPartitions(topo);
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
@@ -193,6 +199,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   snap->lids = std::move(assigned->lids);
   snap->tables = std::move(routed->tables);
   snap->pkeys = pkeyProgrammer_.tables();
+  snap->partitions = partitionMap_;
   snapshot_ = std::move(snap);
   last_ = std::move(found);
   return report;
@@ -251,6 +258,29 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
   return applied;
+}
+
+PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {
+  partitionMap_ =
+      std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(topo, options_.partitions));
+  std::vector<McastGroups::BroadcastGroup> groups;
+  if (options_.ipoibBroadcast)
+    for (const auto& e : partitionMap_->partitions())
+      if (e.ipoib) groups.push_back({e.pkey, *e.ipoib});
+  mcastGroups_.setBroadcastGroups(groups);
+  return pkeyProgrammer_.program(topo, *partitionMap_);
+}
+
+PkeyReport SubnetManager::setPartitions(std::vector<fabric::Partition> partitions) {
+  options_.partitions = std::move(partitions);
+  if (!snapshot_ || ha_.state() != SmState::kMaster) return PkeyReport{};
+  PkeyReport r = programPartitions(*snapshot_->topology);
+  auto snap = std::make_shared<SubnetSnapshot>(*snapshot_);
+  snap->pkeys = pkeyProgrammer_.tables();
+  snap->partitions = partitionMap_;
+  snapshot_ = std::move(snap);
+  if (mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
+  return r;
 }
 
 void SubnetManager::logEvent(TopologyEvent ev) {

@@ -27,9 +27,11 @@ struct SaFixture : testing::FakeFabricFixture {
     start(testing::generate(spec));
     auto up = bringUp(cache);
     PkeyProgrammer pkeys(*engine, clock);
-    EXPECT_TRUE(pkeys.program(*up.found.topology).warnings.empty());
+    auto parts =
+        std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(*up.found.topology, {}));
+    EXPECT_TRUE(pkeys.program(*up.found.topology, *parts).warnings.empty());
     snap = std::make_shared<const SubnetSnapshot>(
-        SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables()});
+        SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables(), parts});
     sa = std::make_unique<SaServer>(
         clock, [this] { return snap; },
         [this] {
@@ -312,7 +314,7 @@ TEST(SaServer, InformInfoSubscribersGetReports) {
   auto host = f.snap->topology->findPort(fabric::Guid{0x100005});
   lids.set(host->first, host->second, routing::LidRange{fabric::Lid{0}, 0});
   f.snap = std::make_shared<const SubnetSnapshot>(
-      SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys});
+      SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys, f.snap->partitions});
   reports = f.sa->reportsForSnapshot();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(mad::saData(reports[0])[5], 65);

@@ -1,0 +1,147 @@
+// Partitions on ibsim: ibsmd reads an OpenSM partitions.conf with two partitions of hosts on the 2-ary 2-tree
+// (4 switches; host-0 .. host-3, node GUIDs 0x100000 + 2i, port GUID + 1; the SM at host-0):
+//   alpha 0x0001, ipoib      host-0, host-1 (full)
+//   beta  0x0002, ipoib      host-2, host-3 (full)
+//   no Default rule: every port a limited member of 0x7fff, the SM's port a full one (OpenSM's rule).
+// smpquery pkeys shows the tables on the hosts and on the switch ports facing them (partition enforcement);
+// saquery PathRecord between host-1 and host-2 (limited members of the default partition only) finds nothing,
+// between host-2 and host-3 it carries beta's P_Key; a join to alpha's broadcast group from host-2 is
+// refused, to beta's accepted; each partition's broadcast group is found by its MGID.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "routing/lid_assignment.h"
+#include "tests/ibsim/ibsim_fabric.h"
+
+namespace ibsm::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kPartitions = R"(# two tenants
+alpha=0x0001, ipoib : 0x100001=full, 0x100003=full ;
+beta=0x0002, ipoib, sl=1 :
+    0x100005=full,
+    0x100007=full ;
+)";
+
+// The P_Keys of `smpquery pkeys` output, without the unused (0x0000) entries.
+std::multiset<uint16_t> pkeysOf(const std::string& out) {
+  std::multiset<uint16_t> keys;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || line.find("capacity") != std::string::npos) continue;
+    std::istringstream words(line.substr(colon + 1));
+    for (std::string w; words >> w;) {
+      if (w.rfind("0x", 0) != 0) continue;
+      auto v = static_cast<uint16_t>(std::stoul(w, nullptr, 16));
+      if (v) keys.insert(v);
+    }
+  }
+  return keys;
+}
+
+struct PartitionFixture {
+  std::unique_ptr<Ibsim> sim = startFabric("--kary-ntree 2,2");
+  pid_t sm = -1;
+  fabric::TopologyPtr topo;
+  RunOptions diag;
+
+  PartitionFixture() {
+    writeFile(sim->dir() + "/partitions.conf", kPartitions);
+    RunOptions at;
+    at.simHost = "H-0000000000100000";
+    sm = sim->spawn(
+        {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
+         "--sweep-interval", "0", "--partitions-conf", sim->dir() + "/partitions.conf"},
+        at);
+    (void)sim->waitForOutput(sm, "SUBNET UP", 30s);  // the test asserts it
+    diag.simHost = "H-0000000000100002";
+    diag.timeout = 15s;
+    topo = parseOrFail(sim->run({"ibnetdiscover"}, diag).out, "ibnetdiscover");
+  }
+  ~PartitionFixture() { sim->stop(sm); }
+
+  uint16_t lidOf(uint64_t portGuid) const {
+    auto where = topo->findPort(fabric::Guid{portGuid});
+    return where ? topo->node(where->first).ports[where->second.value].attrs.lid.value : 0;
+  }
+  // The switch and port facing a host port, as (switch LID, port).
+  std::pair<uint16_t, unsigned> facing(uint64_t portGuid) const {
+    auto where = topo->findPort(fabric::Guid{portGuid});
+    if (!where) return {0, 0};
+    const auto& p = topo->node(where->first).ports[where->second.value];
+    return {topo->node(p.peerNode).ports[0].attrs.lid.value, p.peerPort.value};
+  }
+  std::multiset<uint16_t> pkeys(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"smpquery", "pkeys"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return pkeysOf(sim->run(argv, diag).out);
+  }
+  std::string pathRecord(uint64_t from, uint64_t to) {
+    return sim
+        ->run({"saquery", "PR", "--slid", std::to_string(lidOf(from)), "--dlid", std::to_string(lidOf(to))},
+              diag)
+        .out;
+  }
+  std::string join(const std::string& host, const std::string& mgid, const std::string& pkey) {
+    RunOptions o;
+    o.simHost = host;
+    o.timeout = 15s;
+    o.env["IBSM_TEST_PKEY"] = pkey;
+    RunResult r = sim->run({binPath("ibsm-test-mcast"), "join", mgid, "1"}, o);
+    return r.out + r.err;
+  }
+};
+
+TEST(IbsimPartitions, TablesPathRecordsAndJoinsFollowThePartitions) {
+  PartitionFixture f;
+  ASSERT_TRUE(f.topo);
+  ASSERT_NE(f.sim->output(f.sm).find("SUBNET UP"), std::string::npos) << f.sim->output(f.sm);
+
+  // Hosts: their partition's key (full) and the default partition's (limited; the SM's port full).
+  using Keys = std::multiset<uint16_t>;
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100001))}), (Keys{0xFFFF, 0x8001}));
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100003))}), (Keys{0x7FFF, 0x8001}));
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100005))}), (Keys{0x7FFF, 0x8002}));
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100007))}), (Keys{0x7FFF, 0x8002}));
+  // The switch ports facing them hold the same keys.
+  for (uint64_t g : {0x100003ULL, 0x100005ULL, 0x100007ULL}) {
+    auto [lid, port] = f.facing(g);
+    ASSERT_NE(lid, 0) << std::hex << g;
+    EXPECT_EQ(f.pkeys({std::to_string(lid), std::to_string(port)}), f.pkeys({std::to_string(f.lidOf(g))}))
+        << "switch LID " << lid << " port " << port;
+  }
+  // Switch port 0: a limited member of the default partition.
+  EXPECT_EQ(f.pkeys({std::to_string(f.facing(0x100005).first)}), (Keys{0x7FFF}));
+
+  // PathRecords: none across partitions, beta's P_Key within beta, the default one to the SM.
+  std::string across = f.pathRecord(0x100003, 0x100005);
+  EXPECT_EQ(across.find("PathRecord dump"), std::string::npos) << across;
+  std::string within = f.pathRecord(0x100005, 0x100007);
+  EXPECT_NE(within.find("pkey....................0x8002"), std::string::npos) << within;
+  std::string toSm = f.pathRecord(0x100005, 0x100001);
+  EXPECT_NE(toSm.find("pkey....................0x7FFF"), std::string::npos) << toSm;
+
+  // Joins: host-2 may join beta's broadcast group, not alpha's.
+  const std::string betaGroup = "ff12401b8002000000000000ffffffff";
+  std::string refused = f.join("H-0000000000100004", "ff12401b8001000000000000ffffffff", "0x8001");
+  EXPECT_NE(refused.find("failed"), std::string::npos) << refused;
+  std::string ok = f.join("H-0000000000100004", betaGroup, "0x8002");
+  EXPECT_NE(ok.find("mlid 0x"), std::string::npos) << ok << f.sim->output(f.sm);
+
+  // Each IPoIB partition's broadcast group answers a query by its MGID.
+  for (std::string mgid :
+       {"ff12:401b:ffff::ffff:ffff", "ff12:401b:8001::ffff:ffff", "ff12:401b:8002::ffff:ffff"}) {
+    RunResult r = f.sim->run({"saquery", "MCMR", "--mgid", mgid}, f.diag);
+    EXPECT_NE(r.out.find("MGID...................." + mgid), std::string::npos)
+        << mgid << ": " << r.out << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ibsm::testing
