@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -141,6 +142,63 @@ TEST(IbsimPartitions, TablesPathRecordsAndJoinsFollowThePartitions) {
     EXPECT_NE(r.out.find("MGID...................." + mgid), std::string::npos)
         << mgid << ": " << r.out << r.err;
   }
+}
+
+// OpenSM as the oracle: the same partitions.conf (full, limited, ALL, SELF, ipoib flags) gives every port the
+// same set of keys with the same membership bits under OpenSM and under ibsmd, on hosts, switch port 0 and
+// the switch ports facing the hosts (entry positions may differ).
+TEST(IbsimPartitions, SameKeysAsOpenSmForTheSamePartitionsConf) {
+  constexpr const char* kConf = R"(Default=0x7fff, ipoib : ALL=limited, SELF=full, ALL_SWITCHES=full ;
+alpha=0x0001, ipoib, mtu=4, rate=3 : 0x100001=full, 0x100003 ;
+beta=0x0002, ipoib, sl=1, defmember=full : 0x100005, 0x100007=limited, SELF ;
+everyone=0x0003 : ALL_CAS=limited ;
+)";
+  auto tables = [&](bool opensm) {
+    std::map<std::string, std::multiset<uint16_t>> out;
+    auto sim = startFabric("--kary-ntree 2,2");
+    writeFile(sim->dir() + "/partitions.conf", kConf);
+    RunOptions at;
+    at.simHost = "H-0000000000100000";
+    at.timeout = 60s;
+    RunResult r =
+        opensm ? sim->run({"opensm", "-o", "-P", sim->dir() + "/partitions.conf", "-f",
+                           sim->dir() + "/opensm.log"},
+                          at)
+               : sim->run({binPath("ibsmd"), "--once", "--state-dir", sim->dir() + "/state", "--socket",
+                           sim->dir() + "/ibsm.sock", "--partitions-conf", sim->dir() + "/partitions.conf"},
+                          at);
+    EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+    RunOptions diag;
+    diag.simHost = "H-0000000000100002";
+    diag.timeout = 15s;
+    auto topo = parseOrFail(sim->run({"ibnetdiscover"}, diag).out, "ibnetdiscover");
+    if (!topo) return out;
+    for (fabric::NodeIndex n = 0; n < topo->size(); ++n) {
+      const fabric::Node& node = topo->node(n);
+      if (node.isSwitch()) {
+        std::string lid = std::to_string(node.ports[0].attrs.lid.value);
+        out[node.description + "/0"] = pkeysOf(sim->run({"smpquery", "pkeys", lid}, diag).out);
+        for (unsigned p = 1; p < node.ports.size(); ++p) {
+          const auto& port = node.ports[p];
+          if (!port.connected() || topo->node(port.peerNode).isSwitch()) continue;
+          out[node.description + "/" + std::to_string(p)] =
+              pkeysOf(sim->run({"smpquery", "pkeys", lid, std::to_string(p)}, diag).out);
+        }
+      } else {
+        for (unsigned p = 1; p < node.ports.size(); ++p)
+          if (node.ports[p].connected())
+            out[node.description + "/" + std::to_string(p)] = pkeysOf(
+                sim->run({"smpquery", "pkeys", std::to_string(node.ports[p].attrs.lid.value)}, diag).out);
+      }
+    }
+    return out;
+  };
+  auto byOpenSm = tables(true);
+  auto byIbsm = tables(false);
+  EXPECT_EQ(byIbsm.size(), 12u);  // 4 hosts, 4 switch ports 0, 4 facing switch ports
+  EXPECT_EQ(byIbsm, byOpenSm);
+  // The rules did something: host-1 holds alpha (limited), beta's host-3 is limited, all hold 0x0003.
+  EXPECT_EQ(byIbsm["host-1 HCA-1/1"], (std::multiset<uint16_t>{0x0001, 0x0003, 0x7FFF}));
 }
 
 }  // namespace
