@@ -161,9 +161,26 @@ std::optional<mad::MkeyInfo> resolveMkey(const config::Config& c, daemon::Logger
   return m;
 }
 
-daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey) {
+// The run-time partitions of the state directory (ibsmctl partition add), checked against the config's.
+std::vector<fabric::Partition> runtimePartitions(const Args& args, daemon::Logger& log) {
+  std::vector<std::string> warnings;
+  auto parts = daemon::loadRuntimePartitions(args.cfg.paths.stateDir, warnings);
+  for (const auto& w : warnings) log.warn("STATE003", w);
+  std::vector<fabric::Partition> all = args.cfg.allPartitions();
+  all.insert(all.end(), parts.begin(), parts.end());
+  if (auto bad = fabric::checkPartitions(all, nullptr)) {
+    log.warn("STATE003", "run-time partitions of " + daemon::runtimePartitionsPath(args.cfg.paths.stateDir) +
+                             " not used: " + *bad);
+    return {};
+  }
+  return parts;
+}
+
+daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey,
+                            const std::vector<fabric::Partition>& runtime) {
   daemon::SmOptions o = daemon::smOptionsFrom(args.cfg, args.localPortGuid);
   o.program.mkey = mkey;
+  o.partitions.insert(o.partitions.end(), runtime.begin(), runtime.end());
   return o;
 }
 
@@ -226,7 +243,8 @@ void printReport(const daemon::SweepReport& r) {
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
+  const std::vector<fabric::Partition> runtime = runtimePartitions(args, log);
+  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey, runtime));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
@@ -261,7 +279,8 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
               daemon::Logger& log, std::function<void()>& onReload,
               const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
+  const std::vector<fabric::Partition> runtime = runtimePartitions(args, log);
+  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey, runtime));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(
@@ -291,6 +310,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   daemon::Service service(
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock);
+  service.setRuntimePartitions(runtime);
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {

@@ -200,6 +200,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   snap->tables = std::move(routed->tables);
   snap->pkeys = pkeyProgrammer_.tables();
   snap->partitions = partitionMap_;
+  snap->partitionDefs = partitionDefs_;
   snapshot_ = std::move(snap);
   last_ = std::move(found);
   return report;
@@ -263,6 +264,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
 PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {
   partitionMap_ =
       std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(topo, options_.partitions));
+  partitionDefs_ = std::make_shared<const std::vector<fabric::Partition>>(options_.partitions);
   std::vector<McastGroups::BroadcastGroup> groups;
   if (options_.ipoibBroadcast)
     for (const auto& e : partitionMap_->partitions())
@@ -278,6 +280,7 @@ PkeyReport SubnetManager::setPartitions(std::vector<fabric::Partition> partition
   auto snap = std::make_shared<SubnetSnapshot>(*snapshot_);
   snap->pkeys = pkeyProgrammer_.tables();
   snap->partitions = partitionMap_;
+  snap->partitionDefs = partitionDefs_;
   snapshot_ = std::move(snap);
   if (mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
   return r;

@@ -147,6 +147,7 @@ class SubnetManager {
   McastProgrammer mcastProgrammer_;
   PkeyProgrammer pkeyProgrammer_;
   std::shared_ptr<const fabric::PartitionMap> partitionMap_;
+  std::shared_ptr<const std::vector<fabric::Partition>> partitionDefs_;
   McastReport lastMcast_;
   uint64_t mcastVersion_ = 0;    // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // masterTerms() at the last ClientReregister run

@@ -8,6 +8,7 @@
 // between host-2 and host-3 it carries beta's P_Key; a join to alpha's broadcast group from host-2 is
 // refused, to beta's accepted; each partition's broadcast group is found by its MGID.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <map>
@@ -142,6 +143,105 @@ TEST(IbsimPartitions, TablesPathRecordsAndJoinsFollowThePartitions) {
     EXPECT_NE(r.out.find("MGID...................." + mgid), std::string::npos)
         << mgid << ": " << r.out << r.err;
   }
+}
+
+// Run-time partitions (a job scheduler's prolog/epilog): ibsmctl partition add writes only the blocks that
+// change, remove restores every table exactly, config partitions and unsafe changes are refused with nothing
+// changed, and the run-time partition survives a config reload and a restart (state directory).
+TEST(IbsimPartitions, RunTimeChangesAreDeltasKeptAcrossReloadAndRestart) {
+  PartitionFixture f;
+  ASSERT_TRUE(f.topo);
+  ASSERT_NE(f.sim->output(f.sm).find("SUBNET UP"), std::string::npos) << f.sim->output(f.sm);
+  const std::string sock = f.sim->dir() + "/ibsm.sock";
+  RunOptions plain;
+  plain.preload = false;
+  plain.timeout = 30s;
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{binPath("ibsmctl"), "--socket", sock};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return f.sim->run(argv, plain);
+  };
+  // Every port's table, entry by entry (smpquery pkeys text).
+  auto tables = [&] {
+    std::map<std::string, std::string> t;
+    for (fabric::NodeIndex n = 0; n < f.topo->size(); ++n) {
+      const fabric::Node& node = f.topo->node(n);
+      for (unsigned p = node.isSwitch() ? 0 : 1; p < node.ports.size(); ++p) {
+        if (p > 0 && !node.ports[p].connected()) continue;
+        uint16_t lid = node.isSwitch() ? node.ports[0].attrs.lid.value : node.ports[p].attrs.lid.value;
+        std::vector<std::string> argv{"smpquery", "pkeys", std::to_string(lid)};
+        if (node.isSwitch()) argv.push_back(std::to_string(p));
+        t[node.description + "/" + std::to_string(p)] = f.sim->run(argv, f.diag).out;
+      }
+    }
+    return t;
+  };
+  const auto before = tables();
+
+  // host-1 (by NODE/PORTNUM) and host-3 (by port GUID, limited) into job 0x0010.
+  RunResult add = ctl({"partition", "add", "job1", "0x0010", "host-1/1", "0x0000000000100007=limited"});
+  ASSERT_EQ(add.exitCode, 0) << add.out << add.err;
+  // Two hosts and the two switch ports facing them: one block each.
+  EXPECT_NE(add.out.find("4 P_Key block(s) written to 4 port(s)"), std::string::npos) << add.out;
+  using Keys = std::multiset<uint16_t>;
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100003))}), (Keys{0x7FFF, 0x8001, 0x8010}));
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100007))}), (Keys{0x7FFF, 0x8002, 0x0010}));
+  auto [lid3, port3] = f.facing(0x100007);
+  EXPECT_EQ(f.pkeys({std::to_string(lid3), std::to_string(port3)}), (Keys{0x7FFF, 0x8002, 0x0010}));
+  std::string within = f.pathRecord(0x100003, 0x100007);
+  EXPECT_NE(within.find("pkey....................0x8010"), std::string::npos) << within;
+  RunResult list = ctl({"partition", "list"});
+  EXPECT_NE(list.out.find("job1"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("runtime"), std::string::npos) << list.out;
+  RunResult show = ctl({"partition", "show", "job1"});
+  EXPECT_NE(show.out.find("0x0000000000100007"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("limited"), std::string::npos) << show.out;
+
+  // Refused, nothing changed: a config partition (names its file), an unknown port, a used P_Key, the
+  // default P_Key, an existing name.
+  auto refused = [&](std::vector<std::string> args, const std::string& why) {
+    RunResult r = ctl(args);
+    EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  };
+  refused({"partition", "remove", "alpha"}, "is defined in " + f.sim->dir() + "/partitions.conf");
+  refused({"partition", "add-member", "beta", "host-1/1"}, "partitions.conf");
+  refused({"partition", "add", "job2", "0x0011", "0x00000000deadbeef"}, "no port '0x00000000deadbeef'");
+  refused({"partition", "add", "job2", "0x0001", "host-2/1"},
+          "P_Key 0x0001 is already used by partition 'alpha'");
+  refused({"partition", "add", "job2", "0x7fff", "host-2/1"}, "default partition");
+  refused({"partition", "add", "job1", "0x0012", "host-2/1"}, "exists already");
+  refused({"partition", "remove-member", "job1", "host-2/1"}, "is not a member");
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100005))}), (Keys{0x7FFF, 0x8002}));
+
+  // add-member / remove-member move one port.
+  EXPECT_EQ(ctl({"partition", "add-member", "job1", "host-2/1"}).exitCode, 0);
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100005))}), (Keys{0x7FFF, 0x8002, 0x8010}));
+  EXPECT_EQ(ctl({"partition", "remove-member", "job1", "host-2/1"}).exitCode, 0);
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100005))}), (Keys{0x7FFF, 0x8002}));
+
+  // A config reload keeps it; so does a restart with the same state directory.
+  ASSERT_EQ(::kill(f.sm, SIGHUP), 0);
+  EXPECT_TRUE(f.sim->waitForOutput(f.sm, "CFG003", 10s)) << f.sim->output(f.sm);
+  EXPECT_NE(ctl({"partition", "list"}).out.find("job1"), std::string::npos);
+  f.sim->stop(f.sm);
+  RunOptions at;
+  at.simHost = "H-0000000000100000";
+  f.sm = f.sim->spawn({binPath("ibsmd"), "--state-dir", f.sim->dir() + "/state", "--socket", sock,
+                       "--sweep-interval", "0", "--partitions-conf", f.sim->dir() + "/partitions.conf"},
+                      at);
+  ASSERT_TRUE(f.sim->waitForOutput(f.sm, "SUBNET UP", 30s)) << f.sim->output(f.sm);
+  EXPECT_NE(ctl({"partition", "show", "job1"}).out.find("0x0000000000100007"), std::string::npos);
+  EXPECT_EQ(f.pkeys({std::to_string(f.lidOf(0x100007))}), (Keys{0x7FFF, 0x8002, 0x0010}));
+
+  // remove: every table exactly as before the add (entries at the same index).
+  RunResult rm = ctl({"partition", "remove", "job1"});
+  ASSERT_EQ(rm.exitCode, 0) << rm.out << rm.err;
+  EXPECT_NE(rm.out.find("4 P_Key block(s) written to 4 port(s)"), std::string::npos) << rm.out;
+  EXPECT_EQ(tables(), before);
+  EXPECT_EQ(ctl({"partition", "show", "job1"}).exitCode, 1);
+  RunResult events = ctl({"events", "--kind", "partition"});
+  EXPECT_NE(events.out.find("partition 'job1' removed"), std::string::npos) << events.out;
 }
 
 // OpenSM as the oracle: the same partitions.conf (full, limited, ALL, SELF, ipoib flags) gives every port the
