@@ -203,6 +203,10 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo, const fabric::P
     changed = true;
   }
   if (changed) tables_ = std::move(next);
+  facing_.clear();
+  for (const ManagedPort& m : managed)
+    if (m.facing && tables_->find(topo.node(m.node).guid, m.port))
+      facing_.emplace(topo.node(m.node).guid, m.port);
   return report;
 }
 

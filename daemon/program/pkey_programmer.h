@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -54,12 +55,19 @@ class PkeyProgrammer {
   PkeyProgrammer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
   PkeyReport program(const fabric::Topology& topo, const fabric::PartitionMap& partitions);
   std::shared_ptr<const PkeyTables> tables() const { return tables_; }
-  void forgetTables() { tables_ = std::make_shared<const PkeyTables>(); }
+  void forgetTables() {
+    tables_ = std::make_shared<const PkeyTables>();
+    facing_.clear();
+  }
+  // The switch external ports (switch GUID, port) that hold the P_Keys of the CA port they face: partition
+  // enforcement goes on there (Programmer::enforcePartitions).
+  const std::set<std::pair<fabric::Guid, uint8_t>>& facingPorts() const { return facing_; }
 
  private:
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
   std::shared_ptr<const PkeyTables> tables_ = std::make_shared<const PkeyTables>();
+  std::set<std::pair<fabric::Guid, uint8_t>> facing_;
 };
 
 }  // namespace ibsm::daemon

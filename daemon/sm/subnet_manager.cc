@@ -174,6 +174,13 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
+  // Partition enforcement after the port states: the Sets above start from the blocks as read.
+  {
+    std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning
+    report.program.phases.push_back(
+        programmer_.enforcePartitions(found, pkeyProgrammer_.facingPorts(), enforceErrors));
+    for (auto& e : enforceErrors) report.warnings.push_back(std::move(e));
+  }
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
   // sweeps again (as OpenSM does after errors during initialization).
   report.subnetUp = report.program.errors.empty() && report.discovery.failed == 0;
@@ -277,6 +284,11 @@ PkeyReport SubnetManager::setPartitions(std::vector<fabric::Partition> partition
   options_.partitions = std::move(partitions);
   if (!snapshot_ || ha_.state() != SmState::kMaster) return PkeyReport{};
   PkeyReport r = programPartitions(*snapshot_->topology);
+  if (last_) {
+    std::vector<std::string> errors;
+    r.phase.smps += programmer_.enforcePartitions(*last_, pkeyProgrammer_.facingPorts(), errors).smps;
+    for (auto& e : errors) r.warnings.push_back(std::move(e));
+  }
   auto snap = std::make_shared<SubnetSnapshot>(*snapshot_);
   snap->pkeys = pkeyProgrammer_.tables();
   snap->partitions = partitionMap_;

@@ -12,11 +12,11 @@ namespace {
 
 struct PkeyFixture : testing::FakeFabricFixture {
   DiscoveryResult found;
-  PkeyFixture() {
+  explicit PkeyFixture(mad::FakeFabricOptions options = {}) {
     tools::FabricSpec spec;
     spec.k = 2;
     spec.n = 2;
-    start(testing::generate(spec));
+    start(testing::generate(spec), {32, std::chrono::milliseconds(100), 3}, options);
     found = discover();
   }
   const fabric::Topology& topo() const { return *found.topology; }
@@ -208,6 +208,54 @@ TEST(PkeyProgrammer, PartitionsReachHostsAndFacingSwitchPortsAsADelta) {
   EXPECT_EQ(all(), before);
   // Nothing changes: nothing is sent.
   EXPECT_EQ(p.program(f.topo(), f.with(parts)).phase.smps, 0u);
+}
+
+// Partition enforcement on the switch ports facing partitioned hosts: on when their P_Keys are there, sent
+// once (the SM keeps the PortInfo block it wrote), never on switch-to-switch ports. ibsim drops the bits on a
+// Set; the fake fabric keeps them like a real switch with keepPartitionEnforcement.
+TEST(PkeyProgrammer, EnforcementGoesOnWhereTheFacingPortsHoldPartitionKeys) {
+  mad::FakeFabricOptions real;
+  real.keepPartitionEnforcement = true;
+  PkeyFixture f(real);
+  using fabric::Membership;
+  using Kind = fabric::PartitionMember::Kind;
+  const fabric::Guid h1 = f.topo().node(f.host(1)).ports[1].guid;
+  std::vector<fabric::Partition> parts{
+      {"a", 0x0001, std::nullopt, {{Kind::kPortGuid, h1, {}, Membership::kFull}}, ""}};
+  PkeyProgrammer p(*f.engine, f.clock);
+  EXPECT_TRUE(p.program(f.topo(), f.with(parts)).warnings.empty());
+  // Only host-1's switch port: the others hold nothing but the default key.
+  const auto& hostPort = f.topo().node(f.host(1)).ports[1];
+  const fabric::Guid leaf = f.topo().node(hostPort.peerNode).guid;
+  ASSERT_EQ(p.facingPorts().size(), 1u);
+  EXPECT_EQ(*p.facingPorts().begin(), std::make_pair(leaf, hostPort.peerPort.value));
+
+  Programmer programmer(*f.engine, f.clock);
+  std::vector<std::string> errors;
+  PhaseStats first = programmer.enforcePartitions(f.found, p.facingPorts(), errors);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(first.smps, 1u);
+  const fabric::NodeIndex fakeLeaf = f.fakeIndex(f.topo(), hostPort.peerNode);
+  EXPECT_TRUE(f.fabric->partitionEnforced(fakeLeaf, hostPort.peerPort));
+  const auto& leafNode = f.fabric->topology().node(fakeLeaf);
+  for (unsigned q = 1; q < leafNode.ports.size(); ++q) {
+    if (q != hostPort.peerPort.value) {
+      EXPECT_FALSE(f.fabric->partitionEnforced(fakeLeaf, fabric::PortNum{static_cast<uint8_t>(q)})) << q;
+    }
+  }
+  // The port's state is untouched (the Set asks for no change) and the next run sends nothing.
+  EXPECT_EQ(f.fabric->portAttrs(fakeLeaf, hostPort.peerPort).state,
+            f.topo().node(hostPort.peerNode).ports[hostPort.peerPort.value].attrs.state);
+  EXPECT_EQ(programmer.enforcePartitions(f.found, p.facingPorts(), errors).smps, 0u);
+
+  // ibsim drops the bits: the Set is acknowledged, the switch does not keep them.
+  PkeyFixture sim;
+  PkeyProgrammer q(*sim.engine, sim.clock);
+  q.program(sim.topo(), sim.with(parts));
+  Programmer simProgrammer(*sim.engine, sim.clock);
+  EXPECT_EQ(simProgrammer.enforcePartitions(sim.found, q.facingPorts(), errors).smps, 1u);
+  EXPECT_FALSE(
+      sim.fabric->partitionEnforced(sim.fakeIndex(sim.topo(), hostPort.peerNode), hostPort.peerPort));
 }
 
 }  // namespace
