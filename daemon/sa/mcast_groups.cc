@@ -113,14 +113,30 @@ McMemberRecord McastGroups::memberRecord(const Group& g, const mad::Gid& port, u
   return r;
 }
 
+bool McastGroups::joinedByProxy(const mad::Gid& mgid, const mad::Gid& port) const {
+  auto it = groups_.find(mgid);
+  return it != groups_.end() && it->second.proxied.count(port);
+}
+
 std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord& req, uint64_t mask,
-                                                           const McastPortLimits& port) {
+                                                           const McastPortLimits& port, bool proxy) {
   if (!(mask & mcm::kPortGid) || !(mask & mcm::kJoinState))
     return fail(kErrInsufficientComponents, "a join needs PortGID and JoinState");
   if (req.joinState == 0 || req.joinState > 0xF) return fail(kErrReqInvalid, "JoinState 0");
   if (req.portGid.prefix != gidPrefix_) return fail(kErrInvalidGid, "PortGID is not of this subnet");
   const bool named = (mask & mcm::kMgid) && !(req.mgid == mad::Gid{});
-  if (named && !isMulticastGid(req.mgid)) return fail(kErrInvalidGid, "MGID is not a multicast GID");
+  if (named && !isMulticastGid(req.mgid)) return fail(kErrReqInvalid, "MGID is not a multicast GID");
+  if (named && groups_.find(req.mgid) == groups_.end()) {
+    // A new group's MGID (IBA 4.1.1, as OpenSM checks it): no reserved flag bits, and the SA's own signature
+    // A01B only as the SA assigns it, never link-local scope asked for by a client.
+    const unsigned flags = static_cast<unsigned>(req.mgid.prefix >> 52 & 0xF);
+    const unsigned scope = static_cast<unsigned>(req.mgid.prefix >> 48 & 0xF);
+    const unsigned signature = static_cast<unsigned>(req.mgid.prefix >> 32 & 0xFFFF);
+    const bool ipoib = signature == 0x401B || signature == 0x601B;
+    if (!ipoib && (flags & 0xE)) return fail(kErrReqInvalid, "MGID uses reserved flag bits");
+    if (signature == 0xA01B && scope == 2)
+      return fail(kErrReqInvalid, "MGID with the SA's signature A01B and link-local scope");
+  }
 
   auto it = named ? groups_.find(req.mgid) : groups_.end();
   if (it == groups_.end()) {
@@ -205,6 +221,7 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
       return fail(kErrReqInvalid, "the member's link is slower than the group's rate");
   }
   uint8_t& state = it->second.members[req.portGid];
+  if (proxy && state == 0) it->second.proxied.insert(req.portGid);
   state = static_cast<uint8_t>(state | req.joinState);
   ++version_;
   return memberRecord(it->second, req.portGid, state);
@@ -217,11 +234,16 @@ std::variant<McMemberRecord, McastError> McastGroups::leave(const McMemberRecord
   auto it = groups_.find(req.mgid);
   if (it == groups_.end()) return fail(kErrReqInvalid, "no such group");
   auto m = it->second.members.find(req.portGid);
-  if (m == it->second.members.end() || !(m->second & req.joinState))
+  // Every bit to leave must be one the member has (osmtest -f m o15.0.1.14, as OpenSM); the answer carries
+  // the JoinState the member keeps.
+  if (m == it->second.members.end() || req.joinState == 0 || (m->second & req.joinState) != req.joinState)
     return fail(kErrReqInvalid, "the port is not a member with that JoinState");
-  McMemberRecord answer = memberRecord(it->second, req.portGid, m->second & req.joinState);
   m->second = static_cast<uint8_t>(m->second & ~req.joinState);
-  if (m->second == 0) it->second.members.erase(m);
+  McMemberRecord answer = memberRecord(it->second, req.portGid, m->second);
+  if (m->second == 0) {
+    it->second.proxied.erase(m->first);
+    it->second.members.erase(m);
+  }
   if (it->second.members.empty() && !it->second.permanent) groups_.erase(it);
   ++version_;
   return answer;
@@ -262,6 +284,7 @@ size_t McastGroups::dropMissingPorts(const fabric::Topology& topo) {
         ++m;
         continue;
       }
+      it->second.proxied.erase(m->first);
       m = members.erase(m);
       ++dropped;
     }

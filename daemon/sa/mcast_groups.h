@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -51,8 +52,11 @@ class McastGroups {
   // The group's record (PortGID and JoinState unused), null when there is no such group.
   const mad::McMemberRecord* find(const mad::Gid& mgid) const;
   // SubnAdmSet(MCMemberRecord). The record answered, or why not.
+  // `proxy`: the request came from another port than the member's (a proxy join).
   std::variant<mad::McMemberRecord, McastError> join(const mad::McMemberRecord& req, uint64_t mask,
-                                                     const McastPortLimits& port);
+                                                     const McastPortLimits& port, bool proxy = false);
+  // Whether port's membership in the group was made by a proxy join (another port may then remove it).
+  bool joinedByProxy(const mad::Gid& mgid, const mad::Gid& port) const;
   // SubnAdmDelete(MCMemberRecord).
   std::variant<mad::McMemberRecord, McastError> leave(const mad::McMemberRecord& req, uint64_t mask);
   // SubnAdmGet/GetTable: one record per member when the mask selects PortGID, else one per group (PortGID 0,
@@ -71,6 +75,7 @@ class McastGroups {
   struct Group {
     mad::McMemberRecord rec;              // group fields; PortGID and JoinState unused
     std::map<mad::Gid, uint8_t> members;  // port GID -> JoinState bits
+    std::set<mad::Gid> proxied;           // members joined by another port
     bool permanent = false;
   };
   std::optional<uint16_t> freeMlid() const;
