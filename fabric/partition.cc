@@ -303,6 +303,15 @@ std::optional<std::string> checkPartitions(std::span<const Partition> partitions
                std::to_string(port) + ") would hold " + std::to_string(count) +
                " P_Keys, more than its table's " + std::to_string(node.partitionCap) +
                " entries (PartitionCap)";
+      // The switch port facing a CA port holds the same keys where the switch enforces partitions.
+      const Port& pt = node.ports[port];
+      if (node.isSwitch() || port == 0 || !pt.connected()) continue;
+      const Node& peer = topo->node(pt.peerNode);
+      if (peer.isSwitch() && peer.sw.partitionEnforcementCap && count > peer.sw.partitionEnforcementCap)
+        return "port " + toString(pt.guid) + " (" + node.description + " port " + std::to_string(port) +
+               ") would hold " + std::to_string(count) + " P_Keys, more than the " +
+               std::to_string(peer.sw.partitionEnforcementCap) + " its switch port (" + peer.description +
+               " port " + std::to_string(pt.peerPort.value) + ") can enforce (PartitionEnforcementCap)";
     }
   }
   return std::nullopt;

@@ -105,8 +105,9 @@ class PartitionMap {
 
 // Checks a set of partitions before it is used: P_Keys in range and unique per name (one P_Key named twice
 // with different names is refused), port GUIDs present in `topo` (when given), and no endport given more
-// keys than its table holds (NodeInfo.PartitionCap). The first problem found, as a sentence naming the
-// partition and where it was defined.
+// keys than its table holds (NodeInfo.PartitionCap) or than the switch port facing it can enforce
+// (SwitchInfo.PartitionEnforcementCap). The first problem found, as a sentence naming the partition and where
+// it was defined.
 std::optional<std::string> checkPartitions(std::span<const Partition> partitions, const Topology* topo);
 
 // Wildcard match of a NodeDescription: '*' any run, '?' any one character.

@@ -24,6 +24,7 @@ Small makeSmall() {
   sw.guid = Guid{0x20};
   sw.numPorts = 4;
   sw.partitionCap = 8;
+  sw.sw.partitionEnforcementCap = 3;
   sw.description = "sw";
   s.sw = b.addNode(sw).value();
   b.node(s.sw).ports[0].guid = Guid{0x20};
@@ -111,6 +112,16 @@ TEST(PartitionMap, ChecksRefuseDuplicateKeysUnknownPortsAndOverfullTables) {
              part("b", 0x2, {{Kind::kPortGuid, Guid{0x121}, {}, Membership::kLimited}})}),
       "port 0x0000000000000121 (gpu-2 HCA-1 port 1) would hold 3 P_Keys, more than its table's 2 entries "
       "(PartitionCap)");
+  // host-1's switch port enforces 3 keys at most (the default one and two more).
+  EXPECT_EQ(check({part("a", 0x1, {{Kind::kPortGuid, Guid{0x111}, {}, Membership::kFull}}),
+                   part("b", 0x2, {{Kind::kPortGuid, Guid{0x111}, {}, Membership::kFull}})}),
+            "ok");
+  EXPECT_EQ(check({part("a", 0x1, {{Kind::kPortGuid, Guid{0x111}, {}, Membership::kFull}}),
+                   part("b", 0x2, {{Kind::kPortGuid, Guid{0x111}, {}, Membership::kFull}}),
+                   part("c", 0x3, {{Kind::kPortGuid, Guid{0x111}, {}, Membership::kLimited}})}),
+            "port 0x0000000000000111 (host-1 HCA-1 port 1) would hold 4 P_Keys, more than the 3 its switch "
+            "port (sw "
+            "port 2) can enforce (PartitionEnforcementCap)");
   // Without a topology only the rules themselves are checked.
   std::vector<Partition> unknown{part("a", 0x1, {{Kind::kPortGuid, Guid{0x999}, {}, Membership::kFull}})};
   EXPECT_FALSE(checkPartitions(unknown, nullptr));
