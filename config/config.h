@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fabric/ids.h"
+#include "fabric/partition.h"
 
 namespace ibsm::config {
 
@@ -63,6 +64,9 @@ struct PathsConfig {
   std::string stateDir = "/var/lib/ibsm";
   std::string guid2lid = "/var/lib/ibsm/guid2lid";
   std::string dumpDir = "/var/lib/ibsm";
+  // OpenSM's partitions.conf, read as it is (config/partitions_conf.h); relative to the config file. When
+  // set, loadConfigFile reads it into Config::partitionsFile (parseConfig does no I/O).
+  std::optional<std::string> partitionsConf;
   bool operator==(const PathsConfig&) const = default;
 };
 
@@ -112,6 +116,15 @@ struct Config {
   ControlConfig control;
   ArConfig ar;
   FlapConfig flap;
+  // Partitions: the YAML `partitions` list, then those of paths.partitions_conf (each names where it was
+  // defined). Without any, every endport is a full member of the default partition 0x7fff.
+  std::vector<fabric::Partition> partitions;
+  std::vector<fabric::Partition> partitionsFile;
+  std::vector<fabric::Partition> allPartitions() const {
+    std::vector<fabric::Partition> all = partitions;
+    all.insert(all.end(), partitionsFile.begin(), partitionsFile.end());
+    return all;
+  }
   bool operator==(const Config&) const = default;
 };
 

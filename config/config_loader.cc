@@ -12,8 +12,10 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "config/options.h"
+#include "config/partitions_conf.h"
 
 namespace ibsm::config {
 namespace {
@@ -53,8 +55,12 @@ std::string kindName(const YAML::Node& n) {
   }
 }
 
-// Copies a yaml-cpp node into a RawValue; list items one level deep only (see RawValue).
-RawValue toRaw(const YAML::Node& n, std::string_view file, const Location& keyAt, bool withItems) {
+// Copies a yaml-cpp node into a RawValue, `depth` levels of children (see RawValue), at most kMaxValues
+// values in all: aliases cannot make the copy explode.
+constexpr size_t kMaxValues = 200000;
+RawValue toRaw(const YAML::Node& n, std::string_view file, const Location& keyAt, int depth, size_t& budget) {
+  if (budget == 0) throw std::length_error("more than " + std::to_string(kMaxValues) + " values");
+  --budget;
   RawValue v;
   v.where = locationOf(file, n.Mark());
   switch (n.Type()) {
@@ -65,12 +71,21 @@ RawValue toRaw(const YAML::Node& n, std::string_view file, const Location& keyAt
       break;
     case YAML::NodeType::Sequence:
       v.kind = RawValue::Kind::kList;
-      if (withItems) {
-        for (auto it = n.begin(); it != n.end(); ++it) v.items.push_back(toRaw(*it, file, keyAt, false));
+      if (depth > 0) {
+        for (auto it = n.begin(); it != n.end(); ++it)
+          v.items.push_back(toRaw(*it, file, keyAt, depth - 1, budget));
       }
       break;
     case YAML::NodeType::Map:
       v.kind = RawValue::Kind::kMap;
+      if (depth > 0) {
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          Location at = locationOf(file, it->first.Mark());
+          v.fieldKeys.push_back(it->first.IsScalar() ? it->first.Scalar() : std::string());
+          v.fieldKeyAt.push_back(at);
+          v.fieldValues.push_back(toRaw(it->second, file, at, depth - 1, budget));
+        }
+      }
       break;
     default:
       // An empty value's mark is that of the next token, often on the next line: point at the key instead.
@@ -85,6 +100,7 @@ RawValue toRaw(const YAML::Node& n, std::string_view file, const Location& keyAt
 // to themselves cannot make it loop.
 Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file) {
   std::vector<Given> given;
+  size_t budget = kMaxValues;
   if (root.IsNull()) return given;
   if (!root.IsMap()) {
     return errorAt(locationOf(file, root.Mark()), "",
@@ -110,7 +126,7 @@ Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file
     if (!key) return key.error();
     Location keyAt = locationOf(file, it->first.Mark());
     if (const Option* option = findOption(*key)) {
-      given.push_back(Given{option, toRaw(it->second, file, keyAt, true), keyAt});
+      given.push_back(Given{option, toRaw(it->second, file, keyAt, option->depth, budget), keyAt});
       continue;
     }
     const YAML::Node section = it->second;  // a copy: it-> yields a temporary
@@ -123,7 +139,8 @@ Result<std::vector<Given>> collect(const YAML::Node& root, std::string_view file
       auto full = addKey(inner->first, *key);
       if (!full) return full.error();
       Location innerAt = locationOf(file, inner->first.Mark());
-      given.push_back(Given{findOption(*full), toRaw(inner->second, file, innerAt, true), innerAt});
+      const Option* option = findOption(*full);
+      given.push_back(Given{option, toRaw(inner->second, file, innerAt, option->depth, budget), innerAt});
     }
   }
   return given;
@@ -231,6 +248,27 @@ Result<Config> build(const std::vector<Given>& given, bool readRootsFile) {
     auto guids = parseRootsFile(file.text, *c.routing.rootsFile);
     if (!guids) return guids.error();
     c.routing.roots = std::move(guids).value();
+  }
+
+  if (const Given* conf = findGiven(given, "paths.partitions_conf"); conf && c.paths.partitionsConf) {
+    std::filesystem::path path(*c.paths.partitionsConf);
+    std::filesystem::path dir = std::filesystem::path(conf->keyAt.origin).parent_path();
+    if (path.is_relative() && !dir.empty() && conf->keyAt.origin != kCommandLine)
+      c.paths.partitionsConf = (dir / path).string();
+    if (readRootsFile) {
+      FileText file = readSmallFile(*c.paths.partitionsConf);
+      if (!file.error.empty())
+        return errorAt(conf->value.where, "paths.partitions_conf",
+                       *c.paths.partitionsConf + ": " + file.error);
+      auto parts = parsePartitionsConf(file.text, *c.paths.partitionsConf);
+      if (!parts) return parts.error();
+      c.partitionsFile = std::move(parts).value();
+    }
+  }
+  if (auto bad = fabric::checkPartitions(c.allPartitions(), nullptr)) {
+    const Given* g = findGiven(given, "partitions");
+    if (!g) g = findGiven(given, "paths.partitions_conf");
+    return errorAt(g ? g->value.where : Location{}, g ? g->option->key : "", *bad);
   }
 
   if (c.flap.maxBackoffMs < c.flap.holdDownMs) {
@@ -400,9 +438,15 @@ ConfigDiff diffConfig(const Config& old, const Config& next) {
     std::string b = o.format(next);
     if (a == b) continue;
     std::string change = std::string(o.key) + ": " + a + " -> " + b;
+    if (a.size() + b.size() > 400) change = std::string(o.key) + ": changed";
     if (!o.reloadable) diff.notReloadable.push_back(change);
     if (o.effect) diff.*o.effect = true;
     diff.changed.push_back(std::move(change));
+  }
+  // The partitions.conf file may change under the same path.
+  if (old.partitionsFile != next.partitionsFile && !diff.partitions) {
+    diff.partitions = true;
+    diff.changed.push_back("paths.partitions_conf: " + next.paths.partitionsConf.value_or("~") + " changed");
   }
   return diff;
 }

@@ -35,8 +35,8 @@ Result<Config> parseConfig(std::string_view text, std::string_view fileName,
 
 enum class IfMissing { kError, kUseDefaults };
 // Reads and parses `path`, then reads routing.roots_file (one GUID per line, '#' comments) into
-// routing.roots. A missing file is an error unless `ifMissing` is kUseDefaults (use that for the default path
-// only).
+// routing.roots and paths.partitions_conf (OpenSM's partitions.conf) into partitionsFile. A missing file is
+// an error unless `ifMissing` is kUseDefaults (use that for the default path only).
 Result<Config> loadConfigFile(const std::string& path, IfMissing ifMissing = IfMissing::kError,
                               std::span<const Override> overrides = {});
 // The roots file format; messages are "file:line:column: ...".
@@ -64,6 +64,7 @@ struct ConfigDiff {
   bool mad = false;           // mad.*: transaction parameters
   bool sm = false;            // sm.priority, sm.poll_*
   bool flap = false;          // flap.*
+  bool partitions = false;    // partitions, paths.partitions_conf or that file's contents: re-program P_Keys
   bool empty() const { return changed.empty(); }
 };
 ConfigDiff diffConfig(const Config& old, const Config& next);

@@ -313,6 +313,11 @@ const std::vector<OptionDoc> kDocs = {
      "/var/lib/ibsm/guid2lid", "<state_dir>/guid2lid"},
     {"paths.dump_dir", "an absolute path", "Where fabric and routing dumps are written.", "/var/lib/ibsm",
      "<state_dir>"},
+    {"paths.partitions_conf", "a path, relative to the config file",
+     "OpenSM's partitions.conf, read as it is (opensm(8) PARTITION CONFIGURATION; also ibsmd "
+     "--partitions-conf FILE). Its partitions add to the `partitions` list; as in OpenSM, a file without a "
+     "rule for the default partition 0x7fff makes every port but the SM's a limited member of it.",
+     "/etc/opensm/partitions.conf", "none"},
     {"dumps.lfts", "on_request or on_change",
      "When opensm-lfts.dump (every switch's forwarding table, as dump_lfts prints it) is written into "
      "dump_dir: on_request (only for `ibsmctl dump lfts`) or on_change (after every sweep or update that "
@@ -335,7 +340,130 @@ const std::vector<OptionDoc> kDocs = {
      "Longest hold-down of a flapping port in milliseconds; not less than "
      "hold_down_ms.",
      "", ""},
-};
+    {"partitions", "a list of maps {name, pkey, membership, members, ipoib}",
+     "Partitions (IBA 10.9): each a name, a P_Key (0x0001..0x7fff, unique), members and optionally IPoIB. "
+     "Members are port GUIDs, ALL (every CA port and switch port 0), ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, "
+     "SELF "
+     "(the SM's port) or node:PATTERN (the ports of the nodes whose NodeDescription matches, '*' and '?' "
+     "wildcards), each with =full, =limited or =both (taken as full); without one, `membership` (default "
+     "full). ibsm writes each partition's P_Key into the P_Key table of its member CA ports and switch port "
+     "0, "
+     "and into the table of the switch port facing each CA port (with partition enforcement where the switch "
+     "has PartitionEnforcementCap); only blocks that differ are written. PathRecords are given only between "
+     "ports sharing a partition (one of them a full member), with its P_Key; MCMemberRecord joins only to "
+     "groups of the member's partitions. `ipoib: true` (or a map of mtu 1..5, rate 2..22, sl 0..15, scope, "
+     "q_key) creates the partition's IPoIB broadcast group ff12:401b:<pkey>::ffff:ffff. Without a rule for "
+     "P_Key 0x7fff the default partition has every port as a full member, with IPoIB; the SM's own port "
+     "always stays a full member of it. Partitions added at run time with `ibsmctl partition add` are kept "
+     "in "
+     "<state_dir>/partitions, not here.",
+     "[{name: tenant-a, pkey: 0x0001, members: [0x0002c903000b2241, \"node:gpu-a*\"], ipoib: {mtu: 5, rate: "
+     "7}}]",
+     "none (the default partition only)"}};
+
+// One `partitions` entry: a map of name, pkey, membership, members, ipoib.
+MaybeProblem parsePartition(const RawValue& v, fabric::Partition& out) {
+  if (v.kind != RawValue::Kind::kMap)
+    return problem(v, "expected a partition (a map of name, pkey, members, ...), got " + describe(v));
+  fabric::Partition p;
+  const RawValue* members = nullptr;
+  fabric::Membership def = fabric::Membership::kFull;
+  bool haveName = false, haveKey = false;
+  for (size_t i = 0; i < v.fieldKeys.size(); ++i) {
+    const std::string& key = v.fieldKeys[i];
+    const RawValue& f = v.fieldValues[i];
+    Location at = v.fieldKeyAt[i];
+    if (key == "name") {
+      if (auto pr = parseString(f, "a partition name", p.name)) return pr;
+      if (p.name.find_first_of(":,=;#\n") != std::string::npos ||
+          !std::all_of(p.name.begin(), p.name.end(), printable))
+        return problem(f, shown(f) + " is not a valid partition name (printable, without : , = ; #)");
+      haveName = true;
+    } else if (key == "pkey") {
+      uint64_t k = 0;
+      if (auto pr = parseUint(f, 1, 0x7FFF, k)) return pr;
+      p.pkey = static_cast<uint16_t>(k);
+      haveKey = true;
+    } else if (key == "membership") {
+      auto m = f.kind == RawValue::Kind::kScalar ? fabric::parseMembership(f.text) : std::nullopt;
+      if (!m) return problem(f, "expected full, limited or both, got " + describe(f));
+      def = *m;
+    } else if (key == "members") {
+      members = &f;
+    } else if (key == "ipoib") {
+      if (f.kind == RawValue::Kind::kMap) {
+        fabric::IpoibGroup g;
+        for (size_t j = 0; j < f.fieldKeys.size(); ++j) {
+          const RawValue& x = f.fieldValues[j];
+          uint64_t n = 0;
+          const std::string& k = f.fieldKeys[j];
+          if (k == "mtu") {
+            if (auto pr = parseUint(x, 1, 5, n)) return pr;
+            g.mtu = static_cast<uint8_t>(n);
+          } else if (k == "rate") {
+            if (auto pr = parseUint(x, 2, 22, n)) return pr;
+            g.rate = static_cast<uint8_t>(n);
+          } else if (k == "sl") {
+            if (auto pr = parseUint(x, 0, 15, n)) return pr;
+            g.sl = static_cast<uint8_t>(n);
+          } else if (k == "scope") {
+            if (auto pr = parseUint(x, 1, 15, n)) return pr;
+            g.scope = static_cast<uint8_t>(n);
+          } else if (k == "q_key") {
+            if (auto pr = parseUint(x, 0, 0xFFFFFFFF, n)) return pr;
+            g.qkey = static_cast<uint32_t>(n);
+          } else {
+            return Problem{f.fieldKeyAt[j], "unknown ipoib key " + quoteForMessage(k) +
+                                                " (known: mtu, rate, sl, scope, q_key)"};
+          }
+        }
+        p.ipoib = g;
+      } else {
+        bool on = false;
+        if (auto pr = parseBool(f, on))
+          return problem(f,
+                         "expected true, false or a map of mtu, rate, sl, scope, q_key, got " + describe(f));
+        if (on) p.ipoib = fabric::IpoibGroup{};
+      }
+    } else {
+      return Problem{at, "unknown partition key " + quoteForMessage(key) +
+                             " (known: name, pkey, membership, members, ipoib)"};
+    }
+  }
+  if (!haveName) return problem(v, "a partition needs a name");
+  if (!haveKey) return problem(v, "partition " + quoteForMessage(p.name) + " needs a pkey (0x0001..0x7fff)");
+  if (members) {
+    std::vector<RawValue> items;
+    if (auto pr = splitList(*members, "a list of members", items)) return pr;
+    for (const RawValue& item : items) {
+      if (item.kind != RawValue::Kind::kScalar)
+        return problem(item, "expected a member, got " + describe(item));
+      auto m = fabric::parsePartitionMember(item.text, def);
+      if (!m) return problem(item, m.error().message);
+      p.members.push_back(std::move(m).value());
+    }
+  }
+  p.origin = v.where.str();
+  out = std::move(p);
+  return std::nullopt;
+}
+
+std::string formatPartition(const fabric::Partition& p) {
+  std::string out =
+      "{name: " + doubleQuoted(p.name, true) + ", pkey: " + std::to_string(p.pkey) + ", members: [";
+  for (size_t i = 0; i < p.members.size(); ++i)
+    out += (i ? ", " : "") + doubleQuoted(fabric::toString(p.members[i]) + "=" +
+                                              std::string(fabric::toString(p.members[i].membership)),
+                                          true);
+  out += "]";
+  if (p.ipoib) {
+    const fabric::IpoibGroup& g = *p.ipoib;
+    out += ", ipoib: {mtu: " + std::to_string(g.mtu) + ", rate: " + std::to_string(g.rate) +
+           (g.sl ? ", sl: " + std::to_string(*g.sl) : std::string()) + ", scope: " + std::to_string(g.scope) +
+           ", q_key: " + std::to_string(g.qkey) + "}";
+  }
+  return out + "}";
+}
 
 std::vector<Option> makeTable() {
   std::vector<Option> t;
@@ -417,6 +545,17 @@ std::vector<Option> makeTable() {
       "paths.guid2lid", false, [](auto& c) -> auto& { return c.paths.guid2lid; }));
   t.push_back(pathOption(
       "paths.dump_dir", true, [](auto& c) -> auto& { return c.paths.dumpDir; }));
+  t.push_back({"paths.partitions_conf", true, &ConfigDiff::partitions,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 if (v.kind == RawValue::Kind::kNull) return c.paths.partitionsConf.reset(), std::nullopt;
+                 std::string path;
+                 if (auto p = parseString(v, "a path", path)) return p;
+                 c.paths.partitionsConf = std::move(path);
+                 return std::nullopt;
+               },
+               [](const Config& c) {
+                 return c.paths.partitionsConf ? yamlString(*c.paths.partitionsConf) : std::string("~");
+               }});
   // Reloadable like paths.dump_dir: the dump writer takes the new value for its next round.
   t.push_back({"dumps.lfts", true, nullptr,
                [](const RawValue& v, Config& c) -> MaybeProblem {
@@ -469,6 +608,23 @@ std::vector<Option> makeTable() {
   t.push_back(uintOption(
       "flap.max_backoff_ms", true, &ConfigDiff::flap, 0, 86400000,
       [](auto& c) -> auto& { return c.flap.maxBackoffMs; }));
+  Option partitions{
+      "partitions", true, &ConfigDiff::partitions,
+      [](const RawValue& v, Config& c) -> MaybeProblem {
+        c.partitions.clear();
+        if (v.kind == RawValue::Kind::kNull) return std::nullopt;
+        if (v.kind != RawValue::Kind::kList)
+          return problem(v, "expected a list of partitions, got " + describe(v));
+        for (const RawValue& item : v.items) {
+          fabric::Partition p;
+          if (auto pr = parsePartition(item, p)) return pr;
+          c.partitions.push_back(std::move(p));
+        }
+        return std::nullopt;
+      },
+      [](const Config& c) { return yamlList<fabric::Partition>(c.partitions, formatPartition); }};
+  partitions.depth = 3;  // list -> partition map -> members list / ipoib map
+  t.push_back(std::move(partitions));
   return t;
 }
 

@@ -22,13 +22,18 @@ struct Location {
 };
 
 // A config value detached from yaml-cpp. List items are kept one level deep only (their own contents are not
-// copied), which bounds the work even for self-referencing YAML aliases.
+// copied), which bounds the work even for self-referencing YAML aliases; an option with `depth` > 1 (a list
+// of maps, such as `partitions`) gets that many levels, within a budget of values.
 struct RawValue {
   enum class Kind { kNull, kScalar, kList, kMap };
   Kind kind = Kind::kNull;
   std::string text;             // kScalar
   bool quoted = false;          // a quoted or !!str YAML scalar: a string, never a number or bool
   std::vector<RawValue> items;  // kList
+  // kMap (only where an option asks for nested values, e.g. `partitions`): keys, where each is, values.
+  std::vector<std::string> fieldKeys;
+  std::vector<Location> fieldKeyAt;
+  std::vector<RawValue> fieldValues;
   Location where;
 };
 
@@ -50,7 +55,8 @@ struct Option {
   std::string_view description = "";  // sentences, without the range
   std::string_view example = "";      // "": the example config sets the default; else this, commented out
   std::string_view defaultText =
-      "";  // "": the default is format(Config{}); else in words: "<state_dir>/guid2lid"
+      "";         // "": the default is format(Config{}); else in words: "<state_dir>/guid2lid"
+  int depth = 1;  // levels of nested values copied into RawValue (1: a list's items, not their contents)
 };
 
 // The documentation of one option; every option has one (tests/config checks both ways).

@@ -163,6 +163,10 @@ std::vector<MadPacket> rmppSegments(const MadPacket& header, std::span<const uin
     else if (i + 1 == count)
       r.lenOrWindow = static_cast<uint32_t>(n + 20);
     encodeRmpp(r, seg);
+    // The last segment is as long as what it carries (OpenSM sends header + records, too): a receiver without
+    // RMPP (umad2sim) counts records by the MAD's length, and would take the zero padding for records with
+    // MGID :: (osmtest -f m: "MCG MGIDs are the same"). The kernel pads a short MAD to 256 bytes on the wire.
+    seg.size = i + 1 == count ? kSaHeaderSize + n : kMadSize;
     out.push_back(seg);
   }
   return out;

@@ -245,7 +245,15 @@ void applyPortInfoSet(const PortInfoSet& s, uint8_t* d) {
   if (s.hoqLife) set(d, IB_PORT_HOQ_LIFE_F, *s.hoqLife);
   if (s.clientReregister) set(d, IB_PORT_CLIENT_REREG_F, *s.clientReregister);
   if (s.mkey) setPortInfoMkey(d, *s.mkey);
+  if (s.partitionEnforce) {
+    set(d, IB_PORT_PART_EN_INB_F, *s.partitionEnforce);
+    set(d, IB_PORT_PART_EN_OUTB_F, *s.partitionEnforce);
+  }
   // LinkSpeedActive / LinkWidthActive are read-only; a Set with speed enable 0 means "no change".
+}
+
+bool portInfoPartitionEnforced(const uint8_t* d) {
+  return get(d, IB_PORT_PART_EN_INB_F) && get(d, IB_PORT_PART_EN_OUTB_F);
 }
 
 void setPortInfoState(uint8_t* d, fabric::PortState state, uint8_t physState) {

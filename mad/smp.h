@@ -83,8 +83,11 @@ struct PortInfoSet {
   std::optional<bool> clientReregister;
   std::optional<uint64_t> gidPrefix;
   std::optional<MkeyInfo> mkey;
+  std::optional<bool> partitionEnforce;  // PartitionEnforcementInbound and Outbound (switch external ports)
 };
 void applyPortInfoSet(const PortInfoSet& set, uint8_t* data);
+// Both PartitionEnforcementInbound and Outbound are set.
+bool portInfoPartitionEnforced(const uint8_t* data);
 // PortState and PortPhysicalState are commands in a Set (0: no change); in the block the SM keeps of what a
 // port holds they are the port's current states.
 void setPortInfoState(uint8_t* data, fabric::PortState state, uint8_t physState);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mad/mad_packet.h"
+#include "mad/sa.h"
 
 namespace ibsm::mad {
 
@@ -131,7 +132,11 @@ fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
   if (agent < 0)
     return fabric::makeError("no agent registered for management class " + std::to_string(mgmtClass));
   std::vector<uint8_t> buf(umad_size() + kMadSize, 0);
-  std::memcpy(umad_get_mad(buf.data()), mad.bytes.data(), kMadSize);
+  // SA answers may be shorter than a MAD (the last RMPP segment: header + records); everything else is sent
+  // whole.
+  const size_t length =
+      mgmtClass == kClassSubnAdm && mad.size >= kSaHeaderSize && mad.size < kMadSize ? mad.size : kMadSize;
+  std::memcpy(umad_get_mad(buf.data()), mad.bytes.data(), length);
   bool smi = mgmtClass == kClassSmiDirected || mgmtClass == kClassSmiLid;
   umad_set_addr(buf.data(), mad.addr.lid, smi ? 0 : static_cast<int>(mad.addr.qpn), mad.addr.sl,
                 smi ? 0 : static_cast<int>(mad.addr.qkey ? mad.addr.qkey : kGsiQkey));
@@ -140,7 +145,7 @@ fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
   // A response we send expects no answer: timeout 0 so the kernel does not wait for one.
   if (mad.bytes[3] & kResponseBit) ms = 0;
   std::lock_guard lock(sendMutex_);
-  int rc = umad_send(fd_, agent, buf.data(), kMadSize, ms, 0);
+  int rc = umad_send(fd_, agent, buf.data(), static_cast<int>(length), ms, 0);
   if (rc < 0) return fabric::makeError(umadError("umad_send", rc));
   return {};
 }

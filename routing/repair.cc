@@ -96,7 +96,8 @@ class Repairer {
       key_[s] = old_.upKey[oldNode_[s]];
     }
     for (NodeIndex c : topo_.cas())
-      if (!oldTopo_.findNode(topo_.node(c).guid)) return "node " + fabric::toString(topo_.node(c).guid) + " is new";
+      if (!oldTopo_.findNode(topo_.node(c).guid))
+        return "node " + fabric::toString(topo_.node(c).guid) + " is new";
     oldExit_ = exitsByLid(oldTopo_, oldLids, og_);
     exit_ = exitsByLid(topo_, lids, g_);
     if (exit_.size() > oldExit_.size()) return "new LIDs are in use";
@@ -127,7 +128,8 @@ class Repairer {
           dead.emplace_back(g_.node(s), a.port);
           const auto& row = old_.lft[og_.node(o)];
           for (size_t lid = 1; lid < row.size() && lid < exit_.size(); ++lid)
-            if (row[lid] == a.port && exit_[lid].sw != kInf) seeds.emplace_back(static_cast<uint16_t>(lid), s);
+            if (row[lid] == a.port && exit_[lid].sw != kInf)
+              seeds.emplace_back(static_cast<uint16_t>(lid), s);
         }
       }
     }
@@ -179,7 +181,8 @@ class Repairer {
     const Exit& e = oldExit_[lid];
     if (!e.isSwitch)
       for (uint32_t o = 0; o < og_.size(); ++o)
-        if (og_.hosts(o) > 0) bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+        if (og_.hosts(o) > 0)
+          bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
     for (uint32_t s = 0; s < g_.size(); ++s) {
       setEntry(s, lid, kNoPort);
       setGroup(s, lid, {});
@@ -369,7 +372,8 @@ class Repairer {
     for (uint32_t x : order_) {
       if (dany_[x] == kInf) {
         if (counted && g_.hosts(x) > 0)
-          return "switch " + fabric::toString(g_.guid(x)) + " lost every legal way to LID " + std::to_string(lid);
+          return "switch " + fabric::toString(g_.guid(x)) + " lost every legal way to LID " +
+                 std::to_string(lid);
         setEntry(x, lid, kNoPort);
         continue;
       }
@@ -391,7 +395,8 @@ class Repairer {
     }
     if (counted)
       for (uint32_t x : b_)
-        if (g_.hosts(x) > 0) bookRoute(g_, arcs_, out_.tables, x, lid, g_.hosts(x), false, identity_, out_.loads);
+        if (g_.hosts(x) > 0)
+          bookRoute(g_, arcs_, out_.tables, x, lid, g_.hosts(x), false, identity_, out_.loads);
     updateGroups();
     return {};
   }

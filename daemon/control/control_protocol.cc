@@ -108,6 +108,7 @@ const std::vector<CommandInfo>& commands() {
       {"events", Access::kRead, {"limit", "since", "kind"}, "recent events (sweeps, reloads, requests)"},
       {"check", Access::kRead, {}, "the route checker on the live tables"},
       {"topology", Access::kRead, {"format"}, "the fabric as ibnetdiscover text or Graphviz (format dot)"},
+      {"partitions", Access::kRead, {"name"}, "the partitions (or one of them, with its member ports)"},
       {"resweep",
        Access::kChange,
        {"heavy"},
@@ -121,6 +122,12 @@ const std::vector<CommandInfo>& commands() {
        Access::kChange,
        {"file"},
        "write a dump into paths.dump_dir now (file lfts: opensm-lfts.dump)"},
+      // Run-time partitions (a job scheduler's prolog/epilog): action add, remove, add-member or
+      // remove-member; ports are port GUIDs or NODE/PORTNUM, each optionally =full or =limited.
+      {"partition",
+       Access::kChange,
+       {"action", "name", "pkey", "ports"},
+       "add or remove a run-time partition, or members of one"},
   };
   return kCommands;
 }

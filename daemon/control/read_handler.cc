@@ -1,6 +1,7 @@
 // ReadHandler: the answers to read-only requests (status, nodes, switches, lids, links, routes, path, ar,
 // events, check, topology), built from the published ControlView.
 #include <algorithm>
+#include <cstdio>
 
 #include "daemon/control/control_protocol.h"
 #include "daemon/control/protocol_helpers.h"
@@ -460,6 +461,71 @@ Json doEvents(const ControlView& v, const Request& r) {
   return {{"events", std::move(list)}, {"last_seq", v.events ? v.events->lastSeq() : 0}};
 }
 
+std::string pkeyHex(uint16_t k) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", k);
+  return buf;
+}
+
+// The partitions: each with its P_Key, IPoIB group, where it was defined and how many endports hold its key
+// (full and limited); with a name, that one with every member port.
+Json doPartitions(const SubnetSnapshot& s, const Request& r) {
+  const std::string name = stringArg(r, "name", "");
+  std::vector<fabric::Partition> defs;
+  if (s.partitionDefs) defs = *s.partitionDefs;
+  const fabric::Topology& t = *s.topology;
+  auto members = [&](uint16_t pkey, size_t& full, size_t& limited, Json* list) {
+    full = limited = 0;
+    if (!s.partitions) return;
+    for (NodeIndex n = 0; n < t.size(); ++n) {
+      const fabric::Node& node = t.node(n);
+      for (unsigned p = node.isSwitch() ? 0 : 1; p < (node.isSwitch() ? 1u : node.ports.size()); ++p) {
+        auto k = s.partitions->keyOf(n, fabric::PortNum{static_cast<uint8_t>(p)}, pkey);
+        if (!k) continue;
+        bool isFull = (*k & fabric::kFullMemberBit) != 0;
+        ++(isFull ? full : limited);
+        if (list)
+          list->push_back({{"port_guid", fabric::toString(node.ports[p].guid)},
+                           {"node", node.description},
+                           {"port", p},
+                           {"type", node.isSwitch() ? "SW" : "CA"},
+                           {"membership", isFull ? "full" : "limited"}});
+      }
+    }
+  };
+  Json list = Json::array();
+  bool found = false;
+  if (!s.partitions) return {{"partitions", list}};
+  for (const auto& e : s.partitions->partitions()) {
+    if (!name.empty() && e.name != name) continue;
+    found = true;
+    // Where it was defined: the first rule of that P_Key (the built-in default partition has none).
+    std::string origin = "built-in default", kind = "config";
+    for (const auto& d : defs)
+      if ((d.pkey & 0x7FFF) == e.pkey) {
+        origin = d.origin;
+        kind = d.origin == "ibsmctl" ? "runtime" : "config";
+        break;
+      }
+    Json j = {{"name", e.name}, {"pkey", pkeyHex(e.pkey)}, {"origin", origin}, {"source", kind}};
+    if (e.ipoib)
+      j["ipoib"] = {{"mtu", e.ipoib->mtu},
+                    {"rate", e.ipoib->rate},
+                    {"sl", e.ipoib->sl.value_or(0)},
+                    {"q_key", e.ipoib->qkey},
+                    {"scope", e.ipoib->scope}};
+    size_t full = 0, limited = 0;
+    Json ports = Json::array();
+    members(e.pkey, full, limited, name.empty() ? nullptr : &ports);
+    j["full"] = full;
+    j["limited"] = limited;
+    if (!name.empty()) j["members"] = std::move(ports);
+    list.push_back(std::move(j));
+  }
+  if (!name.empty() && !found) throw Failure(ErrorCode::kNotFound, "no partition '" + name + "'");
+  return {{"partitions", std::move(list)}};
+}
+
 }  // namespace
 
 void ReadHandler::resetCacheFor(const std::shared_ptr<const SubnetSnapshot>& snap) {
@@ -507,6 +573,7 @@ Json ReadHandler::dispatch(const Request& r, const ControlView& v) {
   if (c == "ar") return doAr(s, r);
   if (c == "check") return check(s);
   if (c == "topology") return topology(s, r);
+  if (c == "partitions") return doPartitions(s, r);
   throw Failure(ErrorCode::kInternal, "'" + c + "' is not a read-only command");
 }
 

@@ -8,37 +8,50 @@
 namespace ibsm::daemon {
 
 using fabric::NodeIndex;
+using fabric::PortNum;
 
 namespace {
-
-constexpr uint16_t kLimitedDefaultPkey = 0x7FFF;
 
 struct ManagedPort {
   NodeIndex node;
   uint8_t port;
   size_t blocks;
   const fabric::DrPath* route;
+  std::span<const uint16_t> want;
+  bool facing = false;  // a switch external port facing a CA: written whole the first time, never read
 };
+
+size_t blocksOf(size_t entries) {
+  return (entries + mad::kPkeyBlockEntries - 1) / mad::kPkeyBlockEntries;
+}
 
 // The ports whose P_Key table ibsm keeps: see the header. A CA port is reached by its own directed route (an
 // SMA answers with the table of the port the SMP came in through); one without a known route is left out.
-std::vector<ManagedPort> managedPorts(const fabric::Topology& topo) {
+std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric::PartitionMap& parts,
+                                      const PkeyTables& known) {
   std::vector<ManagedPort> out;
-  auto blocks = [](size_t entries) {
-    return (entries + mad::kPkeyBlockEntries - 1) / mad::kPkeyBlockEntries;
-  };
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     const fabric::Node& n = topo.node(i);
     if (n.isSwitch()) {
-      if (n.partitionCap) out.push_back({i, 0, blocks(n.partitionCap), &n.route});
+      if (n.partitionCap)
+        out.push_back({i, 0, blocksOf(n.partitionCap), &n.route, parts.keys(i, PortNum{0})});
       continue;
     }
     if (!n.partitionCap) continue;
     for (unsigned p = 1; p < n.ports.size(); ++p) {
       const fabric::Port& port = n.ports[p];
       bool local = i == topo.smNode() && p == topo.smPort().value;
-      if (port.connected() && (port.route.count || local))
-        out.push_back({i, static_cast<uint8_t>(p), blocks(n.partitionCap), &port.route});
+      if (!port.connected() || !(port.route.count || local)) continue;
+      auto want = parts.keys(i, PortNum{static_cast<uint8_t>(p)});
+      out.push_back({i, static_cast<uint8_t>(p), blocksOf(n.partitionCap), &port.route, want});
+      // The switch port facing it, for partition enforcement: once it needs more than the default key, or
+      // when it was written before (it must follow the CA port back).
+      const fabric::Node& peer = topo.node(port.peerNode);
+      if (!peer.isSwitch() || !peer.sw.partitionEnforcementCap) continue;
+      bool onlyDefault = want.size() == 1 && want[0] == mad::kDefaultPkey;
+      if (onlyDefault && !known.find(peer.guid, port.peerPort.value)) continue;
+      out.push_back({port.peerNode, port.peerPort.value, blocksOf(peer.sw.partitionEnforcementCap),
+                     &peer.route, want, true});
     }
   }
   return out;
@@ -46,18 +59,46 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo) {
 
 }  // namespace
 
-std::optional<size_t> defaultPkeySlot(const std::vector<uint16_t>& table) {
-  if (std::find(table.begin(), table.end(), mad::kDefaultPkey) != table.end()) return std::nullopt;
-  if (table.empty()) return 0;
-  if (table[0] == 0 || table[0] == kLimitedDefaultPkey) return 0;
-  auto free = std::find(table.begin(), table.end(), uint16_t{0});
-  return static_cast<size_t>(free - table.begin());
+std::vector<uint16_t> placeKeys(const std::vector<uint16_t>& held, std::span<const uint16_t> want,
+                                size_t size, size_t* overflow) {
+  std::vector<uint16_t> table = held;
+  table.resize(size, 0);
+  std::vector<bool> placed(want.size(), false);
+  for (uint16_t& e : table) {
+    if ((e & 0x7FFF) == 0) {
+      e = 0;
+      continue;
+    }
+    auto w = std::find_if(want.begin(), want.end(), [&](uint16_t k) { return (k & 0x7FFF) == (e & 0x7FFF); });
+    size_t wi = static_cast<size_t>(w - want.begin());
+    if (w == want.end() || placed[wi]) {
+      e = 0;  // not wanted, or a second entry of a key already kept
+      continue;
+    }
+    e = *w;
+    placed[wi] = true;
+  }
+  size_t missing = 0;
+  for (size_t wi = 0; wi < want.size(); ++wi) {
+    if (placed[wi]) continue;
+    size_t slot = table.size();
+    if ((want[wi] & 0x7FFF) == fabric::kDefaultPartitionKey && !table.empty() && table[0] == 0) slot = 0;
+    if (slot == table.size())
+      slot = static_cast<size_t>(std::find(table.begin(), table.end(), uint16_t{0}) - table.begin());
+    if (slot == table.size()) {
+      ++missing;
+      continue;
+    }
+    table[slot] = want[wi];
+  }
+  if (overflow) *overflow = missing;
+  return table;
 }
 
-PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
+PkeyReport PkeyProgrammer::program(const fabric::Topology& topo, const fabric::PartitionMap& partitions) {
   PkeyReport report;
   PhaseRunner phase(engine_, clock_, "pkey");
-  const std::vector<ManagedPort> managed = managedPorts(topo);
+  const std::vector<ManagedPort> managed = managedPorts(topo, partitions, *tables_);
 
   // Keep what is known of ports still managed; the others are forgotten.
   auto next = std::make_shared<PkeyTables>();
@@ -66,7 +107,7 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     auto key = std::make_pair(topo.node(m.node).guid, m.port);
     if (const auto* held = tables_->find(key.first, key.second))
       next->ports.emplace(key, *held);
-    else
+    else if (!m.facing)
       unknown.push_back(&m);
   }
   bool changed = next->ports.size() != tables_->ports.size();
@@ -79,11 +120,11 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
     return mad::pkeyAttrMod(topo.node(m.node).isSwitch() ? m.port : 0, static_cast<uint16_t>(block));
   };
 
-  // Read the tables of the ports not known yet, every block.
-  std::map<const ManagedPort*, std::vector<uint16_t>> read;
+  // Read the tables of the CA ports and switch ports 0 not known yet, every block.
+  std::map<const ManagedPort*, std::vector<uint16_t>> held;
   std::set<const ManagedPort*> failed;
   for (const ManagedPort* m : unknown) {
-    read[m].assign(m->blocks * mad::kPkeyBlockEntries, 0);
+    held[m].assign(m->blocks * mad::kPkeyBlockEntries, 0);
     for (size_t b = 0; b < m->blocks; ++b) {
       mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
       phase.submit(std::move(smp), [&, m, b](const SmpAnswer& a) {
@@ -93,51 +134,79 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo) {
           return;
         }
         mad::PkeyBlock got = mad::decodePkeyBlock(mad::smpData(a.result.response));
-        std::copy(got.begin(), got.end(), read[m].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
+        std::copy(got.begin(), got.end(), held[m].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
       });
     }
   }
   phase.wait();
+  for (const ManagedPort* m : unknown)
+    if (!failed.count(m)) ++report.portsRead;
 
-  // Write the default P_Key where it is missing: one block per port.
-  for (auto& [m, table] : read) {
-    if (failed.count(m)) continue;
-    ++report.portsRead;
-    auto slot = defaultPkeySlot(table);
-    if (!slot) continue;
-    if (*slot >= table.size()) {
-      report.warnings.push_back("PKEY003 no free entry for the default P_Key in the table of " +
-                                describe(*m));
-      continue;
+  // Each port's table as it should be; Sets of the blocks that differ (every block of a facing switch port
+  // seen for the first time: what it holds is not known).
+  std::map<const ManagedPort*, std::vector<uint16_t>> result;
+  for (const ManagedPort& m : managed) {
+    if (failed.count(&m)) continue;
+    const auto key = std::make_pair(topo.node(m.node).guid, m.port);
+    const std::vector<uint16_t>* now = nullptr;
+    if (auto it = held.find(&m); it != held.end())
+      now = &it->second;
+    else if (auto jt = next->ports.find(key); jt != next->ports.end())
+      now = &jt->second;
+    const size_t size = m.blocks * mad::kPkeyBlockEntries;
+    size_t overflow = 0;
+    std::vector<uint16_t> want = placeKeys(now ? *now : std::vector<uint16_t>{}, m.want, size, &overflow);
+    if (overflow)
+      report.warnings.push_back("PKEY003 no free entry for " + std::to_string(overflow) +
+                                " P_Key(s) in the table of " + describe(m));
+    std::vector<uint16_t>& out = result[&m];
+    out = now ? *now : std::vector<uint16_t>(size, 0);
+    out.resize(size, 0);
+    bool wrote = false;
+    for (size_t b = 0; b < m.blocks; ++b) {
+      auto from = want.begin() + static_cast<long>(b * mad::kPkeyBlockEntries);
+      if (now && std::equal(from, from + mad::kPkeyBlockEntries,
+                            out.begin() + static_cast<long>(b * mad::kPkeyBlockEntries)))
+        continue;
+      mad::PkeyBlock block;
+      std::copy_n(from, mad::kPkeyBlockEntries, block.begin());
+      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPKeyTable, attrMod(m, b), *m.route);
+      mad::encodePkeyBlock(block, mad::smpData(smp));
+      wrote = true;
+      phase.submit(std::move(smp), [&, mp = &m, b](const SmpAnswer& a) {
+        if (!a.ok) {
+          // What the port holds is unknown now: read (or write whole) again next time.
+          if (failed.insert(mp).second)
+            report.warnings.push_back("PKEY002 cannot write the P_Key table of " + describe(*mp) +
+                                      a.failure());
+          return;
+        }
+        ++report.blocksSet;
+        // The SMA answers with the block it holds now.
+        mad::PkeyBlock now = mad::decodePkeyBlock(mad::smpData(a.result.response));
+        std::copy(now.begin(), now.end(), result[mp].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
+      });
     }
-    const size_t b = *slot / mad::kPkeyBlockEntries;
-    mad::PkeyBlock block;
-    std::copy_n(table.begin() + static_cast<long>(b * mad::kPkeyBlockEntries), mad::kPkeyBlockEntries,
-                block.begin());
-    block[*slot % mad::kPkeyBlockEntries] = mad::kDefaultPkey;
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
-    mad::encodePkeyBlock(block, mad::smpData(smp));
-    phase.submit(std::move(smp), [&, m = m, b](const SmpAnswer& a) {
-      if (!a.ok) {
-        // What the port holds is unknown now: read again next time.
-        failed.insert(m);
-        report.warnings.push_back("PKEY002 cannot write the default P_Key to " + describe(*m) + a.failure());
-        return;
-      }
-      ++report.blocksSet;
-      // The SMA answers with the block it holds now.
-      mad::PkeyBlock held = mad::decodePkeyBlock(mad::smpData(a.result.response));
-      std::copy(held.begin(), held.end(), read[m].begin() + static_cast<long>(b * mad::kPkeyBlockEntries));
-    });
+    if (wrote) ++report.portsChanged;
   }
   report.phase = phase.finish();
 
-  for (auto& [m, table] : read) {
-    if (failed.count(m)) continue;
-    next->ports[{topo.node(m->node).guid, m->port}] = std::move(table);
+  for (auto& [m, table] : result) {
+    const auto key = std::make_pair(topo.node(m->node).guid, m->port);
+    if (failed.count(m)) {
+      changed = changed || next->ports.erase(key);
+      continue;
+    }
+    auto it = next->ports.find(key);
+    if (it != next->ports.end() && it->second == table) continue;
+    next->ports[key] = std::move(table);
     changed = true;
   }
   if (changed) tables_ = std::move(next);
+  facing_.clear();
+  for (const ManagedPort& m : managed)
+    if (m.facing && tables_->find(topo.node(m.node).guid, m.port))
+      facing_.emplace(topo.node(m.node).guid, m.port);
   return report;
 }
 

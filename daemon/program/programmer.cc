@@ -319,6 +319,43 @@ size_t ProgramReport::smps() const {
   return n;
 }
 
+PhaseStats Programmer::enforcePartitions(DiscoveryResult& dr,
+                                         const std::set<std::pair<fabric::Guid, uint8_t>>& ports,
+                                         std::vector<std::string>& errors) {
+  PhaseRunner phase(engine_, clock_, "enforce");
+  const fabric::Topology& topo = *dr.topology;
+  for (const auto& [guid, port] : ports) {
+    auto n = topo.findNode(guid);
+    if (!n || !topo.node(*n).isSwitch() || port == 0 || port >= topo.node(*n).ports.size()) continue;
+    if (*n >= dr.portInfo.size() || port >= dr.portInfo[*n].size()) continue;
+    RawAttr& held = dr.portInfo[*n][port];
+    if (mad::portInfoPartitionEnforced(held.data())) continue;
+    RawAttr sent = held;
+    mad::PortInfoSet set;
+    set.partitionEnforce = true;
+    mad::applyPortInfoSet(set, sent.data());  // PortState and PhysState: no change
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, port, topo.node(*n).route);
+    std::copy(sent.begin(), sent.end(), mad::smpData(smp));
+    const NodeIndex node = *n;
+    const uint8_t p = port;
+    phase.submit(std::move(smp), [&, node, p](const SmpAnswer& a) {
+      if (!a.ok) {
+        const fabric::Node& sw = topo.node(node);
+        errors.push_back("PKEY004 cannot turn on partition enforcement on " + fabric::toString(sw.guid) +
+                         " (" + sw.description + ") port " + std::to_string(p) + a.failure());
+        return;
+      }
+      mad::PortInfoSet on;
+      on.partitionEnforce = true;
+      RawAttr& h = dr.portInfo[node][p];
+      const fabric::PortAttrs attrs = topo.node(node).ports[p].attrs;
+      mad::applyPortInfoSet(on, h.data());
+      mad::setPortInfoState(h.data(), attrs.state, attrs.physState);  // the block keeps the port's states
+    });
+  }
+  return phase.finish();
+}
+
 ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignment& lids,
                                   const routing::RoutingTables& tables, SwitchTableCache& cache,
                                   const ProgramOptions& opt) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -67,6 +68,13 @@ class Programmer {
   ProgramReport program(DiscoveryResult& fabric, const routing::LidAssignment& lids,
                         const routing::RoutingTables& tables, SwitchTableCache& cache,
                         const ProgramOptions& options);
+  // Partition enforcement (IBA 10.9.3): sets PartitionEnforcementInbound and Outbound in the PortInfo of
+  // these switch external ports (by switch GUID and port; the ones facing CA ports whose P_Keys the switch
+  // holds) where `fabric`'s PortInfo block does not have them yet, and keeps the blocks up to date. Errors
+  // (PKEY004) are added to `errors`.
+  PhaseStats enforcePartitions(DiscoveryResult& fabric,
+                               const std::set<std::pair<fabric::Guid, uint8_t>>& ports,
+                               std::vector<std::string>& errors);
 
  private:
   mad::MadEngine& engine_;

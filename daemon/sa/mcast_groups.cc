@@ -41,25 +41,61 @@ bool isMulticastGid(const mad::Gid& g) {
 
 }  // namespace
 
-void McastGroups::createBroadcastGroup(uint16_t pkey) {
+namespace {
+mad::Gid broadcastMgid(uint16_t pkey, uint8_t scope) {
+  return {0xFF10401B00000000ULL | static_cast<uint64_t>(scope & 0xF) << 48 |
+              static_cast<uint64_t>(pkey | 0x8000) << 16,
+          0x00000000FFFFFFFFULL};
+}
+}  // namespace
+
+void McastGroups::createBroadcastGroup(uint16_t pkey, const fabric::IpoibGroup& params) {
   McMemberRecord r;
-  r.mgid = {0xFF12401B00000000ULL | static_cast<uint64_t>(pkey | 0x8000) << 16, 0x00000000FFFFFFFFULL};
+  r.mgid = broadcastMgid(pkey, params.scope);
   if (groups_.count(r.mgid)) return;
   auto mlid = freeMlid();
   if (!mlid) return;
   r.mlid = *mlid;
-  r.qkey = 0x0B;
+  r.qkey = params.qkey;
   r.pkey = static_cast<uint16_t>(pkey | 0x8000);
   r.mtuSelector = r.rateSelector = r.lifeSelector = static_cast<uint8_t>(mad::Selector::kExactly);
-  r.mtu = 4;   // 2048
-  r.rate = 3;  // 10 Gb/s
+  r.mtu = params.mtu;
+  r.rate = params.rate;
+  r.sl = params.sl.value_or(0);
   r.packetLifeTime = 18;
-  r.scope = 2;
+  r.scope = params.scope;
   Group g;
   g.rec = r;
   g.permanent = true;
   groups_.emplace(r.mgid, std::move(g));
   ++version_;
+}
+
+void McastGroups::setBroadcastGroups(const std::vector<BroadcastGroup>& groups) {
+  std::map<mad::Gid, const BroadcastGroup*> wanted;
+  for (const BroadcastGroup& b : groups) wanted[broadcastMgid(b.pkey, b.params.scope)] = &b;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (!it->second.permanent) {
+      ++it;
+      continue;
+    }
+    auto w = wanted.find(it->first);
+    const McMemberRecord& r = it->second.rec;
+    bool same = w != wanted.end() && r.qkey == w->second->params.qkey && r.mtu == w->second->params.mtu &&
+                r.rate == w->second->params.rate && r.sl == w->second->params.sl.value_or(0);
+    if (same) {
+      ++it;
+      continue;
+    }
+    it = groups_.erase(it);
+    ++version_;
+  }
+  for (const BroadcastGroup& b : groups) createBroadcastGroup(b.pkey, b.params);
+}
+
+const McMemberRecord* McastGroups::find(const mad::Gid& mgid) const {
+  auto it = groups_.find(mgid);
+  return it == groups_.end() ? nullptr : &it->second.rec;
 }
 
 std::optional<uint16_t> McastGroups::freeMlid() const {
@@ -77,14 +113,30 @@ McMemberRecord McastGroups::memberRecord(const Group& g, const mad::Gid& port, u
   return r;
 }
 
+bool McastGroups::joinedByProxy(const mad::Gid& mgid, const mad::Gid& port) const {
+  auto it = groups_.find(mgid);
+  return it != groups_.end() && it->second.proxied.count(port);
+}
+
 std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord& req, uint64_t mask,
-                                                           const McastPortLimits& port) {
+                                                           const McastPortLimits& port, bool proxy) {
   if (!(mask & mcm::kPortGid) || !(mask & mcm::kJoinState))
     return fail(kErrInsufficientComponents, "a join needs PortGID and JoinState");
   if (req.joinState == 0 || req.joinState > 0xF) return fail(kErrReqInvalid, "JoinState 0");
   if (req.portGid.prefix != gidPrefix_) return fail(kErrInvalidGid, "PortGID is not of this subnet");
   const bool named = (mask & mcm::kMgid) && !(req.mgid == mad::Gid{});
-  if (named && !isMulticastGid(req.mgid)) return fail(kErrInvalidGid, "MGID is not a multicast GID");
+  if (named && !isMulticastGid(req.mgid)) return fail(kErrReqInvalid, "MGID is not a multicast GID");
+  if (named && groups_.find(req.mgid) == groups_.end()) {
+    // A new group's MGID (IBA 4.1.1, as OpenSM checks it): no reserved flag bits, and the SA's own signature
+    // A01B only as the SA assigns it, never link-local scope asked for by a client.
+    const unsigned flags = static_cast<unsigned>(req.mgid.prefix >> 52 & 0xF);
+    const unsigned scope = static_cast<unsigned>(req.mgid.prefix >> 48 & 0xF);
+    const unsigned signature = static_cast<unsigned>(req.mgid.prefix >> 32 & 0xFFFF);
+    const bool ipoib = signature == 0x401B || signature == 0x601B;
+    if (!ipoib && (flags & 0xE)) return fail(kErrReqInvalid, "MGID uses reserved flag bits");
+    if (signature == 0xA01B && scope == 2)
+      return fail(kErrReqInvalid, "MGID with the SA's signature A01B and link-local scope");
+  }
 
   auto it = named ? groups_.find(req.mgid) : groups_.end();
   if (it == groups_.end()) {
@@ -169,6 +221,7 @@ std::variant<McMemberRecord, McastError> McastGroups::join(const McMemberRecord&
       return fail(kErrReqInvalid, "the member's link is slower than the group's rate");
   }
   uint8_t& state = it->second.members[req.portGid];
+  if (proxy && state == 0) it->second.proxied.insert(req.portGid);
   state = static_cast<uint8_t>(state | req.joinState);
   ++version_;
   return memberRecord(it->second, req.portGid, state);
@@ -181,11 +234,16 @@ std::variant<McMemberRecord, McastError> McastGroups::leave(const McMemberRecord
   auto it = groups_.find(req.mgid);
   if (it == groups_.end()) return fail(kErrReqInvalid, "no such group");
   auto m = it->second.members.find(req.portGid);
-  if (m == it->second.members.end() || !(m->second & req.joinState))
+  // Every bit to leave must be one the member has (osmtest -f m o15.0.1.14, as OpenSM); the answer carries
+  // the JoinState the member keeps.
+  if (m == it->second.members.end() || req.joinState == 0 || (m->second & req.joinState) != req.joinState)
     return fail(kErrReqInvalid, "the port is not a member with that JoinState");
-  McMemberRecord answer = memberRecord(it->second, req.portGid, m->second & req.joinState);
   m->second = static_cast<uint8_t>(m->second & ~req.joinState);
-  if (m->second == 0) it->second.members.erase(m);
+  McMemberRecord answer = memberRecord(it->second, req.portGid, m->second);
+  if (m->second == 0) {
+    it->second.proxied.erase(m->first);
+    it->second.members.erase(m);
+  }
   if (it->second.members.empty() && !it->second.permanent) groups_.erase(it);
   ++version_;
   return answer;
@@ -226,6 +284,7 @@ size_t McastGroups::dropMissingPorts(const fabric::Topology& topo) {
         ++m;
         continue;
       }
+      it->second.proxied.erase(m->first);
       m = members.erase(m);
       ++dropped;
     }

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "fabric/partition.h"
 #include "fabric/topology.h"
 #include "mad/mcmember.h"
 #include "routing/multicast.h"
@@ -36,12 +38,25 @@ class McastGroups {
  public:
   McastGroups(uint64_t gidPrefix = 0xfe80000000000000ULL) : gidPrefix_(gidPrefix) {}
 
-  // IPoIB's IPv4 broadcast group of a partition (RFC 4391): MGID ff12:401b:<pkey>::ffff:ffff, Q_Key 0x0B,
-  // MTU 2048, rate 10 Gb/s, kept while it has no members. Idempotent.
-  void createBroadcastGroup(uint16_t pkey = 0xFFFF);
+  // IPoIB's IPv4 broadcast group of a partition (RFC 4391): MGID ff1<scope>:401b:<pkey>::ffff:ffff with the
+  // full-member bit in the P_Key, Q_Key, MTU, rate and SL as the partition says (default Q_Key 0x0B, MTU
+  // 2048, rate 10 Gb/s, SL 0), kept while it has no members. Idempotent.
+  void createBroadcastGroup(uint16_t pkey = 0xFFFF, const fabric::IpoibGroup& params = {});
+  // The broadcast groups the partitions ask for: missing ones are created, those of partitions that went
+  // are deleted with their members, and a group whose parameters changed is made anew.
+  struct BroadcastGroup {
+    uint16_t pkey;
+    fabric::IpoibGroup params;
+  };
+  void setBroadcastGroups(const std::vector<BroadcastGroup>& groups);
+  // The group's record (PortGID and JoinState unused), null when there is no such group.
+  const mad::McMemberRecord* find(const mad::Gid& mgid) const;
   // SubnAdmSet(MCMemberRecord). The record answered, or why not.
+  // `proxy`: the request came from another port than the member's (a proxy join).
   std::variant<mad::McMemberRecord, McastError> join(const mad::McMemberRecord& req, uint64_t mask,
-                                                     const McastPortLimits& port);
+                                                     const McastPortLimits& port, bool proxy = false);
+  // Whether port's membership in the group was made by a proxy join (another port may then remove it).
+  bool joinedByProxy(const mad::Gid& mgid, const mad::Gid& port) const;
   // SubnAdmDelete(MCMemberRecord).
   std::variant<mad::McMemberRecord, McastError> leave(const mad::McMemberRecord& req, uint64_t mask);
   // SubnAdmGet/GetTable: one record per member when the mask selects PortGID, else one per group (PortGID 0,
@@ -60,6 +75,7 @@ class McastGroups {
   struct Group {
     mad::McMemberRecord rec;              // group fields; PortGID and JoinState unused
     std::map<mad::Gid, uint8_t> members;  // port GID -> JoinState bits
+    std::set<mad::Gid> proxied;           // members joined by another port
     bool permanent = false;
   };
   std::optional<uint16_t> freeMlid() const;

@@ -35,16 +35,38 @@ SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
       a.status = mad::kStatusInvalidGid;
       return a;
     }
-    if (!req.proxyJoin) {
-      routing::LidOwner from = q.snapshot->lids.owner(fabric::Lid{q.mad.addr.lid});
-      if (from.node != member->first || from.port != member->second) {
-        a.status = mad::kStatusReqInvalid;  // joining for another port needs ProxyJoin
+    // On behalf of another port: a join when the requester shares a partition with it (or says ProxyJoin), as
+    // OpenSM allows it (osmtest -f m); a leave only of a membership that was made that way.
+    routing::LidOwner from = q.snapshot->lids.owner(fabric::Lid{q.mad.addr.lid});
+    const bool self = from.node == member->first && from.port == member->second;
+    bool proxy = false;
+    if (!self && !req.proxyJoin) {
+      bool allowed = false;
+      if (method == mad::kSaDelete) {
+        allowed = (mask & mad::mcm::kMgid) && groups.joinedByProxy(req.mgid, req.portGid);
+      } else if (from.node != fabric::kNoNode) {
+        const auto* parts = q.snapshot->partitions.get();
+        allowed = !parts || parts->commonKey(from.node, from.port, member->first, member->second) ||
+                  parts->commonKey(member->first, member->second, from.node, from.port);
+      }
+      if (!allowed) {
+        a.status = mad::kStatusReqInvalid;
         return a;
       }
+      proxy = true;
     }
     if (method == mad::kSaDelete) {
       answer(groups.leave(req, mask));
       return a;
+    }
+    // A port joins only groups of its own partitions (the group's P_Key, or the one a new group is to have).
+    if (q.snapshot->partitions) {
+      const mad::McMemberRecord* g = (mask & mad::mcm::kMgid) ? groups.find(req.mgid) : nullptr;
+      const bool keyed = g || (mask & mad::mcm::kPkey);
+      if (keyed && !q.snapshot->partitions->keyOf(member->first, member->second, g ? g->pkey : req.pkey)) {
+        a.status = mad::kStatusReqInvalid;
+        return a;
+      }
     }
     McastPortLimits limits;
     const fabric::Port& port = topo.node(member->first).ports.at(member->second.value);
@@ -56,7 +78,7 @@ SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
       }
       if (port.attrs.widthActive) limits.rateCap = mad::rateEnum(mad::rateTenthsGbps(port.attrs));
     }
-    answer(groups.join(req, mask, limits));
+    answer(groups.join(req, mask, limits, proxy || req.proxyJoin));
     return a;
   };
 }

@@ -94,8 +94,16 @@ bool buildPath(const SaOptions& o, const SubnetSnapshot& s, NodeIndex srcNode, P
                mad::PathRecord& r) {
   auto facts = tracePath(s, Endport{srcNode, srcPort}, Endport{dstNode, dstPort}, Lid{dlid});
   if (!facts) return false;
-  if ((mask & mad::kPrSl) && want.sl != 0) return false;                      // every path uses SL 0
-  if ((mask & mad::kPrPkey) && (want.pkey & 0x7FFF) != 0x7FFF) return false;  // default partition only
+  if ((mask & mad::kPrSl) && want.sl != 0) return false;  // every path uses SL 0
+  // Only ports that share a partition (one of them a full member) have a path; it carries that P_Key.
+  std::optional<uint16_t> wanted;
+  if (mask & mad::kPrPkey) wanted = want.pkey;
+  std::optional<uint16_t> pkey;
+  if (s.partitions)
+    pkey = s.partitions->commonKey(srcNode, srcPort, dstNode, dstPort, wanted);
+  else if (!wanted || (*wanted & 0x7FFF) == 0x7FFF)
+    pkey = 0xFFFF;  // no partitions resolved yet: every port a full member of the default one
+  if (!pkey) return false;
   const auto& topo = *s.topology;
   r.serviceId = (mask & mad::kPrServiceId) ? want.serviceId : 0;
   r.sgid = Gid{o.gidPrefix, portGuidOf(topo.node(srcNode), srcPort).value};
@@ -105,7 +113,7 @@ bool buildPath(const SaOptions& o, const SubnetSnapshot& s, NodeIndex srcNode, P
   r.hopLimit = static_cast<uint8_t>(facts->hops);
   r.reversible = true;
   r.numbPath = 0;
-  r.pkey = 0xFFFF;
+  r.pkey = *pkey;
   r.sl = 0;
   r.mtuSelector = 2;
   r.mtu = facts->mtu;

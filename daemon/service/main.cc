@@ -69,6 +69,7 @@ constexpr const char* kUsage =
     "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
     "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
     "  --mad-retries N           mad.retries: retries after a timeout (default 7)\n"
+    "  --partitions-conf FILE    paths.partitions_conf: OpenSM's partitions.conf, read as it is\n"
     "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
     "  --help                    this text\n";
 
@@ -84,16 +85,18 @@ fabric::Result<config::Config> loadConfig(const Args& a) {
 }
 
 Args parseArgs(int argc, char** argv) {
-  static const std::map<std::string, std::string> kFlagKeys = {{"--port-guid", "port_guid"},
-                                                               {"--routing", "routing.engines"},
-                                                               {"--lmc", "routing.lmc"},
-                                                               {"--state-dir", "paths.state_dir"},
-                                                               {"--priority", "sm.priority"},
-                                                               {"--sweep-interval", "sweep.interval_s"},
-                                                               {"--socket", "control.socket"},
-                                                               {"--mad-window", "mad.window"},
-                                                               {"--mad-timeout-ms", "mad.timeout_ms"},
-                                                               {"--mad-retries", "mad.retries"}};
+  static const std::map<std::string, std::string> kFlagKeys = {
+      {"--port-guid", "port_guid"},
+      {"--routing", "routing.engines"},
+      {"--lmc", "routing.lmc"},
+      {"--state-dir", "paths.state_dir"},
+      {"--priority", "sm.priority"},
+      {"--sweep-interval", "sweep.interval_s"},
+      {"--socket", "control.socket"},
+      {"--mad-window", "mad.window"},
+      {"--mad-timeout-ms", "mad.timeout_ms"},
+      {"--mad-retries", "mad.retries"},
+      {"--partitions-conf", "paths.partitions_conf"}};
   Args a;
   if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
     a.overrides.push_back({"control.socket", env});
@@ -129,7 +132,7 @@ Args parseArgs(int argc, char** argv) {
     } else if (auto k = kFlagKeys.find(opt); k != kFlagKeys.end()) {
       std::string v = value();
       // Paths on the command line are relative to where ibsmd was started; the config wants absolute ones.
-      if ((opt == "--state-dir" || opt == "--socket") && !v.empty())
+      if ((opt == "--state-dir" || opt == "--socket" || opt == "--partitions-conf") && !v.empty())
         v = std::filesystem::absolute(v).string();
       a.overrides.push_back({k->second, v});
     } else
@@ -158,9 +161,26 @@ std::optional<mad::MkeyInfo> resolveMkey(const config::Config& c, daemon::Logger
   return m;
 }
 
-daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey) {
+// The run-time partitions of the state directory (ibsmctl partition add), checked against the config's.
+std::vector<fabric::Partition> runtimePartitions(const Args& args, daemon::Logger& log) {
+  std::vector<std::string> warnings;
+  auto parts = daemon::loadRuntimePartitions(args.cfg.paths.stateDir, warnings);
+  for (const auto& w : warnings) log.warn("STATE003", w);
+  std::vector<fabric::Partition> all = args.cfg.allPartitions();
+  all.insert(all.end(), parts.begin(), parts.end());
+  if (auto bad = fabric::checkPartitions(all, nullptr)) {
+    log.warn("STATE003", "run-time partitions of " + daemon::runtimePartitionsPath(args.cfg.paths.stateDir) +
+                             " not used: " + *bad);
+    return {};
+  }
+  return parts;
+}
+
+daemon::SmOptions smOptions(const Args& args, const std::optional<mad::MkeyInfo>& mkey,
+                            const std::vector<fabric::Partition>& runtime) {
   daemon::SmOptions o = daemon::smOptionsFrom(args.cfg, args.localPortGuid);
   o.program.mkey = mkey;
+  o.partitions.insert(o.partitions.end(), runtime.begin(), runtime.end());
   return o;
 }
 
@@ -223,9 +243,8 @@ void printReport(const daemon::SweepReport& r) {
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SmOptions options = smOptions(args, mkey);
-  options.backgroundRouting = true;  // link loads and rebalancing runs on a thread of their own
-  daemon::SubnetManager sm(engine, clock, wallClock, std::move(options));
+  const std::vector<fabric::Partition> runtime = runtimePartitions(args, log);
+  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey, runtime));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
@@ -260,7 +279,8 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
               daemon::Logger& log, std::function<void()>& onReload,
               const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SmOptions options = smOptions(args, mkey);
+  const std::vector<fabric::Partition> runtime = runtimePartitions(args, log);
+  daemon::SmOptions options = smOptions(args, mkey, runtime);
   options.backgroundRouting = true;  // link loads and rebalancing runs on a thread of their own
   daemon::SubnetManager sm(engine, clock, wallClock, std::move(options));
   engine.setUnsolicitedHandler(
@@ -292,6 +312,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   daemon::Service service(
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock);
+  service.setRuntimePartitions(runtime);
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {

@@ -3,11 +3,18 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "config/config_loader.h"
+#include "config/partitions_conf.h"
+#include "daemon/state/state_store.h"
 
 namespace ibsm::daemon {
 
@@ -41,7 +48,35 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.lightSweepInterval = std::chrono::seconds(c.sweep.intervalS);
   o.holdDown = std::chrono::milliseconds(c.flap.holdDownMs);
   o.maxHoldDown = std::chrono::milliseconds(c.flap.maxBackoffMs);
+  o.partitions = c.allPartitions();
   return o;
+}
+
+std::string runtimePartitionsPath(const std::string& stateDir) {
+  return (std::filesystem::path(stateDir) / "partitions").string();
+}
+
+std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir,
+                                                     std::vector<std::string>& warnings) {
+  const std::string path = runtimePartitionsPath(stateDir);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parts = config::parsePartitionsConf(text.str(), path, config::DefaultRule::kNone);
+  if (!parts) {
+    std::string aside = path + ".bad-" +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count());
+    std::filesystem::rename(path, aside, ec);
+    warnings.push_back("run-time partitions not loaded (" + parts.error().message +
+                       "); the file is kept as " + aside);
+    return {};
+  }
+  for (auto& p : *parts) p.origin = "ibsmctl";
+  return std::move(parts).value();
 }
 
 Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
@@ -279,6 +314,13 @@ void Service::idle() {
 void Service::reload() {
   notify_.reloading("reloading the configuration");
   auto next = loadConfig_();
+  if (next && !runtime_.empty()) {
+    std::vector<fabric::Partition> all = next->allPartitions();
+    all.insert(all.end(), runtime_.begin(), runtime_.end());
+    if (auto bad = fabric::checkPartitions(all, nullptr))
+      next = fabric::Error{"with the run-time partitions of " +
+                           runtimePartitionsPath(config_->paths.stateDir) + ": " + *bad};
+  }
   std::shared_ptr<const config::Config> current = config_;
   auto diff = config::applyReload(current, std::move(next));
   if (!diff) {
@@ -302,8 +344,17 @@ void Service::reload() {
     changes += (changes.empty() ? "" : "; ") + c;
   }
   if (diff->logLevel) log_.setLevel(config_->log.level);
-  if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap)
-    sm_.setOptions(smOptionsFrom(*config_));
+  if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap) {
+    SmOptions o = smOptionsFrom(*config_);
+    o.partitions = allPartitions();  // run-time partitions survive reloads
+    sm_.setOptions(std::move(o));
+  }
+  if (diff->partitions) {
+    PkeyReport r = sm_.setPartitions(allPartitions());
+    log_.info("PART001", "partitions changed by the reload: " + std::to_string(r.blocksSet) +
+                             " P_Key block(s) written to " + std::to_string(r.portsChanged) + " port(s)");
+    for (const auto& w : r.warnings) log_.warn("SWEEP004", w);
+  }
   dumps_.setDir(config_->paths.dumpDir);
   bool lftsOnChange = config_->dumps.lfts == config::LftDumps::kOnChange;
   dumps_.setLftsOnChange(lftsOnChange);
@@ -341,10 +392,201 @@ Json Service::loglevel(const Request& r, const PeerCredentials& peer) {
   return okResponse(r.id, {{"level", now}, {"previous", previous}});
 }
 
+std::vector<fabric::Partition> Service::allPartitions() const {
+  std::vector<fabric::Partition> all = config_->allPartitions();
+  all.insert(all.end(), runtime_.begin(), runtime_.end());
+  return all;
+}
+
+namespace {
+
+// A partition's name as ibsmctl and partitions.conf may carry it.
+bool validPartitionName(const std::string& n) {
+  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+std::string hex4(uint16_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", v);
+  return buf;
+}
+
+}  // namespace
+
+Json Service::partition(const Request& r, const PeerCredentials& peer) {
+  auto bad = [&](const std::string& m) {
+    return errorResponse(r.id, ErrorCode::kBadRequest, "partition: " + m);
+  };
+  auto failed = [&](const std::string& m) {
+    return errorResponse(r.id, ErrorCode::kFailed, "partition: " + m);
+  };
+  auto str = [&](const char* k) -> std::string {
+    auto it = r.args.find(k);
+    return it != r.args.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string action = str("action"), name = str("name");
+  if (action != "add" && action != "remove" && action != "add-member" && action != "remove-member")
+    return bad("action must be add, remove, add-member or remove-member");
+  if (!validPartitionName(name)) return bad("NAME must be 1..64 letters, digits, '_', '-' or '.'");
+  auto snap = sm_.snapshot();
+  if (!snap || !snap->topology)
+    return errorResponse(r.id, ErrorCode::kUnavailable, "partition: no sweep has completed yet");
+  const fabric::Topology& topo = *snap->topology;
+
+  // Partitions from the config are changed there, not here.
+  for (const auto& p : config_->allPartitions())
+    if (p.name == name) {
+      std::string file = p.origin.substr(0, p.origin.find(':'));
+      return failed("partition '" + name + "' is defined in " + file + " (" + p.origin +
+                    "); change it there and reload ibsmd");
+    }
+  auto it = std::find_if(runtime_.begin(), runtime_.end(), [&](const auto& p) { return p.name == name; });
+
+  // Ports: a port GUID or NODE/PORTNUM, each optionally =full or =limited (default full).
+  std::vector<fabric::PartitionMember> ports;
+  auto arg = r.args.find("ports");
+  if (arg != r.args.end() && !arg->is_null()) {
+    if (!arg->is_array()) return bad("ports must be a list");
+    for (const auto& j : *arg) {
+      if (!j.is_string()) return bad("each port must be a string");
+      std::string spec = j.get<std::string>();
+      fabric::Membership ms = fabric::Membership::kFull;
+      if (size_t eq = spec.rfind('='); eq != std::string::npos) {
+        auto m = fabric::parseMembership(spec.substr(eq + 1));
+        if (!m) return bad("'" + spec + "': the membership must be full or limited");
+        ms = *m;
+        spec = spec.substr(0, eq);
+      }
+      fabric::Guid guid;
+      if (size_t slash = spec.rfind('/'); slash != std::string::npos) {
+        auto node = resolveNode(topo, snap->lids, Json(spec.substr(0, slash)));
+        if (!node) return failed(node.error().message);
+        const std::string num = spec.substr(slash + 1);
+        unsigned pn = 0;
+        bool ok = !num.empty() && num.size() <= 3 && num.find_first_not_of("0123456789") == std::string::npos;
+        if (ok) pn = static_cast<unsigned>(std::stoul(num));
+        const fabric::Node& n = topo.node(*node);
+        if (!ok || pn >= n.ports.size() || (!n.isSwitch() && pn == 0))
+          return failed("'" + spec + "': " + n.description + " has no port " + num);
+        guid = n.isSwitch() ? n.ports[0].guid : n.ports[pn].guid;
+      } else {
+        auto g = fabric::parseGuid(spec);
+        if (!g || !topo.findPort(*g))
+          return failed("no port '" + spec + "' in the fabric (give a port GUID or NODE/PORTNUM)");
+        guid = *g;
+      }
+      ports.push_back({fabric::PartitionMember::Kind::kPortGuid, guid, {}, ms});
+    }
+  }
+
+  std::vector<fabric::Partition> next = runtime_;
+  std::string what;
+  if (action == "add") {
+    if (it != runtime_.end())
+      return failed("partition '" + name + "' exists already (P_Key " + hex4(it->pkey) + ")");
+    auto pk = r.args.find("pkey");
+    uint64_t key = 0;
+    if (pk != r.args.end() && pk->is_number_unsigned()) key = pk->get<uint64_t>();
+    if (pk != r.args.end() && pk->is_string()) {
+      std::string t = pk->get<std::string>();
+      char* end = nullptr;
+      key = std::strtoull(t.c_str(), &end, 0);
+      if (t.empty() || !end || *end) key = 0;
+    }
+    if (key == 0 || key > 0x7FFF) return bad("PKEY must be 0x0001..0x7fff");
+    if (key == fabric::kDefaultPartitionKey)
+      return failed("the default partition (0x7fff) is set in the config file, not at run time");
+    if (ports.empty()) return bad("add needs at least one PORT");
+    next.push_back({name, static_cast<uint16_t>(key), std::nullopt, ports, "ibsmctl"});
+    what = "added with " + std::to_string(ports.size()) + " port(s)";
+  } else {
+    if (it == runtime_.end())
+      return errorResponse(r.id, ErrorCode::kNotFound, "partition: no partition '" + name + "'");
+    auto& p = next[static_cast<size_t>(it - runtime_.begin())];
+    if (action == "remove") {
+      next.erase(next.begin() + (it - runtime_.begin()));
+      what = "removed";
+    } else if (ports.empty()) {
+      return bad(action + " needs at least one PORT");
+    } else if (action == "add-member") {
+      for (const auto& m : ports) {
+        auto have =
+            std::find_if(p.members.begin(), p.members.end(), [&](const auto& x) { return x.guid == m.guid; });
+        if (have != p.members.end())
+          have->membership = m.membership;
+        else
+          p.members.push_back(m);
+      }
+      what = std::to_string(ports.size()) + " member(s) added";
+    } else {
+      for (const auto& m : ports) {
+        auto have =
+            std::find_if(p.members.begin(), p.members.end(), [&](const auto& x) { return x.guid == m.guid; });
+        if (have == p.members.end())
+          return failed("port " + fabric::toString(m.guid) + " is not a member of '" + name + "'");
+        p.members.erase(have);
+      }
+      what = std::to_string(ports.size()) + " member(s) removed";
+    }
+  }
+  // Safety: P_Keys unique, every port known, no table over its PartitionCap. Nothing changes otherwise.
+  std::vector<fabric::Partition> all = config_->allPartitions();
+  all.insert(all.end(), next.begin(), next.end());
+  if (auto problem = fabric::checkPartitions(all, &topo)) return failed(*problem + "; nothing changed");
+  // The SM's own port stays a full member of the default partition (PartitionMap::resolve keeps it so);
+  // checked here as the invariant it is.
+  if (topo.smNode() != fabric::kNoNode) {
+    fabric::PartitionMap m = fabric::PartitionMap::resolve(topo, all);
+    fabric::PortNum smPort = topo.node(topo.smNode()).isSwitch() ? fabric::PortNum{0} : topo.smPort();
+    auto k = m.keyOf(topo.smNode(), smPort, fabric::kDefaultPartitionKey);
+    if (!k || !(*k & fabric::kFullMemberBit))
+      return failed("the change would take the SM's own port out of the default partition; nothing changed");
+  }
+  // Persist first: a change that cannot be kept is not made.
+  const std::string path = runtimePartitionsPath(config_->paths.stateDir);
+  auto saved = writeFileAtomically(
+      path,
+      "# Run-time partitions of ibsmd (ibsmctl partition), partitions.conf syntax. Written by ibsmd.\n" +
+          config::formatPartitionsConf(next),
+      0644);
+  if (!saved) return failed("cannot save " + path + ": " + saved.error().message + "; nothing changed");
+  runtime_ = std::move(next);
+  const mad::TimePoint start = clock_.now();
+  auto before = sm_.snapshot();
+  PkeyReport rep = sm_.setPartitions(allPartitions());
+  const double took = ms(clock_.now() - start);
+  if (auto snapNow = sm_.snapshot(); snapNow && snapNow != before)
+    state_.publishSnapshot(snapNow, state_.view(nullptr).portsActivated);
+  for (const auto& w : rep.warnings) log_.warn("SWEEP004", w);
+  std::string line = "partition '" + name + "' " + what + ": " + std::to_string(rep.blocksSet) +
+                     " P_Key block(s) written to " + std::to_string(rep.portsChanged) + " port(s), " +
+                     std::to_string(rep.phase.smps) + " SMPs, " + fixed1(took) + " ms";
+  log_.info("PART002", line + " (requested by uid " + std::to_string(peer.uid) + ")");
+  events_.add("partition", line,
+              {{"uid", std::to_string(peer.uid)},
+               {"pid", std::to_string(peer.pid)},
+               {"blocks", std::to_string(rep.blocksSet)},
+               {"smps", std::to_string(rep.phase.smps)}});
+  return okResponse(r.id, {{"message", line},
+                           {"blocks", rep.blocksSet},
+                           {"ports", rep.portsChanged},
+                           {"smps", rep.phase.smps},
+                           {"errors", rep.phase.errors},
+                           {"warnings", rep.warnings},
+                           {"ms", took}});
+}
+
 void Service::onChangeRequest(Request request, PeerCredentials peer, ControlServer::Reply reply) {
   post([this, request = std::move(request), peer, reply = std::move(reply)]() mutable {
     if (request.command == "loglevel") {
       reply(loglevel(request, peer));
+      return;
+    }
+    if (request.command == "partition") {
+      reply(partition(request, peer));
       return;
     }
     if (request.command == "dump") {

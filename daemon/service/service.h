@@ -28,6 +28,13 @@ namespace ibsm::daemon {
 // The SubnetManager options a config asks for.
 SmOptions smOptionsFrom(const config::Config& config, fabric::Guid localPort = {});
 
+// Partitions added at run time (ibsmctl partition add) live in <state_dir>/partitions, in partitions.conf
+// syntax, so that a restart keeps them. A missing file is none; a file that does not parse is kept aside
+// (<name>.bad-<time>) with a warning, and the SM goes on without it.
+std::string runtimePartitionsPath(const std::string& stateDir);
+std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir,
+                                                     std::vector<std::string>& warnings);
+
 class Service {
  public:
   using ConfigLoader = std::function<fabric::Result<config::Config>()>;
@@ -53,6 +60,10 @@ class Service {
   void reload();  // SIGHUP
   void idle();    // publishes the MAD counters between sweeps
   std::shared_ptr<const config::Config> config() const { return config_; }
+  // The run-time partitions loaded at start (before start()).
+  void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
+  // The config's partitions, then the run-time ones: what the SM programs.
+  std::vector<fabric::Partition> allPartitions() const;
 
  private:
   struct Waiter {
@@ -67,6 +78,8 @@ class Service {
   void onTopologyEvent(const TopologyEvent& event);
   std::string statusLine() const;
   Json loglevel(const Request& request, const PeerCredentials& peer);
+  // ibsmctl partition add|remove|add-member|remove-member: checked, persisted, applied as a delta.
+  Json partition(const Request& request, const PeerCredentials& peer);
 
   EventLoop& loop_;
   mad::MadEngine& engine_;
@@ -89,6 +102,7 @@ class Service {
   bool waitersHeavy_ = false;
   bool sweepPosted_ = false;
   bool subnetUp_ = false;
+  std::vector<fabric::Partition> runtime_;  // run-time partitions (origin "ibsmctl")
 };
 
 }  // namespace ibsm::daemon

@@ -1,8 +1,17 @@
 #include "daemon/sm/route_planner.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace ibsm::daemon {
+namespace {
+uint64_t maxLoad(const routing::PortLoads& loads) {
+  uint64_t m = 0;
+  for (const auto& ports : loads)
+    for (uint64_t v : ports) m = std::max(m, v);
+  return m;
+}
+}  // namespace
 
 fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* previous,
                                                       const fabric::Topology& topo,
@@ -83,7 +92,9 @@ void RoutePlanner::poll(bool block) {
     loadsFor_ = job.snap;
     loads_ = std::move(done.plan.loads);
   } else if (done.error.empty()) {
-    ready_ = Rebalance{std::move(done.plan), clock_.now() - rebalanceStart_};
+    const uint64_t rebalanced = maxLoad(*done.plan.loads);
+    const uint64_t current = loads_ && loadsFor_.lock() == job.snap ? maxLoad(*loads_) : UINT64_MAX;
+    ready_ = Rebalance{std::move(done.plan), clock_.now() - rebalanceStart_, rebalanced, current};
     readyFor_ = job.snap;
   }  // else the engine chain cannot route the fabric: the repaired routes stay
   if (waiting_) start(*std::exchange(waiting_, std::nullopt));

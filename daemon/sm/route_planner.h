@@ -50,6 +50,8 @@ class RoutePlanner {
   struct Rebalance {
     Plan plan;
     mad::Duration computeTime{};  // off the event loop
+    uint64_t maxLoad = 0;         // of the rebalanced routes (CA traffic on one switch port)
+    uint64_t currentMaxLoad = 0;  // of the routes in place (the repair's)
   };
   // A finished rebalancing run for `current`, the snapshot still published; stale results are dropped (and
   // the next waiting job started).

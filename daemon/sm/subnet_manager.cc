@@ -59,7 +59,13 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
       flaps_(clock, options_.holdDown, options_.maxHoldDown),
       traps_(engine, clock, options_.trapBatchDelay),
       lids_(options_.guid2lidPath, options_.lmc) {
-  if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
+  if (options_.ipoibBroadcast) {
+    // The default partition's group at once (before the first sweep resolves the partitions).
+    const std::vector<fabric::Partition> only{fabric::defaultPartition()};
+    const auto& parts = options_.partitions.empty() ? only : options_.partitions;
+    for (const auto& p : parts)
+      if (p.ipoib) mcastGroups_.createBroadcastGroup(p.pkey, *p.ipoib);
+  }
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   mkey_ = options_.program.mkey;
   planner_.setOptions(options_.engines, options_.routing);
@@ -153,10 +159,17 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
-  PkeyReport pkeys = pkeyProgrammer_.program(topo);
+  PkeyReport pkeys = programPartitions(topo);
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
+  // Partition enforcement after the port states: the Sets above start from the blocks as read.
+  {
+    std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning
+    report.program.phases.push_back(
+        programmer_.enforcePartitions(found, pkeyProgrammer_.facingPorts(), enforceErrors));
+    for (auto& e : enforceErrors) report.warnings.push_back(std::move(e));
+  }
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
   // sweeps again (as OpenSM does after errors during initialization).
   report.subnetUp = report.program.errors.empty() && report.discovery.failed == 0;
@@ -182,6 +195,8 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   snap->lids = std::move(assigned->lids);
   snap->tables = std::move(routed->tables);
   snap->pkeys = pkeyProgrammer_.tables();
+  snap->partitions = partitionMap_;
+  snap->partitionDefs = partitionDefs_;
   snapshot_ = std::move(snap);
   planner_.published(snapshot_, *routed);
   last_ = std::move(found);
@@ -248,6 +263,36 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   return applied;
 }
 
+PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {
+  partitionMap_ =
+      std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(topo, options_.partitions));
+  partitionDefs_ = std::make_shared<const std::vector<fabric::Partition>>(options_.partitions);
+  std::vector<McastGroups::BroadcastGroup> groups;
+  if (options_.ipoibBroadcast)
+    for (const auto& e : partitionMap_->partitions())
+      if (e.ipoib) groups.push_back({e.pkey, *e.ipoib});
+  mcastGroups_.setBroadcastGroups(groups);
+  return pkeyProgrammer_.program(topo, *partitionMap_);
+}
+
+PkeyReport SubnetManager::setPartitions(std::vector<fabric::Partition> partitions) {
+  options_.partitions = std::move(partitions);
+  if (!snapshot_ || ha_.state() != SmState::kMaster) return PkeyReport{};
+  PkeyReport r = programPartitions(*snapshot_->topology);
+  if (last_) {
+    std::vector<std::string> errors;
+    r.phase.smps += programmer_.enforcePartitions(*last_, pkeyProgrammer_.facingPorts(), errors).smps;
+    for (auto& e : errors) r.warnings.push_back(std::move(e));
+  }
+  auto snap = std::make_shared<SubnetSnapshot>(*snapshot_);
+  snap->pkeys = pkeyProgrammer_.tables();
+  snap->partitions = partitionMap_;
+  snap->partitionDefs = partitionDefs_;
+  snapshot_ = std::move(snap);
+  if (mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
+  return r;
+}
+
 void SubnetManager::logEvent(TopologyEvent ev) {
   ev.when = wallClock_.now();
   if (onEvent_) onEvent_(ev);
@@ -280,23 +325,31 @@ void SubnetManager::lightSweep() {
   queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
 }
 
-// The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta.
+// The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they
+// spread the traffic better (a lower max link load); otherwise the repaired routes stay and nothing moves.
 void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   const mad::TimePoint start = clock_.now();
   auto old = snapshot_;
-  auto snap = std::make_shared<SubnetSnapshot>();
-  snap->topology = old->topology;
-  snap->lids = old->lids;
-  snap->pkeys = old->pkeys;
-  snap->tables = std::move(rebalance.plan.tables);
-  ProgramReport program = programmer_.program(*last_, snap->lids, snap->tables, cache_, options_.program);
-  ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);
   TopologyEvent ev;
   ev.cause = "rebalance after the last repair";
   ev.action =
-      "rebalance: " + snap->tables.engine + " from scratch, computed off the event loop in " +
+      "rebalance: " + rebalance.plan.tables.engine + " from scratch, computed off the event loop in " +
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rebalance.computeTime).count()) +
-      " ms";
+      " ms, max link load " + std::to_string(rebalance.maxLoad);
+  if (rebalance.maxLoad >= rebalance.currentMaxLoad) {
+    ev.action +=
+        ", not below the repaired routes' " + std::to_string(rebalance.currentMaxLoad) + ": they stay";
+    ev.convergence = clock_.now() - start;
+    logEvent(std::move(ev));
+    return;
+  }
+  ev.action += " (was " + std::to_string(rebalance.currentMaxLoad) + ")";
+  // Everything but the tables as it was (not copying the old tables).
+  auto snap = std::make_shared<SubnetSnapshot>(SubnetSnapshot{old->topology, old->lids,
+                                                              std::move(rebalance.plan.tables), old->pkeys,
+                                                              old->partitions, old->partitionDefs});
+  ProgramReport program = programmer_.program(*last_, snap->lids, snap->tables, cache_, options_.program);
+  ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);
   ev.lftEntriesChanged = countRouteChanges(old.get(), *snap);
   ev.lftBlocksSent = program.lftBlocksSent;
   ev.smps = program.smps() + ar.smps();

@@ -53,7 +53,9 @@ struct SmOptions {
   mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
-  bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
+  bool ipoibBroadcast = true;  // create the IPoIB broadcast group of every IPoIB partition
+  // The partitions (config and run time); none: every endport a full member of the default partition.
+  std::vector<fabric::Partition> partitions;
   // Link loads and the rebalancing run after a repair, on a thread off the event loop (the daemon; not
   // --once, which exits at SUBNET UP).
   bool backgroundRouting = false;
@@ -121,6 +123,10 @@ class SubnetManager {
   const SmOptions& options() const { return options_; }
   // A config reload: the next sweep uses these (guid2lidPath should stay as it was).
   void setOptions(SmOptions options);
+  // New partitions (a config reload or a run-time change): the P_Key tables are re-programmed at once, only
+  // the blocks that change, and a new snapshot is published; the routes stay. The caller has checked them
+  // (fabric::checkPartitions). Nothing is sent while not master or before the first sweep.
+  PkeyReport setPartitions(std::vector<fabric::Partition> partitions);
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
   void forgetSwitchTables() {
     cache_.clear();
@@ -134,6 +140,8 @@ class SubnetManager {
   void logEvent(TopologyEvent event);
   void programMulticast(const fabric::Topology& topo);
   void programRebalance(RoutePlanner::Rebalance rebalance);
+  // Resolves the partitions on topo, programs the P_Key tables and keeps the broadcast groups in step.
+  PkeyReport programPartitions(const fabric::Topology& topo);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
@@ -146,6 +154,8 @@ class SubnetManager {
   McastProgrammer mcastProgrammer_;
   PkeyProgrammer pkeyProgrammer_;
   RoutePlanner planner_;
+  std::shared_ptr<const fabric::PartitionMap> partitionMap_;
+  std::shared_ptr<const std::vector<fabric::Partition>> partitionDefs_;
   McastReport lastMcast_;
   uint64_t mcastVersion_ = 0;    // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // masterTerms() at the last ClientReregister run

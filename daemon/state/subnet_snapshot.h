@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/partition.h"
 #include "fabric/topology.h"
 #include "routing/lid_assignment.h"
 #include "routing/routing_tables.h"
@@ -29,6 +30,10 @@ struct SubnetSnapshot {
   routing::LidAssignment lids;
   routing::RoutingTables tables;
   std::shared_ptr<const PkeyTables> pkeys;  // P_Key tables of the managed ports (null: none read)
+  // The partitions resolved against `topology` (null: none resolved, every port in the default partition).
+  std::shared_ptr<const fabric::PartitionMap> partitions;
+  // The partition rules `partitions` was resolved from (config and run time; `ibsmctl partitions`).
+  std::shared_ptr<const std::vector<fabric::Partition>> partitionDefs;
 };
 
 // Routes that differ between two snapshots: LFT entries of LIDs 1 and up (LID 0 is not a route), switches

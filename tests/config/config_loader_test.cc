@@ -335,7 +335,9 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 27u);
+  EXPECT_EQ(byKey.size(), 29u);
+  EXPECT_TRUE(byKey["partitions"].reloadable);
+  EXPECT_EQ(byKey["partitions"].defaultValue, "[]");
   EXPECT_FALSE(byKey["port_guid"].reloadable);
   EXPECT_FALSE(byKey["control.socket"].reloadable);
   EXPECT_FALSE(byKey["paths.state_dir"].reloadable);

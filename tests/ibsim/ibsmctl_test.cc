@@ -341,6 +341,8 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   expectOneLineError(asNobody({"resweep"}), 4, "only root may");
   expectOneLineError(asNobody({"loglevel", "debug"}), 4, "permission denied");
   expectOneLineError(asNobody({"dump", "lfts"}), 4, "only root may");
+  expectOneLineError(asNobody({"partition", "remove", "job"}), 4, "only root may");
+  EXPECT_EQ(asNobody({"partition", "list"}).exitCode, 0);
   EXPECT_FALSE(std::filesystem::exists(d.sim->dir() + "/state/opensm-lfts.dump"));
   // Root still may.
   RunResult resweep = d.ctl({"resweep"});

@@ -3,8 +3,8 @@
 //   ibsm-test-mcast join|leave MGID JOINSTATE   -> prints "mlid 0xC000 mtu 4 rate 3" or the MAD status
 // MGID as 32 hex digits or "ipoib" (the IPoIB broadcast group of the default partition). Uses libibmad's SA
 // RPC (one MAD, no RMPP), sending the MCMemberRecord fields an IPoIB client sends: MGID, PortGID, JoinState,
-// Q_Key and P_Key for a join; MGID, PortGID and JoinState for a leave. IBSM_TEST_SA_LID sends the request to
-// that LID instead of the port's SM LID (to ask a standby).
+// Q_Key and P_Key (0xFFFF, or IBSM_TEST_PKEY) for a join; MGID, PortGID and JoinState for a leave.
+// IBSM_TEST_SA_LID sends the request to that LID instead of the port's SM LID (to ask a standby).
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 
@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
   uint64_t mask = 1 << 0 | 1 << 1 | 1 << 16;  // MGID, PortGID, JoinState
   if (join) {
     mad_set_field(rec, 0, IB_SA_MCM_QKEY_F, 0x0B);
-    mad_set_field(rec, 0, IB_SA_MCM_PKEY_F, 0xFFFF);
+    const char* pkey = std::getenv("IBSM_TEST_PKEY");  // another partition's group
+    mad_set_field(rec, 0, IB_SA_MCM_PKEY_F,
+                  pkey ? static_cast<uint32_t>(std::strtoul(pkey, nullptr, 0)) : 0xFFFF);
     mask |= 1 << 2 | 1 << 7;
   }
   ib_sa_call_t call{};

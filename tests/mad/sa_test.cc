@@ -60,12 +60,17 @@ TEST(SaCodec, RmppSegmentsCarryThePayloadInOrder) {
   }
   EXPECT_EQ(decodeRmpp(segs[0]).lenOrWindow, 450u + 3 * 20);  // total, SA headers included
   EXPECT_EQ(decodeRmpp(segs[2]).lenOrWindow, 50u + 20);
+  // The last segment is as long as what it carries (a receiver without RMPP counts records by the length).
+  EXPECT_EQ(segs[0].size, kMadSize);
+  EXPECT_EQ(segs[1].size, kMadSize);
+  EXPECT_EQ(segs[2].size, kSaHeaderSize + 50);
   joined.resize(450);
   EXPECT_EQ(joined, payload);
   // Nothing to send still gives one (first and last) segment.
   auto empty = rmppSegments(h, {});
   ASSERT_EQ(empty.size(), 1u);
   EXPECT_EQ(decodeRmpp(empty[0]).flags, kRmppActive | kRmppFirst | kRmppLast);
+  EXPECT_EQ(empty[0].size, kSaHeaderSize);
 }
 
 TEST(SaCodec, NodeRecordLayoutAndMask) {

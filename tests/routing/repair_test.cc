@@ -1,6 +1,7 @@
 // Incremental repair: after links or a switch go down, the repaired tables are complete where a legal path
-// is left, loop-free, deadlock-free (CDG and AR CDG acyclic), AR members equal-cost; routes that did not cross
-// the failure stay; the loads it keeps equal a recount; a change it cannot follow is declined with a reason.
+// is left, loop-free, deadlock-free (CDG and AR CDG acyclic), AR members equal-cost; routes that did not
+// cross the failure stay; the loads it keeps equal a recount; a change it cannot follow is declined with a
+// reason.
 #include "routing/repair.h"
 
 #include <gtest/gtest.h>
@@ -102,7 +103,8 @@ RepairResult repairAndCheck(const Topology& topo, const Routed& before, const To
   // Only entries of destinations that crossed the failure changed, and `moved` counts them.
   size_t moved = 0;
   for (NodeIndex s : after.switches())
-    for (size_t lid = 0; lid < r->tables.lft[s].size(); ++lid) moved += r->tables.lft[s][lid] != before.tables.lft[s][lid];
+    for (size_t lid = 0; lid < r->tables.lft[s].size(); ++lid)
+      moved += r->tables.lft[s][lid] != before.tables.lft[s][lid];
   EXPECT_EQ(moved, r->moved) << what;
   return std::move(*r);
 }
@@ -206,7 +208,8 @@ TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
   uint8_t core = 0;
   for (unsigned p = 1; p < topo->node(spine).ports.size() && !core; ++p) {
     const auto& port = topo->node(spine).ports[p];
-    if (port.connected() && topo->node(port.peerNode).description.starts_with("core")) core = static_cast<uint8_t>(p);
+    if (port.connected() && topo->node(port.peerNode).description.starts_with("core"))
+      core = static_cast<uint8_t>(p);
   }
   for (auto link : {std::pair{leaf, up}, std::pair{spine, core}}) {
     TopologyPtr after = takeDown(*topo, {link});

@@ -353,6 +353,10 @@ FakeFabric::Answer FakeFabric::portInfo(Endpoint at, uint8_t method, uint32_t at
         if (uint32_t v = get(req, IB_PORT_NEIGHBOR_MTU_F)) set(pi, IB_PORT_NEIGHBOR_MTU_F, v);
         set(pi, IB_PORT_HOQ_LIFE_F, get(req, IB_PORT_HOQ_LIFE_F));
       }
+      if (options_.keepPartitionEnforcement && node.isSwitch() && port != 0) {
+        set(pi, IB_PORT_PART_EN_INB_F, get(req, IB_PORT_PART_EN_INB_F));
+        set(pi, IB_PORT_PART_EN_OUTB_F, get(req, IB_PORT_PART_EN_OUTB_F));
+      }
       if (!node.isSwitch() && get(req, IB_PORT_CLIENT_REREG_F)) ++reregistrations_;
       uint8_t want = static_cast<uint8_t>(get(req, IB_PORT_STATE_F));
       // The LID is written even when the state change is refused, as in ibsim.
@@ -493,6 +497,10 @@ FakeFabric::Answer FakeFabric::pkeyTable(Endpoint at, uint8_t method, uint32_t a
 
 std::vector<uint16_t> FakeFabric::pkeys(NodeIndex node, PortNum port) const {
   return nodes_[node].pkeys.at(port.value);
+}
+
+bool FakeFabric::partitionEnforced(NodeIndex sw, PortNum port) const {
+  return portInfoPartitionEnforced(nodes_[sw].portInfo.at(port.value).data());
 }
 
 void FakeFabric::setPkeys(NodeIndex node, PortNum port, const std::vector<uint16_t>& entries) {

@@ -63,6 +63,9 @@ struct FakeFabricOptions {
   // first CA, else port 0 of the first switch.
   std::optional<std::pair<fabric::NodeIndex, fabric::PortNum>> smPort;
   bool enforceMkey = false;  // M_Key as IBA specifies it (see above); false: as ibsim, which ignores it
+  // A PortInfo Set of a switch external port keeps PartitionEnforcementInbound/Outbound, as real switches do
+  // (ibsim drops them). The enforcement itself is not emulated.
+  bool keepPartitionEnforcement = false;
 };
 
 // How a switch treats the vendor AR attributes.
@@ -152,6 +155,7 @@ class FakeFabric {
   ArPortMask arGroup(NodeIndex sw, uint16_t group) const;
   ArLftEntry arLft(NodeIndex sw, uint16_t lid) const;
   std::vector<uint16_t> pkeys(NodeIndex node, PortNum port) const;  // the whole table
+  bool partitionEnforced(NodeIndex sw, PortNum port) const;         // both enforcement bits set
   // Ports in the switch's MFT entry for mlid (nothing where no block was written).
   std::vector<unsigned> mftPorts(NodeIndex sw, uint16_t mlid) const;
 

@@ -331,6 +331,43 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
       bool up = s.value("ok", false) && s.value("subnet_up", false);
       return {sweepLine(s) + "\n", up ? 0 : 1};
     }
+    if (command == "partitions") {
+      std::string out;
+      const json& list = at(r, "partitions");
+      char buf[512];
+      if (list.size() == 1 && list[0].contains("members")) {
+        const json& p = list[0];
+        std::snprintf(buf, sizeof buf, "Partition %s, P_Key %s, %s (%s): %zu full, %zu limited\n",
+                      p.value("name", "?").c_str(), p.value("pkey", "?").c_str(),
+                      p.value("source", "?").c_str(), p.value("origin", "?").c_str(),
+                      p.value("full", size_t{0}), p.value("limited", size_t{0}));
+        out += buf;
+        out += "TYPE  PORT-GUID           PORT  MEMBERSHIP  NODE\n";
+        for (const json& m : at(p, "members")) {
+          std::snprintf(buf, sizeof buf, "%-4s  %-18s  %4u  %-10s  %s\n", m.value("type", "?").c_str(),
+                        m.value("port_guid", "?").c_str(), m.value("port", 0u),
+                        m.value("membership", "?").c_str(), m.value("node", "").c_str());
+          out += buf;
+        }
+        return {out, 0};
+      }
+      out += "NAME              PKEY    FULL  LIMITED  IPOIB             SOURCE   ORIGIN\n";
+      for (const json& p : list) {
+        std::string ipoib = "-";
+        if (p.contains("ipoib")) {
+          const json& g = p["ipoib"];
+          ipoib = "mtu " + std::to_string(g.value("mtu", 0)) + " rate " + std::to_string(g.value("rate", 0)) +
+                  " sl " + std::to_string(g.value("sl", 0));
+        }
+        std::snprintf(buf, sizeof buf, "%-16s  %-6s  %4zu  %7zu  %-16s  %-7s  %s\n",
+                      p.value("name", "?").c_str(), p.value("pkey", "?").c_str(), p.value("full", size_t{0}),
+                      p.value("limited", size_t{0}), ipoib.c_str(), p.value("source", "?").c_str(),
+                      p.value("origin", "?").c_str());
+        out += buf;
+      }
+      return {out, 0};
+    }
+    if (command == "partition") return {r.value("message", "") + "\n", 0};
     if (command == "loglevel")
       return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
     if (command == "dump") {

@@ -7,7 +7,7 @@ _ibsmctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel dump help"
+  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel dump partition help"
   local globals="--socket --json --timeout --config --help --version"
   case $prev in
     --socket|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -41,6 +41,10 @@ _ibsmctl() {
     loglevel) COMPREPLY=($(compgen -W "error warn info debug" -- "$cur")); return ;;
     dump)
       if [ $n -eq 0 ]; then COMPREPLY=($(compgen -W "lfts" -- "$cur")); return; fi ;;
+    partition)
+      if [ $n -eq 0 ]; then
+        COMPREPLY=($(compgen -W "list show add remove add-member remove-member" -- "$cur")); return
+      fi ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
     resweep) COMPREPLY=($(compgen -W "--heavy --help $globals" -- "$cur")); return ;;
     topology) COMPREPLY=($(compgen -W "--dot --help $globals" -- "$cur")); return ;;

@@ -58,6 +58,16 @@ const std::vector<CommandSpec> kCommands = {
      "every LFT block again. Root or control.group only."},
     {"reroute", "", "Recompute and reprogram the routes now. Root or control.group only."},
     {"loglevel", "LEVEL", "Set ibsmd's log level: error, warn, info or debug. Root or control.group only."},
+    {"partition",
+     "list | show NAME | add NAME PKEY PORT... | remove NAME | add-member NAME PORT... | remove-member NAME "
+     "PORT...",
+     "Partitions. list: every partition with its P_Key, IPoIB group, members (full/limited) and where\n"
+     "it is defined; show NAME: one with its member ports. The changes are for root or control.group:\n"
+     "add a run-time partition, remove it, or add/remove members (PORT: a port GUID or NODE/PORTNUM,\n"
+     "optionally =limited or =full, default full). Only the P_Key blocks that change are written; run-time\n"
+     "partitions are kept in the state directory (a restart and a config reload keep them). Partitions\n"
+     "of the config file are changed there. A change that would name an unknown port, reuse a P_Key,\n"
+     "overfill a port's P_Key table or take the SM's port out of the default partition is refused."},
     {"dump", "lfts",
      "Write opensm-lfts.dump into paths.dump_dir now and print its path once written. The file holds every "
      "switch's LFT as ibsmd programmed it (the format dump_lfts prints). With dumps.lfts: on_request (the "
@@ -265,6 +275,29 @@ int main(int argc, char** argv) {
     for (const char* l : kLevels) known = known || pos[0] == l;
     if (!known) usage("loglevel: LEVEL must be error, warn, info or debug, not '" + pos[0] + "'");
     args["level"] = pos[0];
+  } else if (command == "partition") {
+    if (pos.empty()) usage("partition: missing action; usage: ibsmctl partition " + std::string(spec->usage));
+    const std::string action = pos[0];
+    if (action == "list") {
+      wantPositional(1, 1);
+      command = "partitions";
+    } else if (action == "show") {
+      wantPositional(2, 2);
+      command = "partitions";
+      args["name"] = pos[1];
+    } else if (action == "add" || action == "add-member" || action == "remove-member" || action == "remove") {
+      bool add = action == "add";
+      wantPositional(action == "remove" ? 2 : add ? 4 : 3, action == "remove" ? 2 : SIZE_MAX);
+      args["action"] = action;
+      args["name"] = pos[1];
+      if (add) args["pkey"] = pos[2];
+      json ports = json::array();
+      for (size_t i = add ? 3 : 2; i < pos.size(); ++i) ports.push_back(pos[i]);
+      if (action != "remove") args["ports"] = ports;
+    } else {
+      usage("partition: unknown action '" + action +
+            "' (list, show, add, remove, add-member, remove-member)");
+    }
   } else if (command == "dump") {
     wantPositional(1, 1);
     if (pos[0] != "lfts") usage("dump: the only dump on request is lfts, not '" + pos[0] + "'");
@@ -275,7 +308,7 @@ int main(int argc, char** argv) {
 
   if (socketPath.empty()) socketPath = defaultSocket(configPath, configGiven);
   // A sweep, or formatting and writing a file of switches x LIDs (after the writer's current round).
-  bool slow = command == "resweep" || command == "reroute" || command == "dump";
+  bool slow = command == "resweep" || command == "reroute" || command == "dump" || command == "partition";
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS
                                                                  : slow       ? 120
                                                                               : 10) *

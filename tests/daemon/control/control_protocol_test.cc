@@ -153,7 +153,9 @@ TEST(ControlProtocolAccess, RootDaemonUserAndGroupMembersMayChangeState) {
   EXPECT_FALSE(mayChangeState({}, group));  // credentials unknown
   for (const CommandInfo& c : commands()) {
     // dump writes a file that grows with switches x LIDs into paths.dump_dir: only for those who may resweep.
-    bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel" || c.name == "dump";
+    // partition (add/remove/members) reprograms P_Key tables; partitions (list/show) only reads.
+    bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel" || c.name == "dump" ||
+                   c.name == "partition";
     EXPECT_EQ(c.access == Access::kChange, changes) << c.name;
   }
 }

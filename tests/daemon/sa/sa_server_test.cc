@@ -27,9 +27,16 @@ struct SaFixture : testing::FakeFabricFixture {
     start(testing::generate(spec));
     auto up = bringUp(cache);
     PkeyProgrammer pkeys(*engine, clock);
-    EXPECT_TRUE(pkeys.program(*up.found.topology).warnings.empty());
-    snap = std::make_shared<const SubnetSnapshot>(
-        SubnetSnapshot{up.found.topology, up.lids, up.tables, pkeys.tables()});
+    auto parts =
+        std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(*up.found.topology, {}));
+    EXPECT_TRUE(pkeys.program(*up.found.topology, *parts).warnings.empty());
+    auto s = std::make_shared<SubnetSnapshot>();
+    s->topology = up.found.topology;
+    s->lids = up.lids;
+    s->tables = up.tables;
+    s->pkeys = pkeys.tables();
+    s->partitions = parts;
+    snap = s;
     sa = std::make_unique<SaServer>(
         clock, [this] { return snap; },
         [this] {
@@ -311,8 +318,9 @@ TEST(SaServer, InformInfoSubscribersGetReports) {
   routing::LidAssignment lids = f.snap->lids;
   auto host = f.snap->topology->findPort(fabric::Guid{0x100005});
   lids.set(host->first, host->second, routing::LidRange{fabric::Lid{0}, 0});
-  f.snap = std::make_shared<const SubnetSnapshot>(
-      SubnetSnapshot{f.snap->topology, lids, f.snap->tables, f.snap->pkeys});
+  auto without = std::make_shared<SubnetSnapshot>(*f.snap);
+  without->lids = lids;
+  f.snap = without;
   reports = f.sa->reportsForSnapshot();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(mad::saData(reports[0])[5], 65);
