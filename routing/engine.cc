@@ -14,6 +14,7 @@ constexpr Registered kEngines[] = {
     {"minhop", &makeMinHopEngine},
     {"updn", &makeUpDownEngine},
     {"ftree", &makeFatTreeEngine},
+    {"dfsp", &makeDfspEngine},
 };
 
 std::string_view trimBlanks(std::string_view s) {

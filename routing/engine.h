@@ -19,6 +19,9 @@ struct Options {
   uint32_t arGroupCap = 2048;  // per switch
   unsigned threads = 1;
   uint64_t seed = 0;
+  // Virtual-lane layers an engine may spread its paths over to stay deadlock-free (RoutingTables::sl): the
+  // data VLs every switch-to-switch port offers. 1 unless the caller programs SL-to-VL tables to match.
+  uint8_t vlLayers = 1;
 };
 
 class Engine {
@@ -34,8 +37,9 @@ class Engine {
 std::unique_ptr<Engine> makeMinHopEngine();
 std::unique_ptr<Engine> makeUpDownEngine();
 std::unique_ptr<Engine> makeFatTreeEngine();
+std::unique_ptr<Engine> makeDfspEngine();
 
-// "minhop", "updn", "ftree"; nullptr for an unknown name.
+// "minhop", "updn", "ftree", "dfsp"; nullptr for an unknown name.
 std::unique_ptr<Engine> makeEngine(std::string_view name);
 std::vector<std::string> engineNames();
 

@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "Routes a fabric offline with ibsmd's LID policy and engines, then checks the tables.\n"
     "\n"
     "  --topology FILE     ibnetdiscover / ibsim topology file\n"
-    "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree)\n"
+    "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree, "
+    "dfsp)\n"
     "  --lfts-in FILE      instead of routing: check tables from dump_lfts/ibroute/opensm-lfts.dump output,\n"
     "                      with the LIDs the topology file records\n"
     "  --lids MODE         'assigned' (ibsmd's policy; the default with --routing) or 'recorded' (the LIDs\n"
@@ -45,6 +46,8 @@ constexpr const char* kUsage =
     "  --roots-file FILE   root switch GUIDs, one per line ('#' comments)\n"
     "  --threads N         worker threads for routing and checking (default 1)\n"
     "  --seed N            seed of minhop's equal-cost tie-break hash (default 0)\n"
+    "  --vls N             data VLs an engine may spread its paths over to stay deadlock-free (dfsp),\n"
+    "                      1..15 (default 1: one VL, as ibsmd while it programs no SL-to-VL tables)\n"
     "  --all-lids          check every LID of each LMC range, not only base LIDs\n"
     "  --no-ar             do not compute adaptive-routing groups\n"
     "  --no-cdg            skip the channel-dependency (deadlock) checks\n"
@@ -60,7 +63,7 @@ constexpr const char* kUsage =
 struct Args {
   std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode;
   std::vector<Guid> roots;
-  unsigned lmc = 0, threads = 1;
+  unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
   bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
        help = false;
@@ -132,7 +135,7 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.strict);
     } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
                opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
-               opt == "--threads" || opt == "--seed" || opt == "--lids") {
+               opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--vls") {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
@@ -164,6 +167,11 @@ Result<Args> parseArgs(int argc, char** argv) {
         auto n = parseUnsigned(opt, *v, UINT32_MAX);
         if (!n) return n.error();
         a.seed = *n;
+      } else if (opt == "--vls") {
+        auto n = parseUnsigned(opt, *v, 15);
+        if (!n) return n.error();
+        if (*n == 0) return err("--vls: must be at least 1");
+        a.vls = *n;
       } else {
         auto n = parseUnsigned(opt, *v, 256);
         if (!n) return n.error();
@@ -179,8 +187,8 @@ Result<Args> parseArgs(int argc, char** argv) {
   if (a.topology.empty()) return err("--topology is required (see --help)");
   if (a.chain.empty() == a.lftsIn.empty()) return err("give exactly one of --routing and --lfts-in");
   if (!a.roots.empty() && !a.rootsFile.empty()) return err("give either --roots or --roots-file, not both");
-  if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed))
-    return err("--roots, --roots-file, --seed and --no-ar apply to --routing only");
+  if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed || a.vls != 1))
+    return err("--roots, --roots-file, --seed, --vls and --no-ar apply to --routing only");
   if (a.lidsMode == "recorded" && a.lmc != 0) return err("--lmc applies to assigned LIDs only");
   return a;
 }
@@ -302,6 +310,7 @@ int main(int argc, char** argv) {
   options.threads = a.threads;
   options.computeAr = !a.noAr;
   options.seed = a.seed;
+  options.vlLayers = static_cast<uint8_t>(a.vls);
   if (!a.rootsFile.empty()) {
     auto r = readRootsFile(a.rootsFile);
     if (!r) return fail(1, r.error().message);
