@@ -39,6 +39,10 @@ namespace {
 // after the first pass, 68/72/138 after 3 refining passes, 66-68/72/132-134 after 6 to 8.
 constexpr int kRefinePasses = 6;
 
+// Paths (ingress switch x CA LID) up to which the first-fit layering is tried too: it costs one CDG search
+// per path and layer (about a second at this size).
+constexpr size_t kFirstFitMaxPaths = 200000;
+
 uint64_t mix(uint64_t x) {  // splitmix64 finalizer, for seeded tie-breaking
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -111,6 +115,14 @@ class Router {
   }
 
   fabric::Result<void> layer(std::vector<uint8_t>& layerOf, uint8_t& layersUsed);
+  // LASH-like alternative: each path goes to the lowest layer it keeps acyclic. Often fewer layers, but
+  // one graph search per path and layer, so only for fabrics with few paths (see DfspEngine::compute).
+  fabric::Result<void> layerFirstFit(std::vector<uint8_t>& layerOf, uint8_t& layersUsed);
+  size_t pathCount() const {
+    size_t n = 0;
+    for (uint32_t h : hosts_) n += h ? 1 : 0;
+    return n * dests_.size();
+  }
   RoutingTables tables(const std::vector<uint8_t>& layerOf, uint8_t layersUsed) const;
 
  private:
@@ -248,6 +260,40 @@ class LayerCdg {
     }
     return {};
   }
+  // Adds the dependencies of a path (its channels in order) unless that would close a cycle; returns
+  // whether it did. The graph must be acyclic before. A new cycle would use a path edge c[j] -> c[j+1], so
+  // c[j] would be reachable from c[j+1]; Reach(c[j+1]) contains Reach(c[j+2]), so one search that grows
+  // from the path's end backwards answers every j.
+  bool tryAddPath(const std::vector<uint32_t>& c) {
+    if (c.size() < 2) return true;
+    for (size_t j = 0; j + 1 < c.size(); ++j) add(c[j], c[j + 1], +1);
+    if (seen_.size() < succ_.size()) seen_.assign(succ_.size(), 0);
+    if (++epoch_ == 0) {
+      std::fill(seen_.begin(), seen_.end(), 0);
+      epoch_ = 1;
+    }
+    bool cycle = false;
+    for (size_t j = c.size() - 1; j-- > 0 && !cycle;) {
+      // Grow Reach by c[j+1]; then c[j] must not be in it.
+      if (seen_[c[j + 1]] != epoch_) {
+        seen_[c[j + 1]] = epoch_;
+        stack_.assign(1, c[j + 1]);
+        while (!stack_.empty()) {
+          uint32_t x = stack_.back();
+          stack_.pop_back();
+          for (const Edge& e : succ_[x])
+            if (e.paths && seen_[e.to] != epoch_) {
+              seen_[e.to] = epoch_;
+              stack_.push_back(e.to);
+            }
+        }
+      }
+      cycle = seen_[c[j]] == epoch_;
+    }
+    if (cycle)
+      for (size_t j = 0; j + 1 < c.size(); ++j) add(c[j], c[j + 1], -1);
+    return !cycle;
+  }
   uint32_t paths(uint32_t a, uint32_t b) const {
     for (const auto& e : succ_[a])
       if (e.to == b) return e.paths;
@@ -260,6 +306,8 @@ class LayerCdg {
     uint32_t paths;
   };
   std::vector<std::vector<Edge>> succ_;
+  std::vector<uint32_t> seen_, stack_;
+  uint32_t epoch_ = 0;
 };
 
 fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layersUsed) {
@@ -353,6 +401,42 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
   return {};
 }
 
+fabric::Result<void> Router::layerFirstFit(std::vector<uint8_t>& layerOf, uint8_t& layersUsed) {
+  const size_t S = g_.size();
+  const auto& arcs = g_.arcs();
+  std::vector<SwitchIndex> sources;
+  for (SwitchIndex s = 0; s < S; ++s)
+    if (hosts_[s]) sources.push_back(s);
+  const size_t nSrc = sources.size();
+  const unsigned maxLayers = std::max<unsigned>(1, options_.vlLayers);
+  layerOf.assign(dests_.size() * nSrc, 0);
+  std::vector<LayerCdg> layers;
+  layersUsed = 1;
+  std::vector<uint32_t> chans;
+  for (size_t i = 0; i < dests_.size(); ++i) {
+    if (!dests_[i].toCa) continue;
+    for (size_t k = 0; k < nSrc; ++k) {
+      chans.clear();
+      for (uint32_t a = next(i, sources[k]); a != kNoArc; a = next(i, arcs[a].to)) chans.push_back(a);
+      if (chans.size() < 2) continue;
+      unsigned L = 0;
+      for (; L < maxLayers; ++L) {
+        if (L == layers.size()) layers.emplace_back(arcs.size());
+        if (layers[L].tryAddPath(chans)) break;
+      }
+      if (L == maxLayers)
+        return fabric::makeError(
+            "dfsp: the balanced shortest paths need more than " + std::to_string(maxLayers) + " VL layer" +
+            (maxLayers == 1 ? "" : "s") + " to be deadlock-free (the path from '" +
+            topo_.node(g_.node(sources[k])).description + "' to LID " + std::to_string(dests_[i].lid.value) +
+            " fits none); the fabric offers " + std::to_string(maxLayers));
+      layerOf[i * nSrc + k] = static_cast<uint8_t>(L);
+      layersUsed = std::max<uint8_t>(layersUsed, static_cast<uint8_t>(L + 1));
+    }
+  }
+  return {};
+}
+
 RoutingTables Router::tables(const std::vector<uint8_t>& layerOf, uint8_t layersUsed) const {
   const size_t S = g_.size();
   RoutingTables t;
@@ -390,9 +474,16 @@ class DfspEngine final : public Engine {
     if (options.vlLayers > 15) return fabric::makeError("dfsp: at most 15 data VLs exist");
     Router router(topo, lids, options);
     router.routeAll();
-    std::vector<uint8_t> layerOf;
-    uint8_t layers = 1;
-    if (auto r = router.layer(layerOf, layers); !r) return r.error();
+    // Both layerings when the paths are few enough for first-fit's searches; the one with fewer layers wins
+    // (first-fit on a tie: it packs the low layers, cycle breaking spreads).
+    std::vector<uint8_t> layerOf, firstFit;
+    uint8_t layers = 1, firstFitLayers = 1;
+    auto breaking = router.layer(layerOf, layers);
+    if (router.pathCount() <= kFirstFitMaxPaths) {
+      auto ff = router.layerFirstFit(firstFit, firstFitLayers);
+      if (ff && (!breaking || firstFitLayers <= layers)) return router.tables(firstFit, firstFitLayers);
+    }
+    if (!breaking) return breaking.error();
     return router.tables(layerOf, layers);
   }
 };

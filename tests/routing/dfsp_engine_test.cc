@@ -174,6 +174,58 @@ TEST(DfspEngine, IsDeterministic) {
   EXPECT_EQ(a.tables->sl, b.tables->sl);
 }
 
+// e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of
+// 4 is the 2-cube), so it is recognised too; a 3x3 or 8x2 torus or a dragonfly is not.
+TEST(DorEngine, HypercubesArePerfectlyBalancedOnOneVlOthersAreDeclined) {
+  for (const FabricSpec& spec : {hypercube(5), torus({4, 4, 4}), hypercube(1)}) {
+    auto topo = generate(spec);
+    Routed r = route(*topo, "dor", 1);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_EQ(c.cdgVls, 0u);
+    EXPECT_EQ(c.maxStretch, 0u);
+    EXPECT_EQ(c.maxLoad, c.minLoad);
+    EXPECT_EQ(r.tables->slLayers, 1u);
+  }
+  for (const FabricSpec& spec : {torus({3, 3}), dragonfly(2, 1), torus({8, 2})}) {
+    auto topo = generate(spec);
+    Routed r = route(*topo, "dor", 1);
+    ASSERT_FALSE(r.tables.ok());
+    EXPECT_TRUE(r.tables.error().message.starts_with("dor: not a hypercube (")) << r.tables.error().message;
+  }
+}
+
+// "dor|dfsp": both are computed, the lower max link load wins; a declining alternative is only noted.
+TEST(EngineChain, AlternativesPickTheLowestMaxLinkLoad) {
+  EXPECT_TRUE(parseChain("ftree,dor|dfsp,updn").ok());
+  EXPECT_FALSE(parseChain("ftree,dor|lash").ok());
+  EXPECT_FALSE(parseChain("dor|").ok());
+  Options o;
+  o.vlLayers = 8;
+  auto cube = generate(hypercube(4));
+  auto lids = assignLids(*cube, {}, 0)->lids;
+  auto chain = computeChain({"ftree", "dfsp|dor", "updn"}, *cube, lids, o);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(chain->tables.engine, "dor");
+  EXPECT_EQ(chain->choices.size(), 2u);
+  auto fly = generate(dragonfly(4, 2));
+  auto flyLids = assignLids(*fly, {}, 0)->lids;
+  chain = computeChain({"dor|dfsp", "updn"}, *fly, flyLids, o);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(chain->tables.engine, "dfsp");
+  ASSERT_EQ(chain->choices.size(), 2u);
+  EXPECT_TRUE(chain->choices[0].starts_with("dor: not a hypercube")) << chain->choices[0];
+  o.vlLayers = 1;  // dfsp needs 2 here, dor declines: the element fails and updn routes
+  chain = computeChain({"dor|dfsp", "updn"}, *fly, flyLids, o);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(chain->tables.engine, "updn");
+  ASSERT_EQ(chain->fallbacks.size(), 1u);
+  EXPECT_NE(chain->fallbacks[0].find("dfsp: the balanced shortest paths need more than 1 VL layer"),
+            std::string::npos)
+      << chain->fallbacks[0];
+}
+
 TEST(ChannelGraph, FindsACycleOnlyWhenThereIsOne) {
   std::vector<uint64_t> edges{channelEdge(0, 1), channelEdge(1, 2), channelEdge(0, 2), channelEdge(0, 1)};
   uniqueEdges(edges);

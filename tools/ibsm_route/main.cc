@@ -1,6 +1,7 @@
 // ibsm-route: routes a fabric offline, the way ibsmd would, and reports how good the routes are.
 //
 //   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
+//   ibsm-route --topology dragonfly.topo --routing 'ftree,dor|dfsp,updn,minhop' --vls 8   # best of dor, dfsp
 //   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's tables
 //
 // Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs
@@ -324,7 +325,7 @@ int main(int argc, char** argv) {
 
   routing::LidAssignment lids;
   routing::RoutingTables tables;
-  std::vector<std::string> fallbacks, warnings;
+  std::vector<std::string> fallbacks, warnings, choices;
   std::string lidsNote;
   bool assign = a.lidsMode == "assigned" || (a.lidsMode.empty() && a.lftsIn.empty());
   if (!assign) {
@@ -348,6 +349,7 @@ int main(int argc, char** argv) {
     if (!routed) return fail(1, routed.error().message);
     tables = std::move(routed->tables);
     fallbacks = std::move(routed->fallbacks);
+    choices = std::move(routed->choices);
     lap("route");
   } else {
     auto text = readFile(a.lftsIn);
@@ -389,6 +391,8 @@ int main(int argc, char** argv) {
         ",\"lmc\":" + std::to_string(lids.lmc()) + ",\"maxLid\":" + std::to_string(lids.maxLid().value) +
         ",\"engine\":" + jsonString(tables.engine) + ",\"fallbacks\":[";
     for (size_t i = 0; i < fallbacks.size(); ++i) j += (i ? "," : "") + jsonString(fallbacks[i]);
+    j += "],\"vlLayers\":" + std::to_string(tables.slLayers) + ",\"candidates\":[";
+    for (size_t i = 0; i < choices.size(); ++i) j += (i ? "," : "") + jsonString(choices[i]);
     j += "],\"lidWarnings\":[";
     for (size_t i = 0; i < warnings.size(); ++i) j += (i ? "," : "") + jsonString(warnings[i]);
     j += "],\"check\":" + routing::formatReportJson(report);
@@ -408,6 +412,8 @@ int main(int argc, char** argv) {
     std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(), lidsNote.c_str());
     for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
     for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());
+    for (const auto& c : choices) std::fprintf(out, "candidate: %s\n", c.c_str());
+    if (tables.slLayers > 1) std::fprintf(out, "VL layers: %u (SL i on VL i)\n", unsigned{tables.slLayers});
     std::fputs(routing::formatReportText(report).c_str(), out);
     if (a.timing) {
       std::string line = "timing:";
