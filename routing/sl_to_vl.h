@@ -13,6 +13,10 @@
 
 namespace ibsm::routing {
 
+// Data VLs every linked port of the fabric offers (the smaller VLCap of the two ends of each link: 1, 2, 4, 8
+// or 15 VLs); ports whose PortInfo was not read do not count, and 1 when none was.
+uint8_t offeredDataVls(const fabric::Topology& topo);
+
 class SlToVlMap {
  public:
   using Table = std::array<uint8_t, 16>;  // SL -> VL

@@ -5,6 +5,7 @@
 #include "mad/notice.h"
 #include "mad/smp.h"
 #include "routing/route_checker.h"
+#include "routing/sl_to_vl.h"
 #include "routing/stabilize.h"
 
 namespace ibsm::daemon {
@@ -54,6 +55,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
       arProgrammer_(engine, clock, options_.ar),
       mcastProgrammer_(engine, clock),
       pkeyProgrammer_(engine, clock),
+      vlProgrammer_(engine, clock),
       ha_(engine, clock, smStateOptions(options_), options_.portGuid,
           [this](TopologyEvent e) { logEvent(std::move(e)); }),
       updates_(clock, options_.trapBatchDelay),
@@ -140,7 +142,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.lidsChanged = assigned->changed;
 
   const mad::TimePoint routeStart = clock_.now();
-  auto routed = routing::computeChain(options_.engines, topo, assigned->lids, options_.routing);
+  routing::Options routingOptions = options_.routing;
+  routingOptions.vlLayers = std::min(routingOptions.vlLayers, routing::offeredDataVls(topo));
+  auto routed = routing::computeChain(options_.engines, topo, assigned->lids, routingOptions);
   if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
   report.routingTime = clock_.now() - routeStart;
   report.engine = routed->tables.engine;
@@ -148,7 +152,8 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
 
   // After a failure, only the routes that broke move: every old route that is still a legal equal-cost choice
   // stays. The route checker guards the result; if it finds a problem the engine's own tables are used.
-  if (stabilize && snapshot_) {
+  // (Not with VL layers: the SLs belong to the engine's own paths.)
+  if (stabilize && snapshot_ && routed->tables.slLayers <= 1) {
     routing::RoutingTables stable = routed->tables;
     routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids,
                               stable);
@@ -168,6 +173,13 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
+  // The VL layer before the ports go ACTIVE is not needed (SL 0 maps to VL 0 by default and only the engine's
+  // SLs use the others); it follows the LFTs, and nothing is sent while one VL is used.
+  VlProgramOptions vl = options_.vl;
+  vl.layers = routed->tables.slLayers;
+  report.vl = vlProgrammer_.program(*found.topology, vl);
+  if (report.vl.phase.smps) report.program.phases.push_back(report.vl.phase);
+  for (const auto& e : report.vl.errors) report.program.errors.push_back(e);
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
   // sweeps again (as OpenSM does after errors during initialization).
   report.subnetUp = report.program.errors.empty() && report.discovery.failed == 0;
