@@ -413,7 +413,18 @@ int main(int argc, char** argv) {
     for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
     for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());
     for (const auto& c : choices) std::fprintf(out, "candidate: %s\n", c.c_str());
-    if (tables.slLayers > 1) std::fprintf(out, "VL layers: %u (SL i on VL i)\n", unsigned{tables.slLayers});
+    if (tables.slLayers > 1) {
+      // (ingress switch, destination LID) pairs per SL.
+      std::vector<size_t> perSl(16, 0);
+      for (const auto& row : tables.sl)
+        for (uint8_t sl : row) ++perSl[sl & 0xF];
+      std::string counts;
+      for (unsigned sl = 0; sl < tables.slLayers; ++sl)
+        counts +=
+            (sl ? ", " : "") + std::string("SL ") + std::to_string(sl) + ": " + std::to_string(perSl[sl]);
+      std::fprintf(out, "VL layers: %u (SL i on VL i; switch-LID pairs %s)\n", unsigned{tables.slLayers},
+                   counts.c_str());
+    }
     std::fputs(routing::formatReportText(report).c_str(), out);
     if (a.timing) {
       std::string line = "timing:";
