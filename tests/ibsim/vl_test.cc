@@ -87,6 +87,14 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
       sls.insert(static_cast<unsigned>(std::stoul(sl[1], nullptr, 0)));  // saquery prints it in hex
     }
   EXPECT_LT(*sls.rbegin(), layers);
+  // ibsmctl path names the pair's SL and each hop's VL.
+  RunResult path = sim->run({binPath("ibsmctl"), "--socket", sock, "path",
+                             std::to_string(lids.base(sources[1], fabric::PortNum{1}).value),
+                             std::to_string(lids.base(dests.back(), fabric::PortNum{1}).value)},
+                            diag);
+  EXPECT_EQ(path.exitCode, 0) << path.out << path.err;
+  EXPECT_NE(path.out.find("engine dfsp, SL "), std::string::npos) << path.out;
+  EXPECT_NE(path.out.find(" VL "), std::string::npos) << path.out;
   EXPECT_GT(sls.size(), 1u) << "only SL " << *sls.begin();
   sim->stop(sm);
 }
