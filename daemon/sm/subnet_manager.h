@@ -125,6 +125,7 @@ class SubnetManager {
     cache_.clear();
     arProgrammer_.forgetTables();
     pkeyProgrammer_.forgetTables();
+    vlProgrammer_.forget();
   }
 
  private:

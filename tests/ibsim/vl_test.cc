@@ -99,5 +99,26 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
+// With one VL (qos.vls defaults to 1) dfsp cannot make the dragonfly deadlock-free: it says so, the chain
+// falls back to updn (the daemon logs the same line as ROUTE002), and no SL-to-VL table is written.
+TEST(IbsimVl, TooFewVlsFallBack) {
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 2,2 --hosts-per-switch 1");
+  RunOptions o;
+  o.timeout = 60s;
+  RunResult r = sim->run(
+      {binPath("ibsmd"), "--once", "--routing", "dfsp,updn", "--state-dir", sim->dir() + "/state"}, o);
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  const std::string log = r.out + r.err;
+  EXPECT_NE(log.find("routing fallback: dfsp: the balanced shortest paths need more than 1 VL layer"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("routing: updn"), std::string::npos) << log;
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 20s;
+  RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "3"}, diag);  // host-1's switch, as booted
+  EXPECT_NE(q.out.find("| 0| 1| 2| 3|"), std::string::npos) << q.out << q.err;
+}
+
 }  // namespace
 }  // namespace ibsm::testing
