@@ -224,37 +224,45 @@ class LayerCdg {
       }
     if (delta > 0) v.push_back({b, static_cast<uint32_t>(delta)});
   }
-  // One cycle as the channels on it (c0 -> c1 -> ... -> c0), or empty when the graph is acyclic.
-  std::vector<uint32_t> findCycle() const {
+  // One cycle as the channels on it (c0 -> c1 -> ... -> c0), or empty when the graph is acyclic. The search
+  // resumes where the previous call stopped: between calls only edges are removed (cycle breaking), and a
+  // channel already found to reach no cycle cannot come to reach one by losing edges, so it stays done; the
+  // channels of the stack are searched again. Work over all calls: about one pass over the graph plus the
+  // stacks of the cycles found, instead of one pass per cycle.
+  std::vector<uint32_t> findCycle() {
     const size_t A = succ_.size();
-    std::vector<uint8_t> colour(A, 0);
+    if (colour_.size() != A) {
+      colour_.assign(A, 0);
+      root_ = 0;
+    }
     struct Frame {
       uint32_t arc;
       uint32_t next;
     };
     std::vector<Frame> stack;
-    for (uint32_t root = 0; root < A; ++root) {
-      if (colour[root]) continue;
-      colour[root] = 1;
-      stack.push_back({root, 0});
+    for (; root_ < A; ++root_) {
+      if (colour_[root_]) continue;
+      colour_[root_] = 1;
+      stack.push_back({root_, 0});
       while (!stack.empty()) {
         Frame& f = stack.back();
         const auto& v = succ_[f.arc];
         while (f.next < v.size() && v[f.next].paths == 0) ++f.next;
         if (f.next == v.size()) {
-          colour[f.arc] = 2;
+          colour_[f.arc] = 2;
           stack.pop_back();
           continue;
         }
         uint32_t c = v[f.next++].to;
-        if (colour[c] == 2) continue;
-        if (colour[c] == 1) {
+        if (colour_[c] == 2) continue;
+        if (colour_[c] == 1) {
           std::vector<uint32_t> cycle;
           auto it = std::find_if(stack.begin(), stack.end(), [&](const Frame& fr) { return fr.arc == c; });
           for (; it != stack.end(); ++it) cycle.push_back(it->arc);
+          for (const Frame& fr : stack) colour_[fr.arc] = 0;
           return cycle;
         }
-        colour[c] = 1;
+        colour_[c] = 1;
         stack.push_back({c, 0});
       }
     }
@@ -308,6 +316,8 @@ class LayerCdg {
   std::vector<std::vector<Edge>> succ_;
   std::vector<uint32_t> seen_, stack_;
   uint32_t epoch_ = 0;
+  std::vector<uint8_t> colour_;  // findCycle: 0 new, 1 on the stack, 2 reaches no cycle
+  uint32_t root_ = 0;
 };
 
 fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layersUsed) {
