@@ -132,6 +132,8 @@ class FatTreeRouter {
     lftSize_ = static_cast<size_t>(lids.maxLid().value) + 1;
     tables_.engine = "ftree";
     tables_.lft.resize(topo.size());
+    tables_.upKey.assign(topo.size(), 0);  // up = towards a higher level
+    for (uint32_t s = 0; s < n_; ++s) tables_.upKey[g.node(s)] = tree.height - tree.level[s];
     lft_.resize(n_);
     for (uint32_t s = 0; s < n_; ++s) {
       tables_.lft[g.node(s)].assign(lftSize_, kNoPort);

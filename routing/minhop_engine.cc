@@ -243,6 +243,7 @@ class MinHopEngine final : public Engine {
     RoutingTables t;
     t.engine = "minhop";
     t.lft.resize(topo.size());
+    t.upKey.assign(topo.size(), 0);  // every hop "down": plain shortest paths
     const size_t S = plan.graph.size();
     std::vector<Scratch> scratch(workerCount(S, options.threads));
     if (options.computeAr) t.ar.resize(topo.size());

@@ -739,6 +739,14 @@ CheckReport Checker::run() {
     uint64_t sum = 0;
     for (uint64_t v : load) sum += v;
     r.meanLoad = static_cast<double>(sum) / static_cast<double>(A);
+    std::vector<uint64_t> links(S, 0);
+    uint64_t total = 0;
+    for (const auto& a : g_.arcs()) ++links[a.from];
+    for (size_t s = 0; s < S; ++s) total += weight_[s];
+    for (size_t s = 0; s < S; ++s)
+      if (weight_[s] > 0 && links[s] > 0)
+        r.loadBound =
+            std::max<uint64_t>(r.loadBound, (weight_[s] * (total - weight_[s]) + links[s] - 1) / links[s]);
   }
 
   if (opt_.checkCdg && vlAware_) {
@@ -839,6 +847,10 @@ std::string formatReportText(const CheckReport& r) {
   if (r.switchLinks) {
     line("link load max/mean/min",
          std::to_string(r.maxLoad) + " / " + fixed(r.meanLoad, 1) + " / " + std::to_string(r.minLoad));
+    if (r.loadBound)
+      line("link load lower bound",
+           std::to_string(r.loadBound) + " (max " +
+               fixed(static_cast<double>(r.maxLoad) / static_cast<double>(r.loadBound), 3) + "x of it)");
     line("most loaded link", linkText(r.maxLink));
   }
   if (r.cdgChecked && r.cdgVls > 0) {
@@ -914,6 +926,7 @@ std::string formatReportJson(const CheckReport& r) {
   num("maxLoad", r.maxLoad);
   dbl("meanLoad", r.meanLoad);
   num("minLoad", r.minLoad);
+  num("loadBound", r.loadBound);
   if (r.switchLinks) {
     key("maxLink");
     s += jsonLink(r.maxLink);

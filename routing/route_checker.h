@@ -73,6 +73,10 @@ struct CheckReport {
   uint64_t maxLoad = 0, minLoad = 0;
   double meanLoad = 0;
   LinkRef maxLink;  // the (first) most loaded link
+  // Lower bound on maxLoad for the CA-to-CA routes of any routing: for every switch with CA ports, its CA
+  // ports x the CA ports elsewhere / its switch-to-switch links, rounded up; the max over those switches (on
+  // a fat-tree: the leaves' up-links).
+  uint64_t loadBound = 0;
 
   // Channel dependency graph of the static routes. VL-aware (cdgVls > 0, see CheckOptions::slToVl): channels
   // are (link, VL) and cdgVls counts the VLs the CA traffic uses on switch-to-switch links.

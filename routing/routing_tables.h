@@ -34,6 +34,11 @@ struct RoutingTables {
   // layering, and then sl stays empty.
   std::vector<std::vector<uint8_t>> sl;
   uint8_t slLayers = 1;
+  // The order the routes to CA LIDs obey, for incremental repair (routing/repair.h): [node] -> key of each
+  // switch; a hop towards a smaller key is "up", and every route is up* then down*, a switch with a down-only
+  // way to the destination taking its shortest one. All keys equal: plain shortest paths. Empty: the engine
+  // promises no such order and its tables are only ever recomputed.
+  std::vector<uint32_t> upKey;
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;

@@ -133,6 +133,8 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
   RoutingTables tables;
   tables.engine = "updn";
   tables.lft.resize(topo.size());
+  tables.upKey.assign(topo.size(), 0);
+  for (uint32_t s = 0; s < n; ++s) tables.upKey[g.node(s)] = key[s];
   std::vector<uint8_t*> lft(n);
   for (uint32_t s = 0; s < n; ++s) {
     tables.lft[g.node(s)].assign(lftSize, kNoPort);

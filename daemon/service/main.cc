@@ -223,7 +223,9 @@ void printReport(const daemon::SweepReport& r) {
 int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::Logger& log,
             const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
+  daemon::SmOptions options = smOptions(args, mkey);
+  options.backgroundRouting = true;  // link loads and rebalancing runs on a thread of their own
+  daemon::SubnetManager sm(engine, clock, wallClock, std::move(options));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
@@ -258,7 +260,9 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
               daemon::Logger& log, std::function<void()>& onReload,
               const std::optional<mad::MkeyInfo>& mkey) {
   daemon::SystemWallClock wallClock;
-  daemon::SubnetManager sm(engine, clock, wallClock, smOptions(args, mkey));
+  daemon::SmOptions options = smOptions(args, mkey);
+  options.backgroundRouting = true;  // link loads and rebalancing runs on a thread of their own
+  daemon::SubnetManager sm(engine, clock, wallClock, std::move(options));
   engine.setUnsolicitedHandler(
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   daemon::SaServer sa(

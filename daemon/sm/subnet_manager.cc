@@ -4,9 +4,6 @@
 
 #include "mad/notice.h"
 #include "mad/smp.h"
-#include "routing/route_checker.h"
-#include "routing/sl_to_vl.h"
-#include "routing/stabilize.h"
 
 namespace ibsm::daemon {
 
@@ -56,6 +53,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
       mcastProgrammer_(engine, clock),
       pkeyProgrammer_(engine, clock),
       vlProgrammer_(engine, clock),
+      planner_(clock, options_.backgroundRouting),
       ha_(engine, clock, smStateOptions(options_), options_.portGuid,
           [this](TopologyEvent e) { logEvent(std::move(e)); }),
       updates_(clock, options_.trapBatchDelay),
@@ -65,6 +63,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
   if (options_.ipoibBroadcast) mcastGroups_.createBroadcastGroup(0xFFFF);
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   mkey_ = options_.program.mkey;
+  planner_.setOptions(options_.engines, options_.routing);
 }
 
 void SubnetManager::setOptions(SmOptions options) {
@@ -76,6 +75,7 @@ void SubnetManager::setOptions(SmOptions options) {
   traps_.setDuplicateWindow(options_.trapBatchDelay);
   flaps_.setHoldDowns(options_.holdDown, options_.maxHoldDown);
   lids_.setOptions(options_.guid2lidPath, options_.lmc);
+  planner_.setOptions(options_.engines, options_.routing);
 }
 
 // A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
@@ -142,28 +142,13 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.lidsChanged = assigned->changed;
 
   const mad::TimePoint routeStart = clock_.now();
-  routing::Options routingOptions = options_.routing;
-  routingOptions.vlLayers = std::min(routingOptions.vlLayers, routing::offeredDataVls(topo));
-  auto routed = routing::computeChain(options_.engines, topo, assigned->lids, routingOptions);
-  if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
+  auto routed = planner_.plan(stabilize ? snapshot_.get() : nullptr, topo, assigned->lids, stabilize);
+  if (!routed) return fabric::makeError(routed.error().message);
   report.routingTime = clock_.now() - routeStart;
   report.engine = routed->tables.engine;
   report.fallbacks = routed->fallbacks;
-
-  // After a failure, only the routes that broke move: every old route that is still a legal equal-cost choice
-  // stays. The route checker guards the result; if it finds a problem the engine's own tables are used.
-  // (Not with VL layers: the SLs belong to the engine's own paths.)
-  if (stabilize && snapshot_ && routed->tables.slLayers <= 1) {
-    routing::RoutingTables stable = routed->tables;
-    routing::keepStableRoutes(*snapshot_->topology, snapshot_->lids, snapshot_->tables, topo, assigned->lids,
-                              stable);
-    routing::CheckOptions co;
-    co.checkCdg = co.checkAr = co.checkArCdg = false;  // the engine's guarantees; reachability and loops here
-    if (routing::checkRoutes(topo, assigned->lids, stable, co).ok())
-      routed->tables = std::move(stable);
-    else
-      report.warnings.push_back("ROUTE001 minimal-change routes failed the check; using fresh routes");
-  }
+  report.routes = routed->how;
+  report.routesMoved = routed->moved;
   ProgramOptions program = options_.program;
   const uint32_t terms = ha_.machine().masterTerms();
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
@@ -206,6 +191,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   snap->tables = std::move(routed->tables);
   snap->pkeys = pkeyProgrammer_.tables();
   snapshot_ = std::move(snap);
+  planner_.published(snapshot_, *routed);
   last_ = std::move(found);
   return report;
 }
@@ -251,11 +237,16 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     return report;  // discovery only: the subnet is as the last sweep left it
   }
   auto old = snapshot_;
-  // Links only went away: keep what still works. Links came back: rebalance from scratch.
-  auto applied = apply(std::move(*found), std::move(report), ev.linksUp == 0);
+  // Only the broken routes move now (a repair, when the change allows one); the balance comes back with the
+  // rebalancing run that follows off the event loop (tick() programs it).
+  auto applied = apply(std::move(*found), std::move(report), true);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
-  if (old) ev.lftEntriesChanged = countRouteChanges(old.get(), *snapshot_);
+  ev.action += "; routes: " + applied->routes;
+  if (applied->routesMoved)
+    ev.lftEntriesChanged = *applied->routesMoved;
+  else if (old)
+    ev.lftEntriesChanged = countRouteChanges(old.get(), *snapshot_);
   ev.lftBlocksSent = applied->program.lftBlocksSent;
   ev.smps =
       applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
@@ -297,6 +288,38 @@ void SubnetManager::lightSweep() {
   queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
 }
 
+// The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta.
+void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
+  const mad::TimePoint start = clock_.now();
+  auto old = snapshot_;
+  auto snap = std::make_shared<SubnetSnapshot>();
+  snap->topology = old->topology;
+  snap->lids = old->lids;
+  snap->pkeys = old->pkeys;
+  snap->tables = std::move(rebalance.plan.tables);
+  ProgramReport program = programmer_.program(*last_, snap->lids, snap->tables, cache_, options_.program);
+  VlProgramOptions vlOptions = options_.vl;
+  vlOptions.layers = snap->tables.slLayers;
+  VlReport vl = vlProgrammer_.program(*last_->topology, vlOptions);
+  for (const auto& e : vl.errors) program.errors.push_back(e);
+  program.phases.push_back(vl.phase);
+  ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);
+  TopologyEvent ev;
+  ev.cause = "rebalance after the last repair";
+  ev.action =
+      "rebalance: " + snap->tables.engine + " from scratch, computed off the event loop in " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rebalance.computeTime).count()) +
+      " ms";
+  ev.lftEntriesChanged = countRouteChanges(old.get(), *snap);
+  ev.lftBlocksSent = program.lftBlocksSent;
+  ev.smps = program.smps() + ar.smps();
+  ev.ok = program.errors.empty();
+  snapshot_ = std::move(snap);
+  planner_.published(snapshot_, rebalance.plan);
+  ev.convergence = clock_.now() - start;
+  logEvent(std::move(ev));
+}
+
 void SubnetManager::programMulticast(const fabric::Topology& topo) {
   mcastVersion_ = mcastGroups_.version();
   lastMcast_ = mcastProgrammer_.program(topo, mcastGroups_.routes(topo));
@@ -315,6 +338,8 @@ void SubnetManager::tick() {
     return;
   }
   if (!ha.master) return;
+  if (snapshot_ && last_)
+    if (auto rebalance = planner_.takeRebalance(snapshot_.get())) programRebalance(std::move(*rebalance));
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
   // written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);

@@ -25,6 +25,7 @@
 #include "daemon/sm/flap_damping.h"
 #include "daemon/sm/ha_coordinator.h"
 #include "daemon/sm/lid_manager.h"
+#include "daemon/sm/route_planner.h"
 #include "daemon/sm/sm_state_machine.h"
 #include "daemon/sm/trap_handler.h"
 #include "daemon/sm/update_queue.h"
@@ -57,6 +58,9 @@ struct SmOptions {
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create IPoIB's broadcast group of the default partition at start
+  // Link loads and the rebalancing run after a repair, on a thread off the event loop (the daemon; not
+  // --once, which exits at SUBNET UP).
+  bool backgroundRouting = false;
 };
 
 struct SweepReport {
@@ -64,6 +68,8 @@ struct SweepReport {
   size_t lidsChanged = 0;
   std::string engine;
   std::vector<std::string> fallbacks;
+  std::string routes;                 // how they were made: "from scratch", "repair of 12 LID(s)", ...
+  std::optional<size_t> routesMoved;  // known without comparing the tables (a repair)
   mad::Duration routingTime{};
   ProgramReport program;
   ArReport ar;
@@ -133,6 +139,7 @@ class SubnetManager {
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   void programMulticast(const fabric::Topology& topo);
+  void programRebalance(RoutePlanner::Rebalance rebalance);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
@@ -145,6 +152,7 @@ class SubnetManager {
   McastProgrammer mcastProgrammer_;
   PkeyProgrammer pkeyProgrammer_;
   VlProgrammer vlProgrammer_;
+  RoutePlanner planner_;
   McastReport lastMcast_;
   uint64_t mcastVersion_ = 0;    // mcastGroups_.version() the MFTs were last written for
   uint32_t reregisteredAt_ = 0;  // masterTerms() at the last ClientReregister run

@@ -21,6 +21,7 @@
 #include "routing/engine.h"
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
+#include "routing/repair.h"
 #include "routing/route_checker.h"
 #include "tools/ibsm_route/ar_dump.h"
 
@@ -55,6 +56,11 @@ constexpr const char* kUsage =
     "  --json              print the result as one JSON object\n"
     "  --lfts-out FILE     write the LFTs in opensm-lfts.dump format ('-' for stdout)\n"
     "  --ar-out FILE       write the AR groups ('-' for stdout)\n"
+    "  --fail NODE[:PORT]  after routing, take down this link (NODE: node GUID or description; no PORT: "
+    "every\n"
+    "                      link of the switch); repeatable. The routes are then repaired incrementally, as\n"
+    "                      ibsmd does after a failure, and the check reports the repaired tables\n"
+    "  --fail-mode MODE    'repair' (default) or 'scratch': route the degraded fabric from scratch instead\n"
     "  --timing            add wall and CPU time per phase (CPU summed over threads) and peak RSS\n"
     "  --strict            exit 1 when the check finds problems\n"
     "  --help              this text\n"
@@ -62,7 +68,8 @@ constexpr const char* kUsage =
     "Exit codes: 0 done, 1 failure (unreadable input, no engine could route, --strict problems), 2 usage.\n";
 
 struct Args {
-  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode;
+  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode, failMode = "repair";
+  std::vector<std::string> fail;
   std::vector<Guid> roots;
   unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
@@ -136,7 +143,8 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.strict);
     } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
                opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
-               opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--vls") {
+               opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--vls" ||
+               opt == "--fail" || opt == "--fail-mode") {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
@@ -152,7 +160,13 @@ Result<Args> parseArgs(int argc, char** argv) {
         a.arOut = *v;
       else if (opt == "--roots-file")
         a.rootsFile = *v;
-      else if (opt == "--lids") {
+      else if (opt == "--fail")
+        a.fail.push_back(*v);
+      else if (opt == "--fail-mode") {
+        if (*v != "repair" && *v != "scratch")
+          return err("--fail-mode: 'repair' or 'scratch', not '" + *v + "'");
+        a.failMode = *v;
+      } else if (opt == "--lids") {
         if (*v != "assigned" && *v != "recorded")
           return err("--lids: 'assigned' or 'recorded', not '" + *v + "'");
         a.lidsMode = *v;
@@ -191,6 +205,7 @@ Result<Args> parseArgs(int argc, char** argv) {
   if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed || a.vls != 1))
     return err("--roots, --roots-file, --seed, --vls and --no-ar apply to --routing only");
   if (a.lidsMode == "recorded" && a.lmc != 0) return err("--lmc applies to assigned LIDs only");
+  if (!a.fail.empty() && a.chain.empty()) return err("--fail applies to --routing only");
   return a;
 }
 
@@ -266,6 +281,41 @@ long peakRssKb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+// The topology with the links named by --fail taken down (both ends Down).
+Result<ibsm::fabric::TopologyPtr> failLinks(const ibsm::fabric::Topology& t,
+                                            const std::vector<std::string>& specs) {
+  ibsm::fabric::Topology::AttrPatch patch;
+  auto down = [&](ibsm::fabric::NodeIndex n, unsigned p) {
+    const ibsm::fabric::Port& port = t.node(n).ports[p];
+    if (!port.connected()) return false;
+    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, unsigned{port.peerPort.value}}}) {
+      ibsm::fabric::PortAttrs attrs = t.node(node).ports[num].attrs;
+      attrs.valid = true;
+      attrs.state = ibsm::fabric::PortState::kDown;
+      patch.ports.emplace_back(node, ibsm::fabric::PortNum{static_cast<uint8_t>(num)}, attrs);
+    }
+    return true;
+  };
+  for (const std::string& spec : specs) {
+    const size_t colon = spec.rfind(':');
+    std::string name = colon == std::string::npos ? spec : spec.substr(0, colon);
+    std::optional<ibsm::fabric::NodeIndex> node;
+    if (auto g = ibsm::fabric::parseGuid(name)) node = t.findNode(*g);
+    if (!node) node = t.findByDescription(name);
+    if (!node) return ibsm::fabric::makeError("--fail: no node '" + name + "'");
+    const unsigned ports = t.node(*node).numPorts;
+    if (colon == std::string::npos) {
+      for (unsigned p = 1; p <= ports && p < t.node(*node).ports.size(); ++p) down(*node, p);
+      continue;
+    }
+    auto p = parseUnsigned("--fail", spec.substr(colon + 1), ports);
+    if (!p) return p.error();
+    if (*p == 0 || !down(*node, *p))
+      return ibsm::fabric::makeError("--fail: '" + spec + "' is not a linked port");
+  }
+  return t.withAttrs(patch);
 }
 
 int fail(int code, const std::string& message) {
@@ -360,12 +410,40 @@ int main(int argc, char** argv) {
     lap("lfts-in");
   }
   if (lids.maxLid().value == 0) return fail(1, a.topology + ": no endport has a LID, nothing to check");
+  ibsm::fabric::TopologyPtr failed = *topo;
+  std::string failNote;
+  if (!a.fail.empty()) {
+    auto degraded = failLinks(t, a.fail);
+    if (!degraded) return fail(1, degraded.error().message);
+    failed = *degraded;
+    if (a.failMode == "repair") {
+      routing::PortLoads loads = routing::computePortLoads(t, lids, tables, a.threads);
+      lap("loads");
+      auto r = routing::repairRoutes(t, lids, tables, loads, *failed, lids, options.arGroupCap);
+      if (r) {
+        failNote = "after --fail: repaired " + std::to_string(r->destinations) + " destination LID(s), " +
+                   std::to_string(r->moved) + " entries moved";
+        tables = std::move(r->tables);
+        lap("repair");
+      } else {
+        failNote = "after --fail: repair declined (" + r.error().message + "), routed from scratch";
+      }
+    }
+    if (failNote.empty() || failNote.find("declined") != std::string::npos) {
+      auto routed = routing::computeChain(chain, *failed, lids, options);
+      if (!routed) return fail(1, routed.error().message);
+      if (failNote.empty()) failNote = "after --fail: routed from scratch";
+      tables = std::move(routed->tables);
+      lap("reroute");
+    }
+  }
+  const ibsm::fabric::Topology& checked = *failed;
 
   routing::CheckOptions co;
   co.allLids = a.allLids;
   co.threads = a.threads;
   co.checkCdg = co.checkArCdg = !a.noCdg;
-  routing::CheckReport report = routing::checkRoutes(t, lids, tables, co);
+  routing::CheckReport report = routing::checkRoutes(checked, lids, tables, co);
   lap("check");
 
   if (!a.lftsOut.empty())
@@ -395,7 +473,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < choices.size(); ++i) j += (i ? "," : "") + jsonString(choices[i]);
     j += "],\"lidWarnings\":[";
     for (size_t i = 0; i < warnings.size(); ++i) j += (i ? "," : "") + jsonString(warnings[i]);
-    j += "],\"check\":" + routing::formatReportJson(report);
+    j += "]";
+    if (!failNote.empty()) j += ",\"fail\":" + jsonString(failNote);
+    j += ",\"check\":" + routing::formatReportJson(report);
     if (a.timing) {
       j += ",\"timing\":{";
       for (const auto& ph : phases)
@@ -425,6 +505,7 @@ int main(int argc, char** argv) {
       std::fprintf(out, "VL layers: %u (SL i on VL i; switch-LID pairs %s)\n", unsigned{tables.slLayers},
                    counts.c_str());
     }
+    if (!failNote.empty()) std::fprintf(out, "%s\n", failNote.c_str());
     std::fputs(routing::formatReportText(report).c_str(), out);
     if (a.timing) {
       std::string line = "timing:";

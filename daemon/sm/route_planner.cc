@@ -1,0 +1,127 @@
+#include "daemon/sm/route_planner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "routing/sl_to_vl.h"
+
+namespace ibsm::daemon {
+
+namespace {
+// VL layers an engine may use: what the config allows (qos.vls), at most what every link offers.
+routing::Options withFabricVls(routing::Options o, const fabric::Topology& topo) {
+  o.vlLayers = std::min(o.vlLayers, routing::offeredDataVls(topo));
+  return o;
+}
+}  // namespace
+
+fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* previous,
+                                                      const fabric::Topology& topo,
+                                                      const routing::LidAssignment& lids, bool repair) {
+  Plan out;
+  std::string why;
+  if (repair && previous) {
+    auto loads = loadsOf(*previous);
+    auto r = routing::repairRoutes(*previous->topology, previous->lids, previous->tables, *loads, topo, lids,
+                                   options_.arGroupCap);
+    if (r) {
+      out.tables = std::move(r->tables);
+      out.loads = std::make_shared<const routing::PortLoads>(std::move(r->loads));
+      out.moved = r->moved;
+      out.how = "repair of " + std::to_string(r->destinations) + " LID(s)";
+      out.repaired = true;
+      return out;
+    }
+    why = r.error().message;
+  }
+  auto routed = routing::computeChain(engines_, topo, lids, withFabricVls(options_, topo));
+  if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
+  out.tables = std::move(routed->tables);
+  out.fallbacks = std::move(routed->fallbacks);
+  out.how = why.empty() ? "from scratch" : "from scratch (" + why + ")";
+  return out;
+}
+
+void RoutePlanner::published(const std::shared_ptr<const SubnetSnapshot>& snap, Plan& plan) {
+  if (plan.loads) {
+    loadsFor_ = snap;
+    loads_ = plan.loads;
+  }
+  if (!background_) return;
+  if (plan.repaired)
+    start({snap, true});
+  else if (!plan.loads)
+    start({snap, false});
+}
+
+void RoutePlanner::start(Job job) {
+  if (running_) {
+    waiting_ = std::move(job);  // replaces an older waiting job: only the newest snapshot matters
+    return;
+  }
+  running_ = job;
+  rebalanceStart_ = clock_.now();
+  future_ = std::async(std::launch::async, [engines = engines_, options = options_, job]() {
+    const SubnetSnapshot& s = *job.snap;
+    Done d;
+    if (!job.rebalance) {
+      d.plan.loads = std::make_shared<const routing::PortLoads>(
+          routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
+      return d;
+    }
+    auto routed = routing::computeChain(engines, *s.topology, s.lids, withFabricVls(options, *s.topology));
+    if (!routed) {
+      d.error = routed.error().message;
+      return d;
+    }
+    d.plan.tables = std::move(routed->tables);
+    d.plan.fallbacks = std::move(routed->fallbacks);
+    d.plan.how = "rebalance";
+    d.plan.loads = std::make_shared<const routing::PortLoads>(
+        routing::computePortLoads(*s.topology, s.lids, d.plan.tables, options.threads));
+    return d;
+  });
+}
+
+// Takes the running job's result when it is done (block: wait for it); starts the waiting job.
+void RoutePlanner::poll(bool block) {
+  if (!running_) return;
+  if (!block && future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  Done done = future_.get();
+  Job job = std::move(*running_);
+  running_.reset();
+  if (!job.rebalance) {
+    loadsFor_ = job.snap;
+    loads_ = std::move(done.plan.loads);
+  } else if (done.error.empty()) {
+    ready_ = Rebalance{std::move(done.plan), clock_.now() - rebalanceStart_};
+    readyFor_ = job.snap;
+  }  // else the engine chain cannot route the fabric: the repaired routes stay
+  if (waiting_) start(*std::exchange(waiting_, std::nullopt));
+}
+
+std::optional<RoutePlanner::Rebalance> RoutePlanner::takeRebalance(const SubnetSnapshot* current) {
+  poll(false);
+  if (!ready_) return std::nullopt;
+  if (readyFor_.lock().get() != current) {
+    ready_.reset();  // computed for a snapshot that a newer change replaced
+    return std::nullopt;
+  }
+  return std::exchange(ready_, std::nullopt);
+}
+
+void RoutePlanner::wait() {
+  while (running_) poll(true);
+}
+
+std::shared_ptr<const routing::PortLoads> RoutePlanner::loadsOf(const SubnetSnapshot& snap) {
+  if (loads_ && loadsFor_.lock().get() == &snap) return loads_;
+  if (running_ && !running_->rebalance && running_->snap.get() == &snap) {
+    poll(true);
+    if (loads_ && loadsFor_.lock().get() == &snap) return loads_;
+  }
+  return std::make_shared<const routing::PortLoads>(
+      routing::computePortLoads(*snap.topology, snap.lids, snap.tables, options_.threads));
+}
+
+}  // namespace ibsm::daemon

@@ -1,0 +1,524 @@
+#include "routing/repair.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include "routing/parallel.h"
+#include "routing/routing_graph.h"
+
+namespace ibsm::routing {
+namespace {
+
+constexpr uint32_t kInf = RoutingGraph::kNone;
+
+// (switch, port) -> arc index, kInf where the port carries no switch-to-switch link.
+class ArcIndex {
+ public:
+  explicit ArcIndex(const RoutingGraph& g) : stride_(g.maxPort() + 1), at_(g.size() * stride_, kInf) {
+    for (uint32_t s = 0; s < g.size(); ++s)
+      for (uint32_t a = g.firstArc(s); a < g.firstArc(s + 1); ++a) at_[s * stride_ + g.arc(a).port] = a;
+  }
+  uint32_t operator()(uint32_t s, uint8_t port) const {
+    return port < stride_ ? at_[static_cast<size_t>(s) * stride_ + port] : kInf;
+  }
+
+ private:
+  size_t stride_;
+  std::vector<uint32_t> at_;
+};
+
+// Where each LID leaves the switch fabric; sw == kInf when it does not (unused LID, unlinked port).
+struct Exit {
+  uint32_t sw = kInf;
+  uint8_t port = 0;
+  bool isSwitch = false;
+  bool operator==(const Exit&) const = default;
+};
+std::vector<Exit> exitsByLid(const Topology& topo, const LidAssignment& lids, const RoutingGraph& g) {
+  std::vector<Exit> out(static_cast<size_t>(lids.maxLid().value) + 1);
+  for (const DestLid& d : collectDestLids(topo, lids, g)) out[d.lid.value] = {d.sw, d.port, d.isSwitch};
+  return out;
+}
+
+uint8_t entry(const RoutingTables& t, NodeIndex node, uint16_t lid) {
+  const auto& row = t.lft[node];
+  return lid < row.size() ? row[lid] : kNoPort;
+}
+
+// Adds (sign +1) or removes (-1) w along the route from switch s to LID lid.
+void bookRoute(const RoutingGraph& g, const ArcIndex& arcs, const RoutingTables& t, uint32_t s, uint16_t lid,
+               uint64_t w, bool remove, const std::vector<NodeIndex>& toNode, PortLoads& loads) {
+  for (size_t hops = 0; hops < g.size(); ++hops) {
+    const uint8_t p = entry(t, g.node(s), lid);
+    const uint32_t a = p == kNoPort ? kInf : arcs(s, p);
+    if (a == kInf) return;
+    const NodeIndex n = toNode[s];
+    if (n != fabric::kNoNode && p < loads[n].size()) loads[n][p] = remove ? loads[n][p] - w : loads[n][p] + w;
+    s = g.arc(a).to;
+  }
+}
+
+// The repair of one run: the new graph, the old tables mapped onto it, and per-destination scratch.
+class Repairer {
+ public:
+  Repairer(const Topology& oldTopo, const RoutingTables& old, const Topology& topo, RepairResult& out)
+      : oldTopo_(oldTopo), old_(old), topo_(topo), out_(out), og_(oldTopo), g_(topo), oarcs_(og_), arcs_(g_) {
+    const uint32_t n = static_cast<uint32_t>(g_.size());
+    newOfOld_.assign(og_.size(), kInf);
+    oldNode_.assign(n, fabric::kNoNode);
+    for (uint32_t s = 0; s < n; ++s)
+      if (auto o = oldTopo.findNode(g_.guid(s)); o && og_.indexOf(*o) != kInf) {
+        oldNode_[s] = *o;
+        newOfOld_[og_.indexOf(*o)] = s;
+      }
+    identity_.resize(n);
+    for (uint32_t s = 0; s < n; ++s) identity_[s] = g_.node(s);
+    oldToNewNode_.assign(og_.size(), fabric::kNoNode);
+    for (uint32_t o = 0; o < og_.size(); ++o)
+      if (newOfOld_[o] != kInf) oldToNewNode_[o] = g_.node(newOfOld_[o]);
+    key_.assign(n, 0);
+    stamp_.assign(n, 0);
+    inB_.assign(n, 0);
+    len_.assign(n, 0);
+    downOnly_.assign(n, 0);
+    ddown_.assign(n, kInf);
+    dany_.assign(n, kInf);
+    weight_.assign(n, 0);
+  }
+
+  // Why the change cannot be repaired; empty when it can.
+  std::string check(const LidAssignment& oldLids, const LidAssignment& lids) {
+    if (old_.upKey.size() != oldTopo_.size())
+      return "the " + old_.engine + " engine's routes follow no up/down order it can keep";
+    for (uint32_t s = 0; s < g_.size(); ++s) {
+      if (oldNode_[s] == fabric::kNoNode) return "switch " + fabric::toString(g_.guid(s)) + " is new";
+      key_[s] = old_.upKey[oldNode_[s]];
+    }
+    for (NodeIndex c : topo_.cas())
+      if (!oldTopo_.findNode(topo_.node(c).guid)) return "node " + fabric::toString(topo_.node(c).guid) + " is new";
+    oldExit_ = exitsByLid(oldTopo_, oldLids, og_);
+    exit_ = exitsByLid(topo_, lids, g_);
+    if (exit_.size() > oldExit_.size()) return "new LIDs are in use";
+    for (size_t lid = 1; lid < exit_.size(); ++lid) {
+      const Exit& e = exit_[lid];
+      if (e.sw == kInf) continue;
+      const Exit& o = oldExit_[lid];
+      if (o.sw == kInf || newOfOld_[o.sw] != e.sw || o.port != e.port || o.isSwitch != e.isSwitch)
+        return "LID " + std::to_string(lid) + " is new or moved";
+    }
+    return {};
+  }
+
+  std::string run(const PortLoads& oldLoads, uint32_t arGroupCap) {
+    copyTables(oldLoads);
+    arCap_ = arGroupCap;
+    // Dead arcs: an old switch-to-switch link that is gone. Their entries are the seeds of the repair.
+    // Links that came up are left unused until the rebalancing run (every route stays legal without them).
+    std::vector<std::pair<uint16_t, uint32_t>> seeds;  // (LID, new switch index) with a dead entry
+    std::vector<std::pair<NodeIndex, uint8_t>> dead;
+    for (uint32_t o = 0; o < og_.size(); ++o) {
+      const uint32_t s = newOfOld_[o];
+      for (const auto& a : og_.arcs(o)) {
+        if (s != kInf) {
+          const uint32_t na = arcs_(s, a.port);
+          if (na != kInf && g_.arc(na).to == newOfOld_[a.to]) continue;
+          dropArMember(g_.node(s), a.port);
+          dead.emplace_back(g_.node(s), a.port);
+          const auto& row = old_.lft[og_.node(o)];
+          for (size_t lid = 1; lid < row.size() && lid < exit_.size(); ++lid)
+            if (row[lid] == a.port && exit_[lid].sw != kInf) seeds.emplace_back(static_cast<uint16_t>(lid), s);
+        }
+      }
+    }
+    std::sort(seeds.begin(), seeds.end());
+    // LIDs that no longer leave the fabric anywhere (their port or switch is gone): no routes at all.
+    for (size_t lid = 1; lid < exit_.size() && lid < oldExit_.size(); ++lid)
+      if (exit_[lid].sw == kInf && oldExit_[lid].sw != kInf) dropDestination(static_cast<uint16_t>(lid));
+    for (size_t i = 0; i < seeds.size();) {
+      size_t j = i;
+      seed_.clear();
+      while (j < seeds.size() && seeds[j].first == seeds[i].first) seed_.push_back(seeds[j++].second);
+      if (std::string why = repairDestination(seeds[i].first); !why.empty()) return why;
+      ++out_.destinations;
+      i = j;
+    }
+    for (auto [n, p] : dead) out_.loads[n][p] = 0;  // what the old routes had booked there
+    return {};
+  }
+
+ private:
+  void copyTables(const PortLoads& oldLoads) {
+    RoutingTables& t = out_.tables;
+    t.engine = old_.engine;
+    t.lft.resize(topo_.size());
+    t.upKey.assign(topo_.size(), 0);
+    if (!old_.ar.empty()) t.ar.resize(topo_.size());
+    out_.loads.assign(topo_.size(), {});
+    for (uint32_t s = 0; s < g_.size(); ++s) {
+      const NodeIndex n = g_.node(s), o = oldNode_[s];
+      t.lft[n] = old_.lft[o];
+      t.upKey[n] = key_[s];
+      if (!old_.ar.empty() && o < old_.ar.size()) t.ar[n] = old_.ar[o];
+      out_.loads[n].assign(topo_.node(n).numPorts + 1u, 0);
+      if (o < oldLoads.size())
+        for (size_t p = 0; p < oldLoads[o].size() && p < out_.loads[n].size(); ++p)
+          out_.loads[n][p] = oldLoads[o][p];
+    }
+  }
+
+  void setEntry(uint32_t s, uint16_t lid, uint8_t port) {
+    auto& row = out_.tables.lft[g_.node(s)];
+    if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
+    if (row[lid] == port) return;
+    row[lid] = port;
+    ++out_.moved;
+  }
+
+  void dropDestination(uint16_t lid) {
+    const Exit& e = oldExit_[lid];
+    if (!e.isSwitch)
+      for (uint32_t o = 0; o < og_.size(); ++o)
+        if (og_.hosts(o) > 0) bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+    for (uint32_t s = 0; s < g_.size(); ++s) {
+      setEntry(s, lid, kNoPort);
+      setGroup(s, lid, {});
+    }
+  }
+
+  // An AR port that no longer leads anywhere leaves every group of its switch.
+  void dropArMember(NodeIndex n, uint8_t port) {
+    if (out_.tables.ar.empty()) return;
+    for (PortMask& m : out_.tables.ar[n].groups) m.reset(port);
+    arIndex_.erase(n);
+  }
+
+  // Gives (s, lid) the group of `mask` (no group for fewer than two ports or past the cap).
+  void setGroup(uint32_t s, uint16_t lid, const PortMask& mask) {
+    if (out_.tables.ar.empty()) return;
+    ArTable& ar = out_.tables.ar[g_.node(s)];
+    if (ar.lidToGroup.size() <= lid) ar.lidToGroup.resize(lid + 1u, ArTable::kNoGroup);
+    uint16_t group = ArTable::kNoGroup;
+    if (mask.count() >= 2) {
+      auto [it, fresh] = arIndex_.try_emplace(g_.node(s));
+      auto& index = it->second;
+      if (fresh)
+        for (size_t i = 0; i < ar.groups.size(); ++i) index.emplace(ar.groups[i], static_cast<uint16_t>(i));
+      if (auto f = index.find(mask); f != index.end()) {
+        group = f->second;
+      } else if (ar.groups.size() < std::min<uint32_t>(arCap_, ArTable::kNoGroup)) {
+        group = static_cast<uint16_t>(ar.groups.size());
+        ar.groups.push_back(mask);
+        index.emplace(mask, group);
+      } else {
+        ar.capped = true;
+      }
+    }
+    ar.lidToGroup[lid] = group;
+  }
+
+  bool isUp(uint32_t s, uint32_t to) const { return key_[to] < key_[s]; }
+
+  // Length and direction of the (intact) route from s, a switch outside the broken set; false when it has
+  // none (a dead end, a loop, or a way into the broken set). Memoized per destination.
+  bool intact(uint32_t s) {
+    constexpr uint32_t kVisiting = kInf - 1;
+    path_.clear();
+    uint32_t x = s, endLen = kInf;
+    bool endDown = true;
+    while (true) {
+      if (inB_[x] == serial_) break;
+      if (stamp_[x] == serial_) {
+        if (len_[x] != kVisiting) {
+          endLen = len_[x];
+          endDown = downOnly_[x];
+        }
+        break;
+      }
+      stamp_[x] = serial_;
+      if (x == dest_.sw) {
+        len_[x] = endLen = 0;
+        downOnly_[x] = 1;
+        break;
+      }
+      len_[x] = kVisiting;
+      path_.push_back(x);
+      const uint8_t p = entry(out_.tables, g_.node(x), lid_);
+      const uint32_t a = p == kNoPort ? kInf : arcs_(x, p);
+      if (a == kInf) break;
+      x = g_.arc(a).to;
+    }
+    // Unwind: each switch is one hop further than the one it forwards to.
+    for (size_t i = path_.size(); i-- > 0;) {
+      const uint32_t y = path_[i], to = i + 1 < path_.size() ? path_[i + 1] : x;
+      if (endLen != kInf) {
+        ++endLen;
+        endDown = endDown && !isUp(y, to);
+      }
+      len_[y] = endLen;
+      downOnly_[y] = endDown;
+    }
+    return len_[s] != kInf;
+  }
+  // Shortest down-only / any legal distance from v (in the broken set or not).
+  uint32_t downDist(uint32_t v) {
+    if (inB_[v] == serial_) return ddown_[v];
+    return intact(v) && downOnly_[v] ? len_[v] : kInf;
+  }
+  uint32_t anyDist(uint32_t v) {
+    if (inB_[v] == serial_) return dany_[v];
+    return intact(v) ? len_[v] : kInf;
+  }
+  // The legal equal-cost next hops of s (arcs) given the distances.
+  template <typename Fn>
+  void candidates(uint32_t s, uint32_t down, uint32_t any, Fn&& fn) {
+    if (any == kInf) return;
+    for (uint32_t a = g_.firstArc(s); a < g_.firstArc(s + 1); ++a) {
+      const uint32_t v = g_.arc(a).to;
+      if (down != kInf ? !isUp(s, v) && downDist(v) == down - 1 : isUp(s, v) && anyDist(v) == any - 1) fn(a);
+    }
+  }
+  uint64_t load(uint32_t a) {
+    const auto& arc = g_.arc(a);
+    const uint32_t s = g_.arc(arc.reverse).to;
+    auto it = extra_.find(a);
+    return out_.loads[g_.node(s)][arc.port] + (it == extra_.end() ? 0 : it->second);
+  }
+  // Worst load on the way from s to the destination (decided switches only: the route exists).
+  uint64_t worstFrom(uint32_t s) {
+    uint64_t m = 0;
+    for (size_t hops = 0; s != dest_.sw && hops < g_.size(); ++hops) {
+      const uint32_t a = arcs_(s, entry(out_.tables, g_.node(s), lid_));
+      if (a == kInf) break;
+      m = std::max(m, load(a));
+      s = g_.arc(a).to;
+    }
+    return m;
+  }
+  void bookTentative(uint32_t s, uint64_t w) {
+    for (size_t hops = 0; s != dest_.sw && hops < g_.size(); ++hops) {
+      const uint32_t a = arcs_(s, entry(out_.tables, g_.node(s), lid_));
+      if (a == kInf) break;
+      extra_[a] += w;
+      s = g_.arc(a).to;
+    }
+  }
+
+  std::string repairDestination(uint16_t lid) {
+    ++serial_;
+    lid_ = lid;
+    dest_ = exit_[lid];
+    extra_.clear();
+    // The broken set: the seeds and every switch whose route runs into one (upstream closure over live arcs).
+    b_.clear();
+    parent_.clear();
+    for (uint32_t s : seed_)
+      if (inB_[s] != serial_) {
+        inB_[s] = serial_;
+        b_.push_back(s);
+        parent_.push_back(kInf);
+      }
+    for (size_t i = 0; i < b_.size(); ++i) {
+      const uint32_t x = b_[i];
+      for (const auto& a : g_.arcs(x)) {
+        const uint32_t q = a.to;  // q -> x over a.reverse
+        if (inB_[q] == serial_ || entry(out_.tables, g_.node(q), lid) != g_.arc(a.reverse).port) continue;
+        inB_[q] = serial_;
+        b_.push_back(q);
+        parent_.push_back(static_cast<uint32_t>(i));
+      }
+    }
+    // Sources behind each broken switch (the traffic it forwards): children come after their parents in b_.
+    for (uint32_t x : b_) weight_[x] = dest_.isSwitch ? 0 : g_.hosts(x);
+    for (size_t i = b_.size(); i-- > 0;)
+      if (parent_[i] != kInf) weight_[b_[parent_[i]]] += weight_[b_[i]];
+    // The broken sources' old routes leave the loads; their new ones are added at the end.
+    const bool counted = !dest_.isSwitch;
+    if (counted)
+      for (uint32_t x : b_) {
+        const uint32_t o = og_.indexOf(oldNode_[x]);
+        if (og_.hosts(o) > 0)
+          bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+      }
+    // Distances of the broken switches (Bellman-Ford from the intact ones; the set is small).
+    for (uint32_t x : b_) ddown_[x] = dany_[x] = kInf;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (uint32_t x : b_) {
+        uint32_t down = kInf, up = kInf;
+        for (const auto& a : g_.arcs(x)) {
+          if (isUp(x, a.to)) {
+            const uint32_t d = anyDist(a.to);
+            if (d != kInf) up = std::min(up, d + 1);
+          } else {
+            const uint32_t d = downDist(a.to);
+            if (d != kInf) down = std::min(down, d + 1);
+          }
+        }
+        const uint32_t any = down != kInf ? down : up;
+        if (down != ddown_[x] || any != dany_[x]) {
+          ddown_[x] = down;
+          dany_[x] = any;
+          changed = true;
+        }
+      }
+    }
+    // Choose, nearest first, so every switch sees the final way of the one it picks.
+    order_ = b_;
+    std::sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) { return dany_[x] < dany_[y]; });
+    for (uint32_t x : order_) {
+      if (dany_[x] == kInf) {
+        if (counted && g_.hosts(x) > 0)
+          return "switch " + fabric::toString(g_.guid(x)) + " lost every legal way to LID " + std::to_string(lid);
+        setEntry(x, lid, kNoPort);
+        continue;
+      }
+      const uint8_t was = entry(out_.tables, g_.node(x), lid);
+      uint32_t best = kInf;
+      std::tuple<uint64_t, uint64_t, uint8_t> bestRank{};
+      candidates(x, ddown_[x], dany_[x], [&](uint32_t a) {
+        if (best != kInf && g_.arc(best).port == was) return;  // the old port stands when it is still legal
+        const uint32_t v = g_.arc(a).to;
+        auto rank = std::tuple(std::max(load(a), worstFrom(v)), load(a), g_.arc(a).port);
+        if (g_.arc(a).port == was || best == kInf || rank < bestRank) {
+          best = a;
+          bestRank = rank;
+        }
+      });
+      if (best == kInf) return "no legal port found at " + fabric::toString(g_.guid(x));  // cannot happen
+      setEntry(x, lid, g_.arc(best).port);
+      if (counted && weight_[x] > 0) bookTentative(x, weight_[x]);
+    }
+    if (counted)
+      for (uint32_t x : b_)
+        if (g_.hosts(x) > 0) bookRoute(g_, arcs_, out_.tables, x, lid, g_.hosts(x), false, identity_, out_.loads);
+    updateGroups();
+    return {};
+  }
+
+  // AR groups of the broken switches and of the switches next to them (whose equal-cost sets may have lost a
+  // broken switch whose way got longer).
+  void updateGroups() {
+    if (out_.tables.ar.empty()) return;
+    // Ways to a switch LID: static routes only around the repair (the engine may have filled some with
+    // min-hop's choice).
+    for (uint32_t x : b_) dest_.isSwitch ? setGroup(x, lid_, {}) : groupFor(x, ddown_[x], dany_[x]);
+    for (uint32_t x : b_)
+      for (const auto& a : g_.arcs(x)) {
+        if (inB_[a.to] == serial_ || !intact(a.to)) continue;
+        if (dest_.isSwitch)
+          setGroup(a.to, lid_, {});
+        else
+          groupFor(a.to, downOnly_[a.to] ? len_[a.to] : kInf, len_[a.to]);
+      }
+  }
+  void groupFor(uint32_t s, uint32_t down, uint32_t any) {
+    if (s == dest_.sw) return;
+    PortMask mask;
+    candidates(s, down, any, [&](uint32_t a) { mask.set(g_.arc(a).port); });
+    const uint8_t p = entry(out_.tables, g_.node(s), lid_);
+    if (p != kNoPort && mask.any()) mask.set(p);
+    setGroup(s, lid_, mask);
+  }
+
+  const Topology& oldTopo_;
+  const RoutingTables& old_;
+  const Topology& topo_;
+  RepairResult& out_;
+  RoutingGraph og_, g_;
+  ArcIndex oarcs_, arcs_;
+  std::vector<uint32_t> newOfOld_;                  // old switch index -> new switch index
+  std::vector<NodeIndex> oldNode_;                  // new switch index -> old node
+  std::vector<NodeIndex> identity_, oldToNewNode_;  // switch index -> node of the new topology
+  std::vector<uint32_t> key_;
+  std::vector<Exit> oldExit_, exit_;
+  uint32_t arCap_ = 0;
+  std::unordered_map<NodeIndex, std::unordered_map<PortMask, uint16_t>> arIndex_;
+  // Per destination.
+  uint32_t serial_ = 0;
+  uint16_t lid_ = 0;
+  Exit dest_;
+  std::vector<uint32_t> seed_, b_, parent_, order_, path_;
+  std::vector<uint32_t> stamp_, inB_, len_, ddown_, dany_;
+  std::vector<uint8_t> downOnly_;
+  std::vector<uint64_t> weight_;
+  std::unordered_map<uint32_t, uint64_t> extra_;  // tentative load of this destination's new routes, per arc
+};
+
+}  // namespace
+
+PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+                           unsigned threads) {
+  const RoutingGraph g(topo);
+  const ArcIndex arcs(g);
+  const std::vector<DestLid> dests = collectDestLids(topo, lids, g);
+  const uint32_t n = static_cast<uint32_t>(g.size());
+  struct Worker {
+    std::vector<uint64_t> load;  // per arc
+    std::vector<uint32_t> next, len, order, count;
+    std::vector<uint64_t> acc;
+  };
+  std::vector<Worker> workers(workerCount(dests.size(), threads));
+  for (auto& w : workers) {
+    w.load.assign(g.arcCount(), 0);
+    w.next.resize(n);
+    w.len.resize(n);
+    w.acc.resize(n);
+  }
+  parallelFor(dests.size(), threads, [&](unsigned wi, size_t i) {
+    const DestLid& d = dests[i];
+    if (d.isSwitch) return;
+    Worker& w = workers[wi];
+    const uint16_t lid = d.lid.value;
+    // Route of every switch: the arc it takes (kInf: none, or it is the destination switch).
+    for (uint32_t s = 0; s < n; ++s) {
+      const uint8_t p = entry(tables, g.node(s), lid);
+      w.next[s] = s == d.sw || p == kNoPort ? kInf : arcs(s, p);
+      w.len[s] = s == d.sw ? 0 : kInf;
+    }
+    // Hops to the destination switch (routes that end elsewhere or loop keep kInf), then the traffic pushed
+    // along the routes farthest first.
+    w.order.clear();
+    for (uint32_t s = 0; s < n; ++s) {
+      uint32_t x = s, steps = 0;
+      while (x != d.sw && w.len[x] == kInf && w.next[x] != kInf && steps++ <= n) x = g.arc(w.next[x]).to;
+      if (w.len[x] == kInf) continue;
+      for (uint32_t y = s, l = w.len[x] + steps; y != x; y = g.arc(w.next[y]).to) w.len[y] = l--;
+    }
+    // Counting sort by hops, farthest first.
+    w.count.assign(n + 2, 0);
+    for (uint32_t s = 0; s < n; ++s)
+      if (w.len[s] != kInf && s != d.sw) ++w.count[n - w.len[s]];
+    for (uint32_t i = 1; i < w.count.size(); ++i) w.count[i] += w.count[i - 1];
+    w.order.resize(w.count.back());
+    for (uint32_t s = n; s-- > 0;)
+      if (w.len[s] != kInf && s != d.sw) w.order[--w.count[n - w.len[s]]] = s;
+    for (uint32_t s : w.order) {
+      const uint64_t traffic = g.hosts(s) + std::exchange(w.acc[s], 0);
+      w.load[w.next[s]] += traffic;
+      w.acc[g.arc(w.next[s]).to] += traffic;
+    }
+    w.acc[d.sw] = 0;
+  });
+  PortLoads loads(topo.size());
+  for (uint32_t s = 0; s < n; ++s) loads[g.node(s)].assign(topo.node(g.node(s)).numPorts + 1u, 0);
+  for (const auto& w : workers)
+    for (uint32_t a = 0; a < g.arcCount(); ++a) {
+      const auto& arc = g.arc(a);
+      loads[g.node(g.arc(arc.reverse).to)][arc.port] += w.load[a];
+    }
+  return loads;
+}
+
+fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
+                                          const RoutingTables& old, const PortLoads& oldLoads,
+                                          const Topology& topo, const LidAssignment& lids,
+                                          uint32_t arGroupCap) {
+  RepairResult out;
+  Repairer r(oldTopo, old, topo, out);
+  if (std::string why = r.check(oldLids, lids); !why.empty()) return fabric::makeError(why);
+  if (std::string why = r.run(oldLoads, arGroupCap); !why.empty()) return fabric::makeError(why);
+  return out;
+}
+
+}  // namespace ibsm::routing

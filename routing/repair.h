@@ -1,0 +1,50 @@
+// Incremental re-routing after links or switches went away: only the destinations whose routes crossed what
+// was lost are looked at, and of their routes only the switches whose way to the destination broke choose
+// again, among the same legal equal-cost ports the engine would offer (a shortest up*/down* path under the
+// order the engine's routes obey, RoutingTables::upKey; any shortest path for min-hop). A switch left without
+// a legal way to a switch LID gets none (the rebalancing run fills it as the engine chain does); one left
+// without a legal way to a CA LID makes the repair decline. Every other entry stays as it was. A switch that must choose takes the port whose way to
+// the destination is least loaded, counting the traffic it forwards, so the repaired routes spread over what
+// is left. Cost: per affected destination O(switches); nothing is recomputed for the others.
+//
+// Why the result is sound: removing links never shortens a legal path, so an entry whose way to the
+// destination is intact is still minimal; the new choices are minimal by construction; the up/down order is
+// the one the old routes obey (mapped by GUID), so every route stays up* then down* under one order and the
+// channel dependency graph on one VL stays acyclic.
+//
+// Pure: old and new snapshots in, new tables out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabric/result.h"
+#include "routing/lid_assignment.h"
+#include "routing/routing_tables.h"
+
+namespace ibsm::routing {
+
+// Routes crossing each switch egress port: (CA source port, CA destination LID) pairs, switch LIDs not
+// counted. [node] -> [port]; empty rows for non-switches.
+using PortLoads = std::vector<std::vector<uint64_t>>;
+
+PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+                           unsigned threads = 1);
+
+struct RepairResult {
+  RoutingTables tables;
+  PortLoads loads;
+  size_t destinations = 0;  // LIDs whose routes were looked at again
+  size_t moved = 0;         // (switch, LID) entries that changed
+};
+
+// An Error when the change is not one a repair can follow (a link or node came up, LIDs moved, the engine's
+// routes obey no known order, a switch with CAs lost every legal way to a LID): the reason, for the log; the
+// caller then recomputes from scratch.
+fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
+                                          const RoutingTables& old, const PortLoads& oldLoads,
+                                          const Topology& topo, const LidAssignment& lids,
+                                          uint32_t arGroupCap = 2048);
+
+}  // namespace ibsm::routing

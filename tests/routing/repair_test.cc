@@ -1,0 +1,263 @@
+// Incremental repair: after links or a switch go down, the repaired tables are complete where a legal path
+// is left, loop-free, deadlock-free (CDG and AR CDG acyclic), AR members equal-cost; routes that did not cross
+// the failure stay; the loads it keeps equal a recount; a change it cannot follow is declined with a reason.
+#include "routing/repair.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "routing/engine.h"
+#include "routing/route_checker.h"
+#include "tools/fabric_gen/generator.h"
+
+namespace ibsm::routing {
+namespace {
+
+using fabric::TopologyPtr;
+using tools::FabricSpec;
+using tools::Shape;
+
+TopologyPtr generate(const FabricSpec& spec) {
+  auto t = tools::generateFabric(spec);
+  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  return t ? *t : nullptr;
+}
+
+// The topology with ports taken down (both ends of each link).
+TopologyPtr takeDown(const Topology& topo, const std::vector<std::pair<NodeIndex, uint8_t>>& ports) {
+  Topology::AttrPatch patch;
+  for (auto [n, p] : ports) {
+    const fabric::Port& port = topo.node(n).ports[p];
+    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
+      fabric::PortAttrs a = topo.node(node).ports[num].attrs;
+      a.valid = true;
+      a.state = fabric::PortState::kDown;
+      patch.ports.emplace_back(node, PortNum{num}, a);
+    }
+  }
+  return topo.withAttrs(patch);
+}
+
+// Switch-to-switch ports of the fabric, in node and port order.
+std::vector<std::pair<NodeIndex, uint8_t>> switchLinks(const Topology& topo) {
+  std::vector<std::pair<NodeIndex, uint8_t>> out;
+  for (NodeIndex s : topo.switches())
+    for (unsigned p = 1; p < topo.node(s).ports.size(); ++p) {
+      const fabric::Port& port = topo.node(s).ports[p];
+      if (port.connected() && topo.node(port.peerNode).isSwitch() && s < port.peerNode)
+        out.emplace_back(s, static_cast<uint8_t>(p));
+    }
+  return out;
+}
+
+struct Routed {
+  LidAssignment lids;
+  RoutingTables tables;
+  PortLoads loads;
+};
+Routed route(const Topology& topo, const std::string& engine) {
+  auto assigned = assignLids(topo, {}, 0);
+  EXPECT_TRUE(assigned.ok());
+  Routed r{assigned->lids, {}, {}};
+  auto t = makeEngine(engine)->compute(topo, r.lids, Options{});
+  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  r.tables = std::move(*t);
+  fillSwitchLidHoles(topo, r.lids, Options{}, r.tables);
+  r.loads = computePortLoads(topo, r.lids, r.tables);
+  return r;
+}
+
+// Repairs `before`'s routes for `after` and checks the result.
+// cdg: the engine is deadlock-free; minimal: its routes are min-hop (not up/down on a mesh).
+RepairResult repairAndCheck(const Topology& topo, const Routed& before, const Topology& after, bool cdg,
+                            bool minimal, const std::string& what) {
+  auto r = repairRoutes(topo, before.lids, before.tables, before.loads, after, before.lids);
+  EXPECT_TRUE(r.ok()) << what << ": " << (r ? "" : r.error().message);
+  if (!r) return {};
+  CheckOptions co;
+  co.checkCdg = co.checkArCdg = cdg;
+  CheckReport rep = checkRoutes(after, before.lids, r->tables, co);
+  EXPECT_EQ(rep.unreachable, 0u) << what << "\n" << formatReportText(rep);
+  EXPECT_TRUE(rep.cdgAcyclic) << what;
+  EXPECT_TRUE(rep.arCdgAcyclic) << what;
+  EXPECT_EQ(rep.arMissingStatic, 0u) << what;
+  if (minimal) {
+    // Routes to CA LIDs are minimal. (A switch LID's way may run through an entry the engine filled with
+    // min-hop's choice where no legal one exists, and be longer.)
+    LidAssignment caLids = before.lids;
+    for (NodeIndex s : after.switches()) caLids.set(s, PortNum{0}, LidRange{Lid{0}, 0});
+    CheckReport ca = checkRoutes(after, caLids, r->tables, co);
+    EXPECT_EQ(ca.arNotShortest, 0u) << what;
+    EXPECT_EQ(ca.maxStretch, 0u) << what;
+  }
+  // The loads the repair keeps are the loads of its tables.
+  PortLoads recount = computePortLoads(after, before.lids, r->tables);
+  for (NodeIndex s : after.switches())
+    for (size_t p = 1; p < recount[s].size(); ++p) {
+      const fabric::Port& port = after.node(s).ports[p];
+      if (!port.connected() || !after.node(port.peerNode).isSwitch()) continue;
+      EXPECT_EQ(r->loads[s][p], recount[s][p]) << what << ": switch " << s << " port " << p;
+    }
+  // Only entries of destinations that crossed the failure changed, and `moved` counts them.
+  size_t moved = 0;
+  for (NodeIndex s : after.switches())
+    for (size_t lid = 0; lid < r->tables.lft[s].size(); ++lid) moved += r->tables.lft[s][lid] != before.tables.lft[s][lid];
+  EXPECT_EQ(moved, r->moved) << what;
+  return std::move(*r);
+}
+
+class RepairEngines : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RepairEngines, EveryLinkOfAThreeLevelFatTree) {
+  FabricSpec spec;
+  spec.shape = Shape::kFatTree;
+  spec.levels = 3;
+  spec.radix = 8;
+  TopologyPtr topo = generate(spec);
+  ASSERT_TRUE(topo);
+  Routed before = route(*topo, GetParam());
+  for (auto link : switchLinks(*topo)) {
+    TopologyPtr after = takeDown(*topo, {link});
+    RepairResult r = repairAndCheck(*topo, before, *after, GetParam() != "minhop", true,
+                                    "link " + std::to_string(link.first) + "/" + std::to_string(link.second));
+    EXPECT_GT(r.destinations, 0u);
+    EXPECT_LT(r.moved, before.lids.maxLid().value * topo->switches().size() / 10);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, RepairEngines, ::testing::Values("ftree", "updn", "minhop"),
+                         [](const auto& info) { return info.param; });
+
+class RepairMesh : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RepairMesh, TwoFailuresInARow) {
+  FabricSpec spec;
+  spec.shape = Shape::kMesh;
+  spec.switches = 24;
+  spec.degree = 5;
+  spec.hostsPerSwitch = 2;
+  spec.seed = 7;
+  TopologyPtr topo = generate(spec);
+  ASSERT_TRUE(topo);
+  Routed first = route(*topo, GetParam());
+  std::mt19937 rng(3);
+  auto links = switchLinks(*topo);
+  std::shuffle(links.begin(), links.end(), rng);
+  // Failures that keep the mesh connected with a legal path for every pair are repaired; the repair declines
+  // (saying why) when a switch with hosts has no legal way left, and that is a from-scratch case.
+  size_t repaired = 0;
+  for (size_t i = 0; i + 1 < links.size() && repaired < 6; ++i) {
+    TopologyPtr once = takeDown(*topo, {links[i]});
+    auto r1 = repairRoutes(*topo, first.lids, first.tables, first.loads, *once, first.lids);
+    if (!r1) {
+      EXPECT_NE(r1.error().message.find("lost every legal way"), std::string::npos) << r1.error().message;
+      continue;
+    }
+    Routed second{first.lids, r1->tables, r1->loads};
+    TopologyPtr twice = takeDown(*once, {links[i + 1]});
+    auto r2 = repairRoutes(*once, second.lids, second.tables, second.loads, *twice, second.lids);
+    if (!r2) continue;
+    repairAndCheck(*once, second, *twice, GetParam() == "updn", GetParam() == "minhop",
+                   "links " + std::to_string(i) + ", +1");
+    ++repaired;
+  }
+  EXPECT_GE(repaired, 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, RepairMesh, ::testing::Values("updn", "minhop"),
+                         [](const auto& info) { return info.param; });
+
+TEST(Repair, AWholeSwitchGoesDown) {
+  FabricSpec spec;
+  spec.shape = Shape::kFatTree;
+  spec.levels = 3;
+  spec.radix = 8;
+  TopologyPtr topo = generate(spec);
+  Routed before = route(*topo, "ftree");
+  const NodeIndex spine = *topo->findByDescription("spine-0");
+  std::vector<std::pair<NodeIndex, uint8_t>> ports;
+  for (unsigned p = 1; p < topo->node(spine).ports.size(); ++p)
+    if (topo->node(spine).ports[p].connected()) ports.emplace_back(spine, static_cast<uint8_t>(p));
+  TopologyPtr after = takeDown(*topo, ports);
+  auto r = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, before.lids);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  CheckReport rep = checkRoutes(*after, before.lids, r->tables);
+  // Only the lost switch's own LID is out of reach (from every CA).
+  EXPECT_EQ(rep.unreachable, topo->cas().size()) << formatReportText(rep);
+  EXPECT_EQ(rep.noRoute, rep.unreachable);
+  EXPECT_TRUE(rep.cdgAcyclic);
+  EXPECT_TRUE(rep.arCdgAcyclic);
+}
+
+TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
+  FabricSpec spec;
+  spec.shape = Shape::kFatTree;
+  spec.levels = 3;
+  spec.radix = 12;
+  TopologyPtr topo = generate(spec);
+  Routed before = route(*topo, "ftree");
+  const NodeIndex leaf = *topo->findByDescription("leaf-0");
+  uint8_t up = 0;
+  for (unsigned p = 1; p < topo->node(leaf).ports.size() && !up; ++p)
+    if (topo->node(topo->node(leaf).ports[p].peerNode).isSwitch()) up = static_cast<uint8_t>(p);
+  const NodeIndex spine = topo->node(leaf).ports[up].peerNode;
+  // The spine's first up-link (to a core).
+  uint8_t core = 0;
+  for (unsigned p = 1; p < topo->node(spine).ports.size() && !core; ++p) {
+    const auto& port = topo->node(spine).ports[p];
+    if (port.connected() && topo->node(port.peerNode).description.starts_with("core")) core = static_cast<uint8_t>(p);
+  }
+  for (auto link : {std::pair{leaf, up}, std::pair{spine, core}}) {
+    TopologyPtr after = takeDown(*topo, {link});
+    RepairResult r = repairAndCheck(*topo, before, *after, true, true, "balance");
+    CheckReport rep = checkRoutes(*after, before.lids, r.tables);
+    // The leaf's up-link: its hosts' traffic spreads over the leaf's other up-links, at the bound. A spine's
+    // up-link: the spine's traffic spreads over its other up-links (the leaves keep sending to it; moving
+    // them is the rebalancing run's work).
+    const double limit = link.first == leaf ? 1.1 : 1.3;
+    EXPECT_LE(static_cast<double>(rep.maxLoad), limit * static_cast<double>(rep.loadBound))
+        << formatReportText(rep);
+  }
+}
+
+TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
+  FabricSpec spec;
+  spec.shape = Shape::kFatTree;
+  spec.levels = 2;
+  spec.radix = 8;
+  TopologyPtr full = generate(spec);
+  auto link = switchLinks(*full).front();
+  TopologyPtr degraded = takeDown(*full, {link});
+  Routed before = route(*degraded, "ftree");
+  auto r = repairRoutes(*degraded, before.lids, before.tables, before.loads, *full, before.lids);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->destinations, 0u);
+  EXPECT_EQ(r->moved, 0u);
+  EXPECT_EQ(r->tables.lft, before.tables.lft);
+}
+
+TEST(Repair, DeclinesWhatItCannotFollow) {
+  FabricSpec spec;
+  spec.shape = Shape::kFatTree;
+  spec.levels = 2;
+  spec.radix = 8;
+  TopologyPtr topo = generate(spec);
+  Routed before = route(*topo, "ftree");
+  // Tables of an engine that promises no up/down order.
+  RoutingTables noOrder = before.tables;
+  noOrder.upKey.clear();
+  auto r = repairRoutes(*topo, before.lids, noOrder, before.loads, *topo, before.lids);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no up/down order"), std::string::npos) << r.error().message;
+  // A bigger fabric: new switches.
+  spec.radix = 12;
+  TopologyPtr bigger = generate(spec);
+  auto lids = assignLids(*bigger, {}, 0);
+  r = repairRoutes(*topo, before.lids, before.tables, before.loads, *bigger, lids->lids);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("is new"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace ibsm::routing
