@@ -22,7 +22,8 @@ enum class LogLevel { kError, kWarn, kInfo, kDebug };
 std::string_view toString(LogLevel level);  // "error", "warn", "info", "debug"
 
 struct RoutingConfig {
-  // Engine names ("minhop", "updn", "ftree") tried in order; never empty, no duplicates.
+  // Engine names ("minhop", "updn", "ftree", "dfsp", "dor") tried in order; never empty, no duplicates. An
+  // element may name alternatives, "dor|dfsp": each is computed and the lowest max link load wins.
   std::vector<std::string> engines{"ftree", "updn", "minhop"};
   // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills
   // this from the file (parseConfig does no I/O and leaves it empty).
@@ -87,6 +88,15 @@ struct ArConfig {
   bool operator==(const ArConfig&) const = default;
 };
 
+// Virtual lanes (issue 15's VL layer). Engines such as dfsp keep their routes deadlock-free by spreading
+// paths over VL layers; they may use at most `vls` data VLs (and never more than every link offers), and the
+// SM then programs the SL-to-VL and VL arbitration tables. 1 (the default) uses VL 0 only and programs none.
+struct QosConfig {
+  uint32_t vls = 1;           // 1..15
+  uint32_t vlArbWeight = 64;  // 1..255: low-priority VL arbitration weight of every used VL
+  bool operator==(const QosConfig&) const = default;
+};
+
 struct FlapConfig {
   uint32_t holdDownMs = 2000;     // a port that went down stays out of routing at least this long
   uint32_t maxBackoffMs = 60000;  // cap of the doubling hold-down of a flapping port; >= holdDownMs
@@ -115,6 +125,7 @@ struct Config {
   LogConfig log;
   ControlConfig control;
   ArConfig ar;
+  QosConfig qos;
   FlapConfig flap;
   // Partitions: the YAML `partitions` list, then those of paths.partitions_conf (each names where it was
   // defined). Without any, every endport is a full member of the default partition 0x7fff.

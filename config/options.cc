@@ -10,9 +10,9 @@
 namespace ibsm::config {
 namespace {
 
-constexpr std::array<std::string_view, 3> kEngineNames = {"minhop", "updn", "ftree"};
-constexpr std::array<std::string_view, 10> kSections = {"routing", "sweep", "sm",      "mad", "paths",
-                                                        "dumps",   "log",   "control", "ar",  "flap"};
+constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor"};
+constexpr std::array<std::string_view, 11> kSections = {"routing", "sweep",   "sm", "mad", "paths", "dumps",
+                                                        "log",     "control", "ar", "qos", "flap"};
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
 constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
@@ -148,14 +148,22 @@ MaybeProblem splitList(const RawValue& v, std::string_view what, std::vector<Raw
 MaybeProblem parseEngines(const RawValue& v, std::vector<std::string>& out) {
   std::vector<RawValue> items;
   if (auto p = splitList(v, "a list of engine names", items)) return p;
-  std::string known = "minhop, updn, ftree";
+  std::string known = "minhop, updn, ftree, dfsp, dor";
   if (items.empty()) return problem(v, "empty engine list: name at least one of " + known);
   std::vector<std::string> names;
   for (const RawValue& item : items) {
     if (item.kind != RawValue::Kind::kScalar)
       return problem(item, "expected an engine name, got " + describe(item));
-    if (std::find(kEngineNames.begin(), kEngineNames.end(), item.text) == kEngineNames.end()) {
-      return problem(item, "unknown engine " + quoteForMessage(item.text) + " (known: " + known + ")");
+    // An element may name alternatives, "dor|dfsp": the one with the lowest max link load routes.
+    std::string_view rest = item.text;
+    while (true) {
+      size_t bar = rest.find('|');
+      std::string_view name = rest.substr(0, bar);
+      if (std::find(kEngineNames.begin(), kEngineNames.end(), name) == kEngineNames.end())
+        return problem(item,
+                       "unknown engine " + quoteForMessage(std::string(name)) + " (known: " + known + ")");
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
     }
     if (std::find(names.begin(), names.end(), item.text) != names.end()) {
       return problem(item, "engine " + quoteForMessage(item.text) + " listed twice");
@@ -332,6 +340,14 @@ const std::vector<OptionDoc> kDocs = {
      "ibsm", "none, root only"},
     {"ar.enable", "true or false", "Compute and program adaptive-routing groups.", "", ""},
     {"ar.group_cap", "", "Most AR groups per switch.", "", ""},
+    {"qos.vls", "",
+     "Data VLs the routing may use to stay deadlock-free (never more than every link offers). Engines such "
+     "as "
+     "dfsp then spread their paths over VL layers (SL i on VL i) and ibsmd programs the SL-to-VL and VL "
+     "arbitration tables; with 1 nothing is programmed and every path uses VL 0.",
+     "", ""},
+    {"qos.vl_arb_weight", "", "Low-priority VL arbitration weight of every VL in use, in 64-byte units.", "",
+     ""},
     {"flap.hold_down_ms", "",
      "A port that went down stays out of routing at least hold_down_ms milliseconds; each new flap doubles "
      "that, up to max_backoff_ms.",
@@ -602,6 +618,11 @@ std::vector<Option> makeTable() {
                [](const Config& c) { return std::string(c.ar.enable ? "true" : "false"); }});
   t.push_back(uintOption(
       "ar.group_cap", true, &ConfigDiff::reroute, 1, 4096, [](auto& c) -> auto& { return c.ar.groupCap; }));
+  t.push_back(uintOption(
+      "qos.vls", true, &ConfigDiff::reroute, 1, 15, [](auto& c) -> auto& { return c.qos.vls; }));
+  t.push_back(uintOption(
+      "qos.vl_arb_weight", true, &ConfigDiff::reroute, 1, 255,
+      [](auto& c) -> auto& { return c.qos.vlArbWeight; }));
   t.push_back(uintOption(
       "flap.hold_down_ms", true, &ConfigDiff::flap, 0, 600000,
       [](auto& c) -> auto& { return c.flap.holdDownMs; }));

@@ -1,6 +1,10 @@
 // Engine registry and fallback chain.
 #include "routing/engine.h"
 
+#include <optional>
+
+#include "routing/route_checker.h"
+
 namespace ibsm::routing {
 
 namespace {
@@ -11,15 +15,66 @@ struct Registered {
 };
 
 constexpr Registered kEngines[] = {
-    {"minhop", &makeMinHopEngine},
-    {"updn", &makeUpDownEngine},
-    {"ftree", &makeFatTreeEngine},
+    {"minhop", &makeMinHopEngine}, {"updn", &makeUpDownEngine}, {"ftree", &makeFatTreeEngine},
+    {"dfsp", &makeDfspEngine},     {"dor", &makeDorEngine},
 };
 
 std::string_view trimBlanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
+}
+
+// "dor|dfsp" -> {"dor", "dfsp"}; a plain name -> {name}.
+std::vector<std::string_view> splitAlternatives(std::string_view token) {
+  std::vector<std::string_view> out;
+  while (true) {
+    size_t bar = token.find('|');
+    out.push_back(trimBlanks(token.substr(0, bar)));
+    if (bar == std::string_view::npos) return out;
+    token.remove_prefix(bar + 1);
+  }
+}
+
+// One chain element: a single engine, or alternatives of which every one that routes is measured and the
+// one with the lowest max switch-to-switch link load wins (ties: fewer VL layers, then the earlier one).
+fabric::Result<RoutingTables> computeElement(std::string_view token, const Topology& topo,
+                                             const LidAssignment& lids, const Options& options,
+                                             std::vector<std::string>& notes) {
+  auto alts = splitAlternatives(token);
+  auto run = [&](std::string_view name) -> fabric::Result<RoutingTables> {
+    auto engine = makeEngine(name);
+    if (!engine) return fabric::makeError("unknown routing engine '" + std::string(name) + "'");
+    auto tables = engine->compute(topo, lids, options);
+    if (tables && tables->engine.empty()) tables->engine = std::string(name);
+    return tables;
+  };
+  if (alts.size() == 1) return run(alts[0]);
+  std::optional<RoutingTables> best;
+  uint64_t bestLoad = 0;
+  std::string why;
+  CheckOptions co;
+  co.checkCdg = co.checkAr = co.checkArCdg = false;
+  co.threads = options.threads;
+  for (std::string_view name : alts) {
+    auto tables = run(name);
+    if (!tables) {
+      const std::string& m = tables.error().message;
+      std::string reason = m.starts_with(std::string(name) + ":") ? m : std::string(name) + ": " + m;
+      why += (why.empty() ? "" : "; ") + reason;
+      notes.push_back(reason);
+      continue;
+    }
+    uint64_t load = checkRoutes(topo, lids, *tables, co).maxLoad;
+    notes.push_back(std::string(name) + ": max link load " + std::to_string(load) + " on " +
+                    std::to_string(tables->slLayers) + " VL" + (tables->slLayers == 1 ? "" : "s"));
+    if (!best || load < bestLoad || (load == bestLoad && tables->slLayers < best->slLayers)) {
+      best = std::move(tables).value();
+      bestLoad = load;
+    }
+  }
+  if (!best) return fabric::makeError(why);
+  return std::move(*best);
 }
 
 }  // namespace
@@ -44,8 +99,9 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
     size_t comma = text.find(',');
     std::string_view name = trimBlanks(text.substr(0, comma));
     if (name.empty()) return fabric::makeError("empty engine name in routing chain (known: " + known + ")");
-    if (!makeEngine(name))
-      return fabric::makeError("unknown routing engine '" + std::string(name) + "' (known: " + known + ")");
+    for (std::string_view alt : splitAlternatives(name))
+      if (alt.empty() || !makeEngine(alt))
+        return fabric::makeError("unknown routing engine '" + std::string(alt) + "' (known: " + known + ")");
     for (const auto& n : chain)
       if (n == name) return fabric::makeError("routing engine '" + std::string(name) + "' listed twice");
     chain.emplace_back(name);
@@ -90,19 +146,15 @@ size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const
 fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
                                          const LidAssignment& lids, const Options& options) {
   if (chain.empty()) return fabric::makeError("empty routing chain");
-  std::vector<std::unique_ptr<Engine>> engines;
-  for (const auto& name : chain) {
-    engines.push_back(makeEngine(name));
-    if (!engines.back()) return fabric::makeError("unknown routing engine '" + name + "'");
-  }
+  for (const auto& name : chain)
+    for (std::string_view alt : splitAlternatives(name))
+      if (!makeEngine(alt)) return fabric::makeError("unknown routing engine '" + std::string(alt) + "'");
   ChainResult out;
   for (size_t i = 0; i < chain.size(); ++i) {
     const std::string& name = chain[i];
-    const auto& engine = engines[i];
-    auto tables = engine->compute(topo, lids, options);
+    auto tables = computeElement(name, topo, lids, options, out.choices);
     if (tables) {
       out.tables = std::move(tables).value();
-      if (out.tables.engine.empty()) out.tables.engine = name;
       out.switchLidsFilled = fillSwitchLidHoles(topo, lids, options, out.tables);
       return out;
     }

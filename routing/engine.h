@@ -19,6 +19,9 @@ struct Options {
   uint32_t arGroupCap = 2048;  // per switch
   unsigned threads = 1;
   uint64_t seed = 0;
+  // Virtual-lane layers an engine may spread its paths over to stay deadlock-free (RoutingTables::sl): the
+  // data VLs every switch-to-switch port offers. 1 unless the caller programs SL-to-VL tables to match.
+  uint8_t vlLayers = 1;
 };
 
 class Engine {
@@ -34,8 +37,10 @@ class Engine {
 std::unique_ptr<Engine> makeMinHopEngine();
 std::unique_ptr<Engine> makeUpDownEngine();
 std::unique_ptr<Engine> makeFatTreeEngine();
+std::unique_ptr<Engine> makeDfspEngine();
+std::unique_ptr<Engine> makeDorEngine();
 
-// "minhop", "updn", "ftree"; nullptr for an unknown name.
+// "minhop", "updn", "ftree", "dfsp", "dor"; nullptr for an unknown name.
 std::unique_ptr<Engine> makeEngine(std::string_view name);
 std::vector<std::string> engineNames();
 
@@ -43,15 +48,18 @@ struct ChainResult {
   RoutingTables tables;
   std::vector<std::string> fallbacks;  // "ftree: not a fat-tree (...)" for each engine that declined
   size_t switchLidsFilled = 0;         // (switch, switch LID) entries taken from min-hop, see below
+  std::vector<std::string> choices;    // for alternatives ("dor|dfsp"): "dor: max link load 64 on 1 VL"
 };
 // Fills (switch, switch-LID) entries the engine left without a route with min-hop's choice; returns how
 // many. computeChain does this for every engine's result.
 size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
                           RoutingTables& tables);
-// Tries each engine in order; an Error when none could route (or a name is unknown).
+// Tries each engine in order; an Error when none could route (or a name is unknown). An element may name
+// alternatives, "dor|dfsp": each is computed and the one with the lowest max switch-to-switch link load wins
+// (ties: fewer VL layers, then the first named); the element fails only when all of them do.
 fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, const Topology& topo,
                                          const LidAssignment& lids, const Options& options);
-// "ftree,updn,minhop" -> names; an Error naming an unknown engine.
+// "ftree,dor|dfsp,updn,minhop" -> elements; an Error naming an unknown engine.
 fabric::Result<std::vector<std::string>> parseChain(std::string_view text);
 
 }  // namespace ibsm::routing

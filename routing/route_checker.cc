@@ -8,6 +8,7 @@
 #include <functional>
 #include <tuple>
 
+#include "routing/channel_graph.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
 
@@ -82,6 +83,7 @@ struct Partial {
   std::vector<uint64_t> load;  // by arc
   std::vector<Bits256> cdg;    // by arc: egress ports at the arc's head that follow it
   std::vector<Bits256> arCdg;
+  std::vector<uint64_t> vlEdges;  // VL-aware CDG: channelEdge(arc * 16 + VL, next arc * 16 + VL)
   std::array<std::vector<Example>, kKinds> examples;
   // Scratch, by switch.
   std::vector<uint8_t> state;
@@ -155,6 +157,7 @@ class Checker {
   void walk(Partial& p, const Dest& d, SwitchIndex x);
   void checkAr(Partial& p, const Dest& d);
   void arCdg(Partial& p, const Dest& d);
+  void vlCdg(Partial& p, const Dest& d);
   bool findCycle(const std::vector<Bits256>& cdg, std::vector<LinkRef>& cycle, size_t& channels,
                  size_t& edges) const;
 
@@ -164,8 +167,10 @@ class Checker {
   const CheckOptions& opt_;
   SwitchGraph g_;
   HopMatrix h_;
-  std::vector<uint32_t> weight_;       // switch -> CA source ports linked to it
-  std::vector<Source> firstSource_;    // switch -> one of them, for examples
+  std::vector<uint32_t> weight_;      // switch -> CA source ports linked to it
+  std::vector<Source> firstSource_;   // switch -> one of them, for examples
+  std::vector<uint8_t> ingressPort_;  // switch -> the switch port of firstSource_ (VL-aware CDG)
+  bool vlAware_ = false;
   std::vector<Source> directSources_;  // CA ports linked to a non-switch or over a Down link
   std::vector<Bits256> switchPorts_;   // switch -> ports that are usable switch-switch links
   bool haveAr_ = false;
@@ -358,7 +363,9 @@ void Checker::checkDest(Partial& p, const Dest& d) {
   }
 
   // Channel dependencies of the traffic: link into y, then y's egress link for d.
-  if (opt_.checkCdg) {
+  if (opt_.checkCdg && vlAware_) {
+    if (d.toCa) vlCdg(p, d);
+  } else if (opt_.checkCdg) {
     for (SwitchIndex y : p.order) {
       uint32_t a = p.nextArc[y];
       if (a == kNoArc) continue;
@@ -368,6 +375,27 @@ void Checker::checkDest(Partial& p, const Dest& d) {
   }
   if (haveAr_ && opt_.checkAr) checkAr(p, d);
   if (haveAr_ && opt_.checkArCdg) arCdg(p, d);
+}
+
+// Per source switch (its CAs share the path and the SL), the path's channels with the VL of each hop.
+// Switch LIDs are left out: their traffic is SMPs on VL15, which is not flow controlled.
+void Checker::vlCdg(Partial& p, const Dest& d) {
+  const auto& arcs = g_.arcs();
+  for (SwitchIndex x = 0; x < g_.size(); ++x) {
+    if (weight_[x] - (x == d.target ? 1u : 0u) == 0 || p.state[x] != kArrive) continue;
+    const uint8_t sl = tables_.pathSl(g_.node(x), d.lid);
+    unsigned in = ingressPort_[x];
+    uint32_t prev = UINT32_MAX;
+    for (SwitchIndex u = x; p.nextArc[u] != kNoArc; u = p.next[u]) {
+      const uint32_t a = p.nextArc[u];
+      const uint8_t vl = opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, arcs[a].port, sl) : sl & 0xF;
+      const uint32_t ch = a * 16 + vl;
+      if (prev != UINT32_MAX) p.vlEdges.push_back(channelEdge(prev, ch));
+      prev = ch;
+      in = arcs[a].peerPort;
+    }
+  }
+  if (p.vlEdges.size() > (size_t{1} << 22)) uniqueEdges(p.vlEdges);
 }
 
 void Checker::checkAr(Partial& p, const Dest& d) {
@@ -540,6 +568,8 @@ CheckReport Checker::run() {
 
   weight_.assign(S, 0);
   firstSource_.assign(S, Source{fabric::kNoNode, PortNum{}});
+  ingressPort_.assign(S, 0);
+  vlAware_ = opt_.slToVl != nullptr || !tables_.sl.empty() || tables_.slLayers > 1;
   for (NodeIndex i = 0; i < topo_.size(); ++i) {
     const Node& n = topo_.node(i);
     if (n.isSwitch()) continue;
@@ -550,7 +580,10 @@ CheckReport Checker::run() {
       PortNum pn{static_cast<uint8_t>(q)};
       SwitchIndex s = g_.index(port.peerNode);
       if (s != kNoSwitch && portUsable(topo_, i, pn)) {
-        if (weight_[s]++ == 0) firstSource_[s] = Source{i, pn};
+        if (weight_[s]++ == 0) {
+          firstSource_[s] = Source{i, pn};
+          ingressPort_[s] = port.peerPort.value;
+        }
       } else {
         directSources_.push_back(Source{i, pn});
       }
@@ -658,7 +691,8 @@ CheckReport Checker::run() {
 
   // Merge.
   std::vector<uint64_t> load(A, 0);
-  std::vector<Bits256> cdg(opt_.checkCdg ? A : 0), arCdgAll(haveAr_ && opt_.checkArCdg ? A : 0);
+  std::vector<Bits256> cdg(opt_.checkCdg && !vlAware_ ? A : 0), arCdgAll(haveAr_ && opt_.checkArCdg ? A : 0);
+  std::vector<uint64_t> vlEdges;
   std::array<std::vector<Example>, kKinds> examples;
   uint64_t sumHops = 0, sumStretch = 0;
   for (auto& p : parts) {
@@ -679,6 +713,8 @@ CheckReport Checker::run() {
     r.arMissingStatic += p.arMissingStatic;
     for (size_t a = 0; a < A; ++a) load[a] += p.load[a];
     for (size_t a = 0; a < cdg.size(); ++a) cdg[a] |= p.cdg[a];
+    vlEdges.insert(vlEdges.end(), p.vlEdges.begin(), p.vlEdges.end());
+    p.vlEdges = {};
     for (size_t a = 0; a < arCdgAll.size(); ++a) arCdgAll[a] |= p.arCdg[a];
     for (int k = 0; k < kKinds; ++k)
       examples[k].insert(examples[k].end(), p.examples[k].begin(), p.examples[k].end());
@@ -713,7 +749,25 @@ CheckReport Checker::run() {
             std::max<uint64_t>(r.loadBound, (weight_[s] * (total - weight_[s]) + links[s] - 1) / links[s]);
   }
 
-  if (opt_.checkCdg) {
+  if (opt_.checkCdg && vlAware_) {
+    r.cdgChecked = true;
+    uniqueEdges(vlEdges);
+    r.cdgEdges = vlEdges.size();
+    std::vector<uint8_t> touched(A * 16, 0);
+    uint32_t vls = 0;
+    for (uint64_t e : vlEdges)
+      for (uint32_t ch : {static_cast<uint32_t>(e >> 32), static_cast<uint32_t>(e & 0xFFFFFFFFu)}) {
+        touched[ch] = 1;
+        vls |= 1u << (ch % 16);
+      }
+    r.cdgChannels = static_cast<size_t>(std::count(touched.begin(), touched.end(), 1));
+    r.cdgVls = static_cast<uint8_t>(std::popcount(vls));
+    for (uint32_t ch : findChannelCycle(A * 16, vlEdges)) {
+      r.cdgCycle.push_back(linkRef(ch / 16));
+      r.cdgCycle.back().vl = static_cast<uint8_t>(ch % 16);
+    }
+    r.cdgAcyclic = r.cdgCycle.empty();
+  } else if (opt_.checkCdg) {
     r.cdgChecked = true;
     r.cdgAcyclic = findCycle(cdg, r.cdgCycle, r.cdgChannels, r.cdgEdges);
   }
@@ -762,7 +816,8 @@ std::string jsonString(std::string_view s) {
 std::string jsonLink(const LinkRef& l) {
   return "{\"from\":" + jsonString(fabric::toString(l.from)) + ",\"port\":" + std::to_string(l.port) +
          ",\"fromDesc\":" + jsonString(l.fromDesc) + ",\"to\":" + jsonString(fabric::toString(l.to)) +
-         ",\"toPort\":" + std::to_string(l.toPort) + ",\"toDesc\":" + jsonString(l.toDesc) + "}";
+         ",\"toPort\":" + std::to_string(l.toPort) + ",\"toDesc\":" + jsonString(l.toDesc) +
+         ",\"vl\":" + std::to_string(l.vl) + "}";
 }
 
 }  // namespace
@@ -798,7 +853,12 @@ std::string formatReportText(const CheckReport& r) {
                fixed(static_cast<double>(r.maxLoad) / static_cast<double>(r.loadBound), 3) + "x of it)");
     line("most loaded link", linkText(r.maxLink));
   }
-  if (r.cdgChecked) {
+  if (r.cdgChecked && r.cdgVls > 0) {
+    line("CDG", std::to_string(r.cdgChannels) + " channels (link x VL), " + std::to_string(r.cdgEdges) +
+                    " dependencies on " + std::to_string(r.cdgVls) + " VL" + (r.cdgVls == 1 ? "" : "s") +
+                    ", " + (r.cdgAcyclic ? "acyclic on every VL (deadlock-free)" : "CYCLE"));
+    for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + " VL " + std::to_string(l.vl) + "\n";
+  } else if (r.cdgChecked) {
     line("CDG", std::to_string(r.cdgChannels) + " channels, " + std::to_string(r.cdgEdges) +
                     " dependencies, " + (r.cdgAcyclic ? "acyclic (deadlock-free on one VL)" : "CYCLE"));
     for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + "\n";
@@ -875,6 +935,7 @@ std::string formatReportJson(const CheckReport& r) {
     s += jsonLink(r.maxLink);
   }
   boolean("cdgChecked", r.cdgChecked);
+  num("cdgVls", r.cdgVls);
   num("cdgChannels", r.cdgChannels);
   num("cdgEdges", r.cdgEdges);
   boolean("cdgAcyclic", r.cdgAcyclic);

@@ -16,6 +16,7 @@
 #include "fabric/topology.h"
 #include "routing/lid_assignment.h"
 #include "routing/routing_tables.h"
+#include "routing/sl_to_vl.h"
 
 namespace ibsm::routing {
 
@@ -26,6 +27,10 @@ struct CheckOptions {
   bool checkArCdg = true;  // CDG with every AR alternative included (only when tables.ar is filled)
   size_t maxExamples = 5;  // per kind of problem
   unsigned threads = 1;
+  // SL-to-VL tables of the fabric (e.g. read back from the switches). With these, or when the tables carry
+  // path SLs (RoutingTables::sl), the CDG check is VL-aware: its channels are (directed link, VL), the VL of
+  // each hop from the path's SL through the map (identity when null or unset), and it must be acyclic.
+  const SlToVlMap* slToVl = nullptr;
 };
 
 // One directed switch-to-switch link, named for reports.
@@ -35,6 +40,7 @@ struct LinkRef {
   Guid to;
   uint8_t toPort = 0;
   std::string fromDesc, toDesc;
+  uint8_t vl = 0;  // the VL of the channel (VL-aware CDG only)
 };
 
 struct CheckReport {
@@ -72,8 +78,10 @@ struct CheckReport {
   // a fat-tree: the leaves' up-links).
   uint64_t loadBound = 0;
 
-  // Channel dependency graph of the static routes.
+  // Channel dependency graph of the static routes. VL-aware (cdgVls > 0, see CheckOptions::slToVl): channels
+  // are (link, VL) and cdgVls counts the VLs the CA traffic uses on switch-to-switch links.
   bool cdgChecked = false;
+  uint8_t cdgVls = 0;
   size_t cdgChannels = 0;  // directed links with at least one dependency in or out
   size_t cdgEdges = 0;
   bool cdgAcyclic = true;

@@ -27,6 +27,13 @@ struct RoutingTables {
   std::vector<std::vector<uint8_t>>
       lft;                  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
   std::vector<ArTable> ar;  // [node]; empty when AR was not computed
+  // Service level of each path, for engines that keep their routes deadlock-free by spreading them over
+  // virtual-lane layers (SL i is meant to travel on VL i on every hop): sl[switch node][LID] is the SL of the
+  // traffic that enters the fabric at that switch (from a CA cabled to it) towards that LID. Empty (or a
+  // switch's row empty or short) means SL 0. slLayers is how many SLs the engine uses: 1 when it needs no VL
+  // layering, and then sl stays empty.
+  std::vector<std::vector<uint8_t>> sl;
+  uint8_t slLayers = 1;
   // The order the routes to CA LIDs obey, for incremental repair (routing/repair.h): [node] -> key of each
   // switch; a hop towards a smaller key is "up", and every route is up* then down*, a switch with a down-only
   // way to the destination taking its shortest one. All keys equal: plain shortest paths. Empty: the engine
@@ -35,6 +42,12 @@ struct RoutingTables {
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;
+  }
+  // The SL of a path from a CA cabled to switch `ingress` to `lid`.
+  uint8_t pathSl(fabric::NodeIndex ingress, fabric::Lid lid) const {
+    if (ingress >= sl.size()) return 0;
+    const auto& t = sl[ingress];
+    return lid.value < t.size() ? t[lid.value] : 0;
   }
 };
 

@@ -354,6 +354,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
   bool reached = false;
   NodeIndex sw = fabric::kNoNode;
   unsigned inPort = 0;
+  uint8_t sl = 0;  // the engine's SL for the pair; with VL layers, SL s travels on VL s mod layers
   const Node& srcNode = t.node(src->node);
   if (srcNode.isSwitch()) {
     sw = src->node;
@@ -364,6 +365,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     else if (t.node(p.peerNode).isSwitch()) {
       sw = p.peerNode;
       inPort = p.peerPort.value;
+      sl = s.tables.pathSl(sw, lid);
     } else if (owner.node == p.peerNode && owner.port == p.peerPort) {
       reached = true;  // two CAs back to back
     } else {
@@ -381,6 +383,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     uint8_t out = s.tables.lft.size() > sw ? s.tables.port(sw, lid) : routing::kNoPort;
     Json hop = {{"switch", nodeRef(t, s.lids, sw)}, {"in_port", inPort}};
     hop["out_port"] = out <= node.numPorts ? Json(out) : Json(nullptr);
+    hop["vl"] = s.tables.slLayers > 1 ? sl % s.tables.slLayers : 0;
     auto ar = arPorts(s.tables, sw, lid);
     if (!ar.empty()) hop["ar_ports"] = ar;
     hops.push_back(std::move(hop));
@@ -418,7 +421,9 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
             {"lid", lid.value},
             {"hops", std::move(hops)},
             {"reached", reached},
-            {"engine", s.tables.engine}};
+            {"engine", s.tables.engine},
+            {"sl", sl},
+            {"vl_layers", s.tables.slLayers}};
   if (!reached) j["problem"] = problem.empty() ? "the route ends nowhere" : problem;
   return j;
 }

@@ -46,6 +46,7 @@ struct PathFacts {
   unsigned hops = 0;
   uint8_t mtu = 0;
   unsigned rate = 0;
+  uint8_t sl = 0;  // the engine's SL for the pair (RoutingTables::sl; 0 for engines without VL layers)
 };
 std::optional<PathFacts> tracePath(const SubnetSnapshot& s, Endport src, Endport dst, Lid dlid) {
   const auto& topo = *s.topology;
@@ -68,6 +69,7 @@ std::optional<PathFacts> tracePath(const SubnetSnapshot& s, Endport src, Endport
     cross(p);
     at = p.peerNode;
     if (at == dst.node) return f;  // CA back to back
+    f.sl = s.tables.pathSl(at, dlid);
   }
   for (size_t guard = 0; guard < kMaxHops; ++guard) {
     if (at == dst.node) return f;
@@ -94,7 +96,7 @@ bool buildPath(const SaOptions& o, const SubnetSnapshot& s, NodeIndex srcNode, P
                mad::PathRecord& r) {
   auto facts = tracePath(s, Endport{srcNode, srcPort}, Endport{dstNode, dstPort}, Lid{dlid});
   if (!facts) return false;
-  if ((mask & mad::kPrSl) && want.sl != 0) return false;  // every path uses SL 0
+  if ((mask & mad::kPrSl) && want.sl != facts->sl) return false;  // the SL the routes are deadlock-free on
   // Only ports that share a partition (one of them a full member) have a path; it carries that P_Key.
   std::optional<uint16_t> wanted;
   if (mask & mad::kPrPkey) wanted = want.pkey;
@@ -114,7 +116,7 @@ bool buildPath(const SaOptions& o, const SubnetSnapshot& s, NodeIndex srcNode, P
   r.reversible = true;
   r.numbPath = 0;
   r.pkey = *pkey;
-  r.sl = 0;
+  r.sl = facts->sl;
   r.mtuSelector = 2;
   r.mtu = facts->mtu;
   if (mask & mad::kPrMtu) {

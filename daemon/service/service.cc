@@ -39,6 +39,8 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.routing.roots = c.routing.roots;
   o.routing.computeAr = c.ar.enable;
   o.routing.arGroupCap = c.ar.groupCap;
+  o.routing.vlLayers = static_cast<uint8_t>(c.qos.vls);
+  o.vl.weights = {static_cast<uint8_t>(c.qos.vlArbWeight)};
   o.lmc = c.routing.lmc;
   o.priority = c.sm.priority;
   o.smKey = c.sm.key;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "routing/sl_to_vl.h"
+
 namespace ibsm::daemon {
 namespace {
 uint64_t maxLoad(const routing::PortLoads& loads) {
@@ -10,6 +12,14 @@ uint64_t maxLoad(const routing::PortLoads& loads) {
   for (const auto& ports : loads)
     for (uint64_t v : ports) m = std::max(m, v);
   return m;
+}
+}  // namespace
+
+namespace {
+// VL layers an engine may use: what the config allows (qos.vls), at most what every link offers.
+routing::Options withFabricVls(routing::Options o, const fabric::Topology& topo) {
+  o.vlLayers = std::min(o.vlLayers, routing::offeredDataVls(topo));
+  return o;
 }
 }  // namespace
 
@@ -32,7 +42,7 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
     }
     why = r.error().message;
   }
-  auto routed = routing::computeChain(engines_, topo, lids, options_);
+  auto routed = routing::computeChain(engines_, topo, lids, withFabricVls(options_, topo));
   if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
   out.tables = std::move(routed->tables);
   out.fallbacks = std::move(routed->fallbacks);
@@ -67,7 +77,7 @@ void RoutePlanner::start(Job job) {
           routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
       return d;
     }
-    auto routed = routing::computeChain(engines, *s.topology, s.lids, options);
+    auto routed = routing::computeChain(engines, *s.topology, s.lids, withFabricVls(options, *s.topology));
     if (!routed) {
       d.error = routed.error().message;
       return d;

@@ -52,6 +52,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
       arProgrammer_(engine, clock, options_.ar),
       mcastProgrammer_(engine, clock),
       pkeyProgrammer_(engine, clock),
+      vlProgrammer_(engine, clock),
       planner_(clock, options_.backgroundRouting),
       ha_(engine, clock, smStateOptions(options_), options_.portGuid,
           [this](TopologyEvent e) { logEvent(std::move(e)); }),
@@ -170,6 +171,13 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
         programmer_.enforcePartitions(found, pkeyProgrammer_.facingPorts(), enforceErrors));
     for (auto& e : enforceErrors) report.warnings.push_back(std::move(e));
   }
+  // The VL layer before the ports go ACTIVE is not needed (SL 0 maps to VL 0 by default and only the engine's
+  // SLs use the others); it follows the LFTs, and nothing is sent while one VL is used.
+  VlProgramOptions vl = options_.vl;
+  vl.layers = routed->tables.slLayers;
+  report.vl = vlProgrammer_.program(*found.topology, vl);
+  if (report.vl.phase.smps) report.program.phases.push_back(report.vl.phase);
+  for (const auto& e : report.vl.errors) report.program.errors.push_back(e);
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
   // sweeps again (as OpenSM does after errors during initialization).
   report.subnetUp = report.program.errors.empty() && report.discovery.failed == 0;
@@ -349,6 +357,11 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
                                                               std::move(rebalance.plan.tables), old->pkeys,
                                                               old->partitions, old->partitionDefs});
   ProgramReport program = programmer_.program(*last_, snap->lids, snap->tables, cache_, options_.program);
+  VlProgramOptions vlOptions = options_.vl;
+  vlOptions.layers = snap->tables.slLayers;
+  VlReport vl = vlProgrammer_.program(*last_->topology, vlOptions);
+  for (const auto& e : vl.errors) program.errors.push_back(e);
+  program.phases.push_back(vl.phase);
   ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);
   ev.lftEntriesChanged = countRouteChanges(old.get(), *snap);
   ev.lftBlocksSent = program.lftBlocksSent;

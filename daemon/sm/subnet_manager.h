@@ -19,6 +19,7 @@
 #include "daemon/program/mcast_programmer.h"
 #include "daemon/program/pkey_programmer.h"
 #include "daemon/program/programmer.h"
+#include "daemon/program/vl_programmer.h"
 #include "daemon/sa/mcast_groups.h"
 #include "daemon/sm/discoverer.h"
 #include "daemon/sm/flap_damping.h"
@@ -49,6 +50,9 @@ struct SmOptions {
   unsigned pollRetries = 3;  // standby: failed polls in a row before it takes over
   ProgramOptions program;
   ArOptions ar;  // adaptive routing on the switches (used when routing.computeAr)
+  // VL layer: routing.vlLayers caps the VLs engines may use (further capped by what the links offer);
+  // vl.weights are the VL arbitration weights programmed when more than one VL is used.
+  VlProgramOptions vl;
   mad::Duration lightSweepInterval = std::chrono::seconds(10);   // 0 = no light sweeps
   mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
@@ -71,6 +75,7 @@ struct SweepReport {
   mad::Duration routingTime{};
   ProgramReport program;
   ArReport ar;
+  VlReport vl;
   McastReport mcast;
   mad::Duration total{};
   std::vector<std::string> warnings;
@@ -132,6 +137,7 @@ class SubnetManager {
     cache_.clear();
     arProgrammer_.forgetTables();
     pkeyProgrammer_.forgetTables();
+    vlProgrammer_.forget();
   }
 
  private:
@@ -153,6 +159,7 @@ class SubnetManager {
   McastGroups mcastGroups_;
   McastProgrammer mcastProgrammer_;
   PkeyProgrammer pkeyProgrammer_;
+  VlProgrammer vlProgrammer_;
   RoutePlanner planner_;
   std::shared_ptr<const fabric::PartitionMap> partitionMap_;
   std::shared_ptr<const std::vector<fabric::Partition>> partitionDefs_;

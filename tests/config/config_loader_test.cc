@@ -65,6 +65,9 @@ control:
 ar:
   enable: false
   group_cap: 1
+qos:
+  vls: 8
+  vl_arb_weight: 255
 flap:
   hold_down_ms: 0
   max_backoff_ms: 86400000
@@ -118,6 +121,8 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.control.group, "ibadmin");
   EXPECT_FALSE(c.ar.enable);
   EXPECT_EQ(c.ar.groupCap, 1u);
+  EXPECT_EQ(c.qos.vls, 8u);
+  EXPECT_EQ(c.qos.vlArbWeight, 255u);
   EXPECT_EQ(c.flap.holdDownMs, 0u);
   EXPECT_EQ(c.flap.maxBackoffMs, 86400000u);
 }
@@ -208,13 +213,14 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing:\n  roots: [0x1, 0x01]\n",
        "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
       {"routing:\n  engines: [ftree, ftre]\n",
-       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree)"},
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree, dfsp, dor)"},
       {"routing:\n  engines: updn,,minhop\n",
        "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
       {"routing:\n  engines: [updn, updn]\n",
        "ibsm.yaml:2:19: routing.engines: engine \"updn\" listed twice"},
       {"routing:\n  engines: []\n",
-       "ibsm.yaml:2:12: routing.engines: empty engine list: name at least one of minhop, updn, ftree"},
+       "ibsm.yaml:2:12: routing.engines: empty engine list: name at least one of minhop, updn, ftree, dfsp, "
+       "dor"},
       {"sm:\n  priority: 1\n  priority: 2\n",
        "ibsm.yaml:3:3: sm.priority: duplicate key (first given at line 2)"},
       {"log:\n  level: info\nlog:\n  level: warn\n",
@@ -248,6 +254,9 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
        "ibsm.yaml:3:19: flap.max_backoff_ms: flap.max_backoff_ms (1000) must not be less than "
        "flap.hold_down_ms "
        "(5000)"},
+      {"qos:\n  vls: 16\n", "ibsm.yaml:2:8: qos.vls: 16 is out of range 1..15"},
+      {"routing:\n  engines: [ftree, dor|lash]\n",
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor)"},
       {"flap:\n  hold_down_ms: 70000\n",
        "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than "
        "flap.hold_down_ms "
@@ -335,9 +344,11 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 29u);
+  EXPECT_EQ(byKey.size(), 31u);
   EXPECT_TRUE(byKey["partitions"].reloadable);
   EXPECT_EQ(byKey["partitions"].defaultValue, "[]");
+  EXPECT_TRUE(byKey["qos.vls"].reloadable);
+  EXPECT_EQ(byKey["qos.vls"].defaultValue, "1");
   EXPECT_FALSE(byKey["port_guid"].reloadable);
   EXPECT_FALSE(byKey["control.socket"].reloadable);
   EXPECT_FALSE(byKey["paths.state_dir"].reloadable);

@@ -56,6 +56,23 @@ FabricSpec torus(std::vector<unsigned> dims, unsigned hostsPerSwitch) {
   return s;
 }
 
+FabricSpec dragonfly(unsigned a, unsigned h, unsigned hostsPerSwitch) {
+  FabricSpec s;
+  s.shape = Shape::kDragonfly;
+  s.dragonflyA = a;
+  s.dragonflyH = h;
+  s.hostsPerSwitch = hostsPerSwitch;
+  return s;
+}
+
+FabricSpec hypercube(unsigned d, unsigned hostsPerSwitch) {
+  FabricSpec s;
+  s.shape = Shape::kHypercube;
+  s.hypercubeD = d;
+  s.hostsPerSwitch = hostsPerSwitch;
+  return s;
+}
+
 struct Counts {
   size_t hosts, switches, hostLinks, switchLinks;
 };
@@ -253,6 +270,64 @@ TEST(FabricGenTest, TorusCounts) {
   EXPECT_EQ(counts(*gen(par)).switchLinks, 64u);
 }
 
+// Dragonfly 4,2: 9 groups of 4 routers. Inside a group every router reaches the 3 others; between groups
+// there is exactly one global link per pair of groups, and each router carries H = 2 of them.
+TEST(FabricGenTest, DragonflyGroupsAreAllToAllWithOneGlobalLinkPerGroupPair) {
+  for (auto [a, h] : std::vector<std::pair<unsigned, unsigned>>{{4, 2}, {2, 1}, {3, 3}, {1, 2}}) {
+    SCOPED_TRACE(std::to_string(a) + "," + std::to_string(h));
+    TopologyPtr t = gen(dragonfly(a, h, 2));
+    const unsigned groups = a * h + 1;
+    Counts got = counts(*t);
+    EXPECT_EQ(got.switches, size_t{groups} * a);
+    EXPECT_EQ(got.hosts, 2 * got.switches);
+    EXPECT_EQ(got.switchLinks, size_t{groups} * a * (a - 1) / 2 + size_t{groups} * (groups - 1) / 2);
+    EXPECT_TRUE(connected(*t));
+    // Group of a switch, from its description "dfly-G-R".
+    auto group = [&](NodeIndex n) {
+      const std::string& d = t->node(n).description;
+      return std::stoul(d.substr(5, d.find('-', 5) - 5));
+    };
+    std::map<std::pair<unsigned long, unsigned long>, unsigned> global;
+    std::map<NodeIndex, unsigned> globalPorts;
+    for (const auto& [pair, n] : switchPairs(*t)) {
+      EXPECT_EQ(n, 1u);
+      auto [ga, gb] = std::pair{group(pair.first), group(pair.second)};
+      if (ga == gb) continue;
+      ++global[{std::min(ga, gb), std::max(ga, gb)}];
+      ++globalPorts[pair.first];
+      ++globalPorts[pair.second];
+    }
+    EXPECT_EQ(global.size(), size_t{groups} * (groups - 1) / 2);
+    for (const auto& [pair, n] : global) EXPECT_EQ(n, 1u);
+    for (NodeIndex s : t->switches()) {
+      EXPECT_EQ(globalPorts[s], h) << t->node(s).description;
+      EXPECT_EQ(switchNeighbours(*t, s), a - 1 + h);
+    }
+    expectRoundTrip(*t);
+  }
+  EXPECT_TRUE(gen(dragonfly(4, 2, 1))->findByDescription("dfly-8-3").has_value());
+}
+
+TEST(FabricGenTest, HypercubeLinksDifferInOneBit) {
+  TopologyPtr t = gen(hypercube(5, 2));
+  Counts got = counts(*t);
+  EXPECT_EQ(got.switches, 32u);
+  EXPECT_EQ(got.hosts, 64u);
+  EXPECT_EQ(got.switchLinks, 32u * 5 / 2);
+  for (NodeIndex s : t->switches()) {
+    const Node& n = t->node(s);
+    unsigned id = std::stoul(n.description.substr(6));
+    for (unsigned dim = 0; dim < 5; ++dim) {
+      const auto& p = n.ports[3 + dim];
+      ASSERT_TRUE(p.connected());
+      EXPECT_EQ(std::stoul(t->node(p.peerNode).description.substr(6)), id ^ (1u << dim));
+      EXPECT_EQ(p.peerPort.value, 3 + dim);
+    }
+  }
+  expectRoundTrip(*t);
+  EXPECT_EQ(counts(*gen(hypercube(1, 0))).switchLinks, 1u);
+}
+
 TEST(FabricGenTest, TwoPortHcasGoToTwoSwitches) {
   FabricSpec s = karyNTree(4, 3);
   s.hcaPorts = 2;
@@ -440,6 +515,16 @@ TEST(FabricGenCliTest, ParsesShapesAndOptions) {
   EXPECT_EQ(r->spec.dims, (std::vector<unsigned>{4, 4, 2}));
   EXPECT_EQ(r->output, "-");
 
+  r = parseCommandLine({"--dragonfly", "4,2", "--hosts-per-switch", "2"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.shape, Shape::kDragonfly);
+  EXPECT_EQ(r->spec.dragonflyA, 4u);
+  EXPECT_EQ(r->spec.dragonflyH, 2u);
+  r = parseCommandLine({"--hypercube", "5", "--hosts-per-switch", "2"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.shape, Shape::kHypercube);
+  EXPECT_EQ(r->spec.hypercubeD, 5u);
+
   r = parseCommandLine({"--compare", "a.net", "b.net"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->mode, CliRequest::Mode::kCompare);
@@ -469,6 +554,11 @@ TEST(FabricGenCliTest, BadArgumentsGiveOneClearLine) {
            {{"--mesh", "8"}, "--mesh needs --degree"},
            {{"--mesh", "8", "--degree", "9"}, "--degree must be 1..7"},
            {{"--torus", "4"}, "expects X,Y or X,Y,Z"},
+           {{"--dragonfly", "4"}, "--dragonfly 4: expects A,H"},
+           {{"--dragonfly", "0,2"}, "A and H must be at least 1"},
+           {{"--dragonfly", "4,2", "--parallel", "2"}, "--parallel does not apply to --dragonfly"},
+           {{"--hypercube", "18"}, "--hypercube 18: expects a number 1..17"},
+           {{"--hypercube", "3", "--degree", "2"}, "--degree does not apply to --hypercube"},
            {{"--kary-ntree", "4,3", "--quiet=yes"}, "--quiet takes no value"},
            {{"--compare", "a.net"}, "--compare expects two files"},
            {{"--compare", "a", "b", "--seed", "1"}, "take no other options"},

@@ -8,7 +8,7 @@ namespace ibsm::routing {
 namespace {
 
 TEST(EngineRegistry, KnowsTheBuiltInEngines) {
-  EXPECT_EQ(engineNames(), (std::vector<std::string>{"minhop", "updn", "ftree"}));
+  EXPECT_EQ(engineNames(), (std::vector<std::string>{"minhop", "updn", "ftree", "dfsp", "dor"}));
   for (const auto& n : engineNames()) {
     auto e = makeEngine(n);
     ASSERT_NE(e, nullptr) << n;

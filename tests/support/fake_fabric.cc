@@ -305,6 +305,9 @@ FakeFabric::Answer FakeFabric::dispatch(Endpoint at, uint8_t method, uint16_t at
       return multicastFdb(at.node, method, attrMod, data);
     case kAttrPKeyTable:
       return pkeyTable(at, method, attrMod, data);
+    case kAttrSlToVl:
+    case kAttrVlArb:
+      return vlTable(at, method, attrId, attrMod, data);
     case kAttrArInfo:
     case kAttrArGroupTable:
     case kAttrArLft:
@@ -493,6 +496,49 @@ FakeFabric::Answer FakeFabric::pkeyTable(Endpoint at, uint8_t method, uint32_t a
   std::copy_n(table.begin() + static_cast<long>(first), n, out.begin());
   encodePkeyBlock(out, a.data.data());
   return a;
+}
+
+// As ibsim's do_sl2vl/do_vlarb: a switch's SLtoVLMappingTable is addressed by (input port << 8 | output
+// port), its VLArbitrationTable by (block << 16 | port); a CA answers for the port the SMP came in on.
+FakeFabric::Answer FakeFabric::vlTable(Endpoint at, uint8_t method, uint16_t attrId, uint32_t attrMod,
+                                       const uint8_t* req) {
+  const fabric::Node& node = topo_->node(at.node);
+  NodeState& st = nodes_[at.node];
+  Answer a;
+  a.kind = Answer::kReply;
+  if (attrId == kAttrSlToVl) {
+    unsigned in = node.isSwitch() ? (attrMod >> 8) & 0xFF : 0,
+             out = node.isSwitch() ? attrMod & 0xFF : at.port;
+    if (in > node.numPorts || out > node.numPorts) {
+      a.status = kStatusInvalidField;
+      return a;
+    }
+    if (method == kSet) std::copy_n(req, 8, st.slToVl[{in, out}].begin());
+    auto t = slToVl(at.node, in, out);
+    std::copy(t.begin(), t.end(), a.data.begin());
+    return a;
+  }
+  unsigned block = attrMod >> 16, port = node.isSwitch() ? attrMod & 0xFF : at.port;
+  if (block < 1 || block > 4 || port > node.numPorts) {
+    a.status = kStatusInvalidField;
+    return a;
+  }
+  if (method == kSet) std::copy_n(req, 64, st.vlArb[{port, block}].begin());
+  auto t = vlArb(at.node, port, block);
+  std::copy(t.begin(), t.end(), a.data.begin());
+  return a;
+}
+
+std::array<uint8_t, 8> FakeFabric::slToVl(NodeIndex node, unsigned in, unsigned out) const {
+  const auto& m = nodes_[node].slToVl;
+  if (auto it = m.find({in, out}); it != m.end()) return it->second;
+  return {0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF};
+}
+
+std::array<uint8_t, 64> FakeFabric::vlArb(NodeIndex node, unsigned port, unsigned block) const {
+  const auto& m = nodes_[node].vlArb;
+  if (auto it = m.find({port, block}); it != m.end()) return it->second;
+  return {};
 }
 
 std::vector<uint16_t> FakeFabric::pkeys(NodeIndex node, PortNum port) const {

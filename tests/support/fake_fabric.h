@@ -156,6 +156,10 @@ class FakeFabric {
   ArLftEntry arLft(NodeIndex sw, uint16_t lid) const;
   std::vector<uint16_t> pkeys(NodeIndex node, PortNum port) const;  // the whole table
   bool partitionEnforced(NodeIndex sw, PortNum port) const;         // both enforcement bits set
+  // SLtoVLMappingTable of (input, output) port of a switch, or of a CA port (in 0): raw 8 bytes, identity
+  // (SL i -> VL i for i < 15) where nothing was written. VLArbitrationTable block (1..4) of a port.
+  std::array<uint8_t, 8> slToVl(NodeIndex node, unsigned in, unsigned out) const;
+  std::array<uint8_t, 64> vlArb(NodeIndex node, unsigned port, unsigned block) const;
   // Ports in the switch's MFT entry for mlid (nothing where no block was written).
   std::vector<unsigned> mftPorts(NodeIndex sw, uint16_t mlid) const;
 
@@ -173,6 +177,8 @@ class FakeFabric {
     std::set<std::pair<uint16_t, uint32_t>> rejected;
     std::map<uint32_t, MftBlock> mft;          // by attribute modifier (position << 28 | block)
     std::vector<std::vector<uint16_t>> pkeys;  // [port]: the P_Key table
+    std::map<std::pair<unsigned, unsigned>, std::array<uint8_t, 8>> slToVl;  // (in, out) port
+    std::map<std::pair<unsigned, unsigned>, std::array<uint8_t, 64>> vlArb;  // (port, block)
   };
   struct Endpoint {
     NodeIndex node;
@@ -196,6 +202,7 @@ class FakeFabric {
   Answer linearFdb(NodeIndex sw, uint8_t method, uint32_t block, const uint8_t* data);
   Answer multicastFdb(NodeIndex sw, uint8_t method, uint32_t attrMod, const uint8_t* data);
   Answer pkeyTable(Endpoint at, uint8_t method, uint32_t attrMod, const uint8_t* data);
+  Answer vlTable(Endpoint at, uint8_t method, uint16_t attrId, uint32_t attrMod, const uint8_t* data);
   uint16_t pkeyTableSize(NodeIndex node, unsigned port) const;
   Answer adaptiveRouting(NodeIndex sw, uint8_t method, uint16_t attrId, uint32_t attrMod,
                          const uint8_t* data);

@@ -122,6 +122,28 @@ TEST(IbsmctlFormat, PathExitCodeTellsWhetherItArrived) {
   EXPECT_NE(bad.text.find("NOT REACHED: leaf-0 has no route to LID 8"), std::string::npos);
 }
 
+// With VL layers (dfsp) the path names the pair's SL and each hop's VL; without, no VL column.
+TEST(IbsmctlFormat, PathShowsSlAndVlWithVlLayers) {
+  json hop = {
+      {"switch", {{"description", "dfly-0-1"}, {"lid", 2}}}, {"in_port", 1}, {"out_port", 5}, {"vl", 1}};
+  json p = {{"source", {{"description", "host-2 HCA-1"}, {"lid", 39}, {"port", 1}}},
+            {"destination", {{"description", "host-9 HCA-1"}, {"lid", 46}, {"port", 1}}},
+            {"lid", 46},
+            {"engine", "dfsp"},
+            {"sl", 1},
+            {"vl_layers", 2},
+            {"hops", {hop}},
+            {"reached", true}};
+  Formatted f = formatResult("path", p, 0);
+  EXPECT_NE(f.text.find("engine dfsp, SL 1\n"), std::string::npos) << f.text;
+  EXPECT_NE(f.text.find("VL"), std::string::npos) << f.text;
+  EXPECT_NE(f.text.find("    5   1"), std::string::npos) << f.text;
+  p["vl_layers"] = 1;
+  Formatted one = formatResult("path", p, 0);
+  EXPECT_EQ(one.text.find("VL"), std::string::npos) << one.text;
+  EXPECT_EQ(one.text.find("SL"), std::string::npos) << one.text;
+}
+
 // An answer without the fields a command expects (an empty object, or null) is formatted, or refused in one
 // line, without throwing; the text ends with its newline, and nothing missing reads as success: no "SUBNET
 // UP", no "reached", and exit code 1 from the commands whose exit code is their outcome.

@@ -63,9 +63,12 @@ Shapes (exactly one):
   --mesh SWITCHES         random connected mesh (a random spanning tree plus random links):
     --degree D            switch neighbours per switch (required)
   --torus X,Y[,Z]         2D or 3D torus with wrap-around links
+  --dragonfly A,H         dragonfly: A*H+1 groups of A routers, all-to-all inside a group, H global links per
+                          router, one global link between every two groups (4,2: 9 groups, 36 switches)
+  --hypercube D           D-dimensional hypercube of 2^D switches (5: 32 switches)
 
 Options:
-  --hosts-per-switch H    mesh, torus: hosts per switch (default 1)
+  --hosts-per-switch H    mesh, torus, dragonfly, hypercube: hosts per switch (default 1)
   --parallel P            fat tree, mesh, torus: links between each linked switch pair (default 1)
   --hca-ports 1|2         2: each host's port 2 goes to the paired edge switch (edge switches pair up 0+1,
                           2+3, ... and share their host ports, so there are half as many hosts)
@@ -128,6 +131,20 @@ Result<CliRequest> parseCommandLine(const std::vector<std::string>& args) {
          s.shape = Shape::kTorus;
          s.dims = *l;
          return {};
+       }},
+      {"--dragonfly",
+       [&](std::string_view v) -> Result<void> {
+         auto l = numberList(v);
+         if (!l || l->size() != 2) return makeError("expects A,H");
+         s.shape = Shape::kDragonfly;
+         s.dragonflyA = (*l)[0];
+         s.dragonflyH = (*l)[1];
+         return {};
+       }},
+      {"--hypercube",
+       [&](std::string_view v) -> Result<void> {
+         s.shape = Shape::kHypercube;
+         return count(s.hypercubeD, 1, 17)(v);
        }},
       {"--radix", count(s.radix, 4, 254)},
       {"--hosts-per-leaf", count(s.hostsPerLeaf, 1, 253)},
@@ -208,7 +225,8 @@ Result<CliRequest> parseCommandLine(const std::vector<std::string>& args) {
       value = args[++i];
     }
     if (auto r = it->second(*value); !r) return makeError(opt + " " + *value + ": " + r.error().message);
-    if (opt == "--kary-ntree" || opt == "--fat-tree" || opt == "--mesh" || opt == "--torus")
+    if (opt == "--kary-ntree" || opt == "--fat-tree" || opt == "--mesh" || opt == "--torus" ||
+        opt == "--dragonfly" || opt == "--hypercube")
       shapes.push_back(opt);
   }
 
@@ -228,7 +246,7 @@ Result<CliRequest> parseCommandLine(const std::vector<std::string>& args) {
       {"--cores", {"--fat-tree"}},
       {"--hosts", {"--fat-tree"}},
       {"--degree", {"--mesh"}},
-      {"--hosts-per-switch", {"--mesh", "--torus"}},
+      {"--hosts-per-switch", {"--mesh", "--torus", "--dragonfly", "--hypercube"}},
       {"--parallel", {"--fat-tree", "--mesh", "--torus"}},
   };
   for (const auto& [opt, shapesOk] : kOnlyFor)

@@ -227,6 +227,18 @@ Result<std::pair<uint64_t, uint64_t>> sizeOf(const FabricSpec& s) {
         if (!mulOk(switches, d, switches) || switches > kMaxNodes) return makeError("--torus is too large");
       hosts = switches * s.hostsPerSwitch;
       break;
+    case Shape::kDragonfly: {
+      uint64_t groups = uint64_t{s.dragonflyA} * s.dragonflyH + 1;
+      if (!mulOk(groups, s.dragonflyA, switches) || switches > kMaxNodes)
+        return makeError("--dragonfly is too large");
+      hosts = switches * s.hostsPerSwitch;
+      break;
+    }
+    case Shape::kHypercube:
+      if (s.hypercubeD > 17) return makeError("--hypercube is too large");
+      switches = uint64_t{1} << s.hypercubeD;
+      hosts = switches * s.hostsPerSwitch;
+      break;
   }
   if (s.hcaPorts == 2) hosts = (hosts + 1) / 2;  // at most: paired edge switches share host ports
   if (hosts + switches > kMaxNodes)
@@ -379,6 +391,47 @@ void buildTorus(const FabricSpec& s, Draft& d) {
   attachHosts(d, edges, s.hcaPorts);
 }
 
+void buildDragonfly(const FabricSpec& s, Draft& d) {
+  const unsigned A = s.dragonflyA, H = s.dragonflyH, Hs = s.hostsPerSwitch;
+  const unsigned groups = A * H + 1;
+  std::vector<uint32_t> sw(groups * A);
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned r = 0; r < A; ++r)
+      sw[g * A + r] =
+          d.addSwitch("dfly-" + std::to_string(g) + "-" + std::to_string(r), Hs + A - 1 + H, Hs > 0);
+  // Local port of router r towards router q of its group (q != r).
+  auto local = [&](unsigned r, unsigned q) { return Hs + 1 + (q < r ? q : q - 1); };
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned r = 0; r < A; ++r)
+      for (unsigned q = r + 1; q < A; ++q) d.link(sw[g * A + r], local(r, q), sw[g * A + q], local(q, r));
+  // Global link k of group g leads to group t = (g+k+1) mod groups; seen from t it is link (g-t-1) mod
+  // groups. Each pair of groups is linked once, from the lower group.
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned k = 0; k < A * H; ++k) {
+      unsigned t = (g + k + 1) % groups;
+      if (t < g) continue;
+      unsigned back = (g + groups - t - 1) % groups;
+      d.link(sw[g * A + k / H], Hs + A + k % H, sw[t * A + back / H], Hs + A + back % H);
+    }
+  std::vector<EdgeSlots> edges;
+  for (unsigned i = 0; i < sw.size() && Hs > 0; ++i) edges.push_back({sw[i], 1, Hs});
+  attachHosts(d, edges, s.hcaPorts);
+}
+
+void buildHypercube(const FabricSpec& s, Draft& d) {
+  const unsigned D = s.hypercubeD, H = s.hostsPerSwitch, total = 1u << D;
+  std::vector<uint32_t> sw(total);
+  for (unsigned i = 0; i < total; ++i) sw[i] = d.addSwitch("hcube-" + std::to_string(i), H + D, H > 0);
+  for (unsigned i = 0; i < total; ++i)
+    for (unsigned dim = 0; dim < D; ++dim) {
+      unsigned j = i ^ (1u << dim);
+      if (j > i) d.link(sw[i], H + 1 + dim, sw[j], H + 1 + dim);
+    }
+  std::vector<EdgeSlots> edges;
+  for (unsigned i = 0; i < total && H > 0; ++i) edges.push_back({sw[i], 1, H});
+  attachHosts(d, edges, s.hcaPorts);
+}
+
 // Removes up to `count` of the candidates (draft node or link indices), in random order, each only if the
 // fabric stays connected; returns how many were removed.
 template <typename Mark>
@@ -524,8 +577,20 @@ Result<void> validateSpec(const FabricSpec& s) {
         return makeError("--hosts-per-switch + 2 x dimensions x --parallel exceeds " +
                          std::to_string(kMaxPorts) + " ports");
       break;
+    case Shape::kDragonfly:
+      if (s.dragonflyA < 1 || s.dragonflyH < 1) return makeError("--dragonfly: A and H must be at least 1");
+      if (s.parallel != 1) return makeError("--parallel does not apply to --dragonfly");
+      if (uint64_t{s.hostsPerSwitch} + s.dragonflyA - 1 + s.dragonflyH > kMaxPorts)
+        return makeError("--hosts-per-switch + A-1 + H exceeds " + std::to_string(kMaxPorts) + " ports");
+      break;
+    case Shape::kHypercube:
+      if (s.hypercubeD < 1) return makeError("--hypercube: D must be at least 1");
+      if (s.parallel != 1) return makeError("--parallel does not apply to --hypercube");
+      if (uint64_t{s.hostsPerSwitch} + s.hypercubeD > kMaxPorts)
+        return makeError("--hosts-per-switch + D exceeds " + std::to_string(kMaxPorts) + " ports");
+      break;
   }
-  if ((s.shape == Shape::kMesh || s.shape == Shape::kTorus) && s.hostsPerSwitch == 0 && s.hcaPorts == 2)
+  if (s.shape != Shape::kKaryNTree && s.shape != Shape::kFatTree && s.hostsPerSwitch == 0 && s.hcaPorts == 2)
     return makeError("--hca-ports 2 needs hosts (--hosts-per-switch)");
   if (auto size = sizeOf(s); !size) return size.error();
   return {};
@@ -547,6 +612,12 @@ Result<fabric::TopologyPtr> generateFabric(const FabricSpec& s) {
       break;
     case Shape::kTorus:
       buildTorus(s, d);
+      break;
+    case Shape::kDragonfly:
+      buildDragonfly(s, d);
+      break;
+    case Shape::kHypercube:
+      buildHypercube(s, d);
       break;
   }
   if (auto r = degrade(s, d, rng); !r) return r.error();

@@ -1,6 +1,7 @@
-// Fabric generator: builds test fabrics (k-ary n-trees, 2/3-level fat trees, random meshes, tori) as a
-// fabric::Topology, for unit tests of routing and discovery and, written with fabric::formatTopology, as
-// ibsim net files. Deterministic: the same spec (seed included) always gives the same fabric, GUIDs included.
+// Fabric generator: builds test fabrics (k-ary n-trees, 2/3-level fat trees, random meshes, tori,
+// dragonflies, hypercubes) as a fabric::Topology, for unit tests of routing and discovery and, written with
+// fabric::formatTopology, as ibsim net files. Deterministic: the same spec (seed included) always gives the
+// same fabric, GUIDs included.
 //
 // GUIDs follow ibsim's scheme so files look like ibsim's own: switch i gets guidBase + 0x200000 + i, CAs
 // count up from guidBase + 0x100000 taking one GUID for the node and one per port (port p = node GUID + p).
@@ -17,7 +18,7 @@
 
 namespace ibsm::tools {
 
-enum class Shape { kKaryNTree, kFatTree, kMesh, kTorus };
+enum class Shape { kKaryNTree, kFatTree, kMesh, kTorus, kDragonfly, kHypercube };
 
 struct FabricSpec {
   Shape shape = Shape::kKaryNTree;
@@ -48,7 +49,17 @@ struct FabricSpec {
   // 2D or 3D torus (wrap-around links in every dimension of size >= 3, one link for size 2).
   std::vector<unsigned> dims;
 
-  unsigned hostsPerSwitch = 1;  // mesh and torus
+  // Dragonfly: A*H+1 groups of A routers ("dfly-G-R"); the routers of a group are linked all-to-all, and each
+  // router has H global links, so every group has exactly one global link to every other group. Router
+  // ports: hosts, then A-1 local ports (towards the other routers of its group, in router order), then H
+  // global ports. Group g's k-th global link (k = 0..A*H-1, router k/H, global port k%H) goes to group
+  // (g+k+1) mod (A*H+1).
+  unsigned dragonflyA = 0, dragonflyH = 0;
+
+  // Hypercube of 2^D switches ("hcube-I"): switch i is linked to i xor 2^d on port hosts+1+d.
+  unsigned hypercubeD = 0;
+
+  unsigned hostsPerSwitch = 1;  // mesh, torus, dragonfly and hypercube
   unsigned parallel = 1;        // links between each linked switch pair (fat tree, mesh, torus)
   // 2: each host's second port goes to the next edge switch (edge switches are paired 0+1, 2+3, ...; a pair
   // shares its host ports, so hosts halve); a host with no partner switch keeps port 2 unlinked.

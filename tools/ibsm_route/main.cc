@@ -1,6 +1,7 @@
 // ibsm-route: routes a fabric offline, the way ibsmd would, and reports how good the routes are.
 //
 //   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
+//   ibsm-route --topology dragonfly.topo --routing 'ftree,dor|dfsp,updn,minhop' --vls 8   # best of dor, dfsp
 //   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's tables
 //
 // Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs
@@ -36,7 +37,8 @@ constexpr const char* kUsage =
     "Routes a fabric offline with ibsmd's LID policy and engines, then checks the tables.\n"
     "\n"
     "  --topology FILE     ibnetdiscover / ibsim topology file\n"
-    "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree)\n"
+    "  --routing CHAIN     engines tried in order, e.g. ftree,updn,minhop (known: minhop, updn, ftree, "
+    "dfsp)\n"
     "  --lfts-in FILE      instead of routing: check tables from dump_lfts/ibroute/opensm-lfts.dump output,\n"
     "                      with the LIDs the topology file records\n"
     "  --lids MODE         'assigned' (ibsmd's policy; the default with --routing) or 'recorded' (the LIDs\n"
@@ -46,6 +48,8 @@ constexpr const char* kUsage =
     "  --roots-file FILE   root switch GUIDs, one per line ('#' comments)\n"
     "  --threads N         worker threads for routing and checking (default 1)\n"
     "  --seed N            seed of minhop's equal-cost tie-break hash (default 0)\n"
+    "  --vls N             data VLs an engine may spread its paths over to stay deadlock-free (dfsp),\n"
+    "                      1..15 (default 1: one VL, as ibsmd while it programs no SL-to-VL tables)\n"
     "  --all-lids          check every LID of each LMC range, not only base LIDs\n"
     "  --no-ar             do not compute adaptive-routing groups\n"
     "  --no-cdg            skip the channel-dependency (deadlock) checks\n"
@@ -67,7 +71,7 @@ struct Args {
   std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode, failMode = "repair";
   std::vector<std::string> fail;
   std::vector<Guid> roots;
-  unsigned lmc = 0, threads = 1;
+  unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
   bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
        help = false;
@@ -139,8 +143,8 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.strict);
     } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
                opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
-               opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--fail" ||
-               opt == "--fail-mode") {
+               opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--vls" ||
+               opt == "--fail" || opt == "--fail-mode") {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
@@ -178,6 +182,11 @@ Result<Args> parseArgs(int argc, char** argv) {
         auto n = parseUnsigned(opt, *v, UINT32_MAX);
         if (!n) return n.error();
         a.seed = *n;
+      } else if (opt == "--vls") {
+        auto n = parseUnsigned(opt, *v, 15);
+        if (!n) return n.error();
+        if (*n == 0) return err("--vls: must be at least 1");
+        a.vls = *n;
       } else {
         auto n = parseUnsigned(opt, *v, 256);
         if (!n) return n.error();
@@ -193,8 +202,8 @@ Result<Args> parseArgs(int argc, char** argv) {
   if (a.topology.empty()) return err("--topology is required (see --help)");
   if (a.chain.empty() == a.lftsIn.empty()) return err("give exactly one of --routing and --lfts-in");
   if (!a.roots.empty() && !a.rootsFile.empty()) return err("give either --roots or --roots-file, not both");
-  if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed))
-    return err("--roots, --roots-file, --seed and --no-ar apply to --routing only");
+  if (!a.lftsIn.empty() && (!a.roots.empty() || !a.rootsFile.empty() || a.noAr || a.seed || a.vls != 1))
+    return err("--roots, --roots-file, --seed, --vls and --no-ar apply to --routing only");
   if (a.lidsMode == "recorded" && a.lmc != 0) return err("--lmc applies to assigned LIDs only");
   if (!a.fail.empty() && a.chain.empty()) return err("--fail applies to --routing only");
   return a;
@@ -352,6 +361,7 @@ int main(int argc, char** argv) {
   options.threads = a.threads;
   options.computeAr = !a.noAr;
   options.seed = a.seed;
+  options.vlLayers = static_cast<uint8_t>(a.vls);
   if (!a.rootsFile.empty()) {
     auto r = readRootsFile(a.rootsFile);
     if (!r) return fail(1, r.error().message);
@@ -365,7 +375,7 @@ int main(int argc, char** argv) {
 
   routing::LidAssignment lids;
   routing::RoutingTables tables;
-  std::vector<std::string> fallbacks, warnings;
+  std::vector<std::string> fallbacks, warnings, choices;
   std::string lidsNote;
   bool assign = a.lidsMode == "assigned" || (a.lidsMode.empty() && a.lftsIn.empty());
   if (!assign) {
@@ -389,6 +399,7 @@ int main(int argc, char** argv) {
     if (!routed) return fail(1, routed.error().message);
     tables = std::move(routed->tables);
     fallbacks = std::move(routed->fallbacks);
+    choices = std::move(routed->choices);
     lap("route");
   } else {
     auto text = readFile(a.lftsIn);
@@ -461,6 +472,11 @@ int main(int argc, char** argv) {
       if (i) j += ',';
       j += jsonString(fallbacks[i]);
     }
+    j += "],\"vlLayers\":" + std::to_string(tables.slLayers) + ",\"candidates\":[";
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (i) j += ',';
+      j += jsonString(choices[i]);
+    }
     j += "],\"lidWarnings\":[";
     for (size_t i = 0; i < warnings.size(); ++i) {
       if (i) j += ',';
@@ -485,6 +501,19 @@ int main(int argc, char** argv) {
     std::fprintf(out, "LIDs: max %u, LMC %u%s\n", lids.maxLid().value, lids.lmc(), lidsNote.c_str());
     for (const auto& w : warnings) std::fprintf(out, "LID warning: %s\n", w.c_str());
     for (const auto& f : fallbacks) std::fprintf(out, "fallback: %s\n", f.c_str());
+    for (const auto& c : choices) std::fprintf(out, "candidate: %s\n", c.c_str());
+    if (tables.slLayers > 1) {
+      // (ingress switch, destination LID) pairs per SL.
+      std::vector<size_t> perSl(16, 0);
+      for (const auto& row : tables.sl)
+        for (uint8_t sl : row) ++perSl[sl & 0xF];
+      std::string counts;
+      for (unsigned sl = 0; sl < tables.slLayers; ++sl)
+        counts +=
+            (sl ? ", " : "") + std::string("SL ") + std::to_string(sl) + ": " + std::to_string(perSl[sl]);
+      std::fprintf(out, "VL layers: %u (SL i on VL i; switch-LID pairs %s)\n", unsigned{tables.slLayers},
+                   counts.c_str());
+    }
     if (!failNote.empty()) std::fprintf(out, "%s\n", failNote.c_str());
     std::fputs(routing::formatReportText(report).c_str(), out);
     if (a.timing) {

@@ -203,13 +203,29 @@ Formatted path(const json& r) {
   const json& src = at(r, "source");
   const json& dst = at(r, "destination");
   std::string out = name(src) + " (LID " + num(src, "lid") + ", port " + num(src, "port") + ") -> " +
-                    name(dst) + " (LID " + num(r, "lid") + "), engine " + r.value("engine", "?") + "\n";
-  Table t({"HOP", "SWITCH", "LID", "IN", "OUT", "AR-PORTS"}, {true, false, true, true, true, false});
+                    name(dst) + " (LID " + num(r, "lid") + "), engine " + r.value("engine", "?");
+  // With VL layers (dfsp) the pair's SL and each hop's VL; otherwise everything is on SL 0 / VL 0.
+  const bool layered = r.value("vl_layers", 1) > 1;
+  if (layered) out += ", SL " + std::to_string(r.value("sl", 0));
+  out += "\n";
+  std::vector<std::string> heads{"HOP", "SWITCH", "LID", "IN", "OUT", "AR-PORTS"};
+  std::vector<bool> right{true, false, true, true, true, false};
+  if (layered) {
+    heads.insert(heads.begin() + 5, "VL");
+    right.insert(right.begin() + 5, true);
+  }
+  Table t(heads, right);
   int hop = 0;
-  for (const auto& h : at(r, "hops"))
-    t.add({std::to_string(++hop), name(at(h, "switch")), num(at(h, "switch"), "lid"), num(h, "in_port"),
-           at(h, "out_port").is_null() ? "none" : num(h, "out_port"),
-           portList(h.value("ar_ports", json::array()))});
+  for (const auto& h : at(r, "hops")) {
+    std::vector<std::string> row{std::to_string(++hop),
+                                 name(at(h, "switch")),
+                                 num(at(h, "switch"), "lid"),
+                                 num(h, "in_port"),
+                                 at(h, "out_port").is_null() ? "none" : num(h, "out_port"),
+                                 portList(h.value("ar_ports", json::array()))};
+    if (layered) row.insert(row.begin() + 5, std::to_string(h.value("vl", 0)));
+    t.add(row);
+  }
   out += t.str();
   if (r.value("reached", false)) {
     out +=

@@ -259,6 +259,39 @@ TEST(SaServer, PathRecordFollowsTheLfts) {
   EXPECT_EQ(f.table(mad::kSaAttrPathRecord, mad::kPrSlid, rec, sizeof rec).size(), 8u);
 }
 
+// An engine with VL layers gives each (ingress switch, destination LID) an SL; the PathRecord carries it, and
+// a query that asks for another SL finds no path.
+TEST(SaServer, PathRecordCarriesTheEnginesSl) {
+  SaFixture f;
+  uint16_t h0 = f.lidOf(0x100001), h1 = f.lidOf(0x100003), h2 = f.lidOf(0x100005);
+  SubnetSnapshot layered = *f.snap;
+  const auto& topo = *layered.topology;
+  auto src = topo.findPort(fabric::Guid{0x100001});
+  ASSERT_TRUE(src);
+  fabric::NodeIndex leaf = topo.node(src->first).ports[src->second.value].peerNode;
+  layered.tables.slLayers = 4;
+  layered.tables.sl.resize(topo.size());
+  layered.tables.sl[leaf].assign(layered.lids.maxLid().value + 1u, 0);
+  layered.tables.sl[leaf][h2] = 3;
+  f.snap = std::make_shared<const SubnetSnapshot>(std::move(layered));
+  auto query = [&](uint16_t d, std::optional<uint8_t> sl) {
+    mad::PathRecord q;
+    q.slid = h0;
+    q.dlid = d;
+    q.sl = sl.value_or(0);
+    uint8_t rec[mad::kPathRecordSize];
+    mad::encodePathRecord(q, rec);
+    uint64_t mask = uint64_t{mad::kPrSlid} | mad::kPrDlid | (sl ? uint64_t{mad::kPrSl} : uint64_t{0});
+    auto out = f.sa->handle(f.request(mad::kGet, mad::kSaAttrPathRecord, mask, rec, sizeof rec));
+    EXPECT_EQ(out.size(), 1u);
+    return out[0];
+  };
+  EXPECT_EQ(mad::decodePathRecord(mad::saData(query(h2, std::nullopt))).sl, 3);
+  EXPECT_EQ(mad::decodePathRecord(mad::saData(query(h1, std::nullopt))).sl, 0);
+  EXPECT_EQ(f.status(query(h2, 3)), 0);
+  EXPECT_EQ(f.status(query(h2, 0)), mad::kStatusNoRecords);
+}
+
 TEST(SaServer, ServiceRecordLeaseAndDelete) {
   SaFixture f;
   mad::ServiceRecord s;

@@ -1,0 +1,106 @@
+#include "daemon/program/vl_programmer.h"
+
+#include "mad/smp.h"
+
+namespace ibsm::daemon {
+
+using fabric::NodeIndex;
+
+mad::SlToVlTable layeredSlToVl(uint8_t layers) {
+  mad::SlToVlTable t{};
+  const unsigned n = layers ? layers : 1;
+  for (unsigned sl = 0; sl < 16; ++sl) t[sl] = static_cast<uint8_t>(sl % n);
+  return t;
+}
+
+mad::VlArbBlock layeredVlArb(const VlProgramOptions& o) {
+  mad::VlArbBlock b{};
+  for (unsigned vl = 0; vl < o.layers && vl < mad::kVlArbBlockEntries; ++vl) {
+    uint8_t w = o.weights.empty() ? 64 : o.weights[std::min<size_t>(vl, o.weights.size() - 1)];
+    b[vl] = mad::VlArbEntry{static_cast<uint8_t>(vl), w};
+  }
+  return b;
+}
+
+VlReport VlProgrammer::program(const fabric::Topology& topo, const VlProgramOptions& options) {
+  VlReport report;
+  if (options.layers <= 1) return report;
+  PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
+  const mad::SlToVlTable table = layeredSlToVl(options.layers);
+  const mad::VlArbBlock arb = layeredVlArb(options);
+  decltype(sl2vl_) heldTables;
+  decltype(vlArb_) heldArb;
+  auto describe = [&](NodeIndex n, unsigned in, unsigned out) {
+    const fabric::Node& node = topo.node(n);
+    return fabric::toString(node.guid) + " (" + node.description + ") ports " + std::to_string(in) + "->" +
+           std::to_string(out);
+  };
+  auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod) {
+    auto key = std::make_tuple(topo.node(n).guid, in, out);
+    if (auto it = sl2vl_.find(key); it != sl2vl_.end() && it->second == table) {
+      heldTables.emplace(key, table);
+      ++report.sl2vlSkipped;
+      return;
+    }
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSlToVl, mod, route);
+    mad::encodeSlToVl(table, mad::smpData(smp));
+    phase.submit(std::move(smp), [&, key, n, in, out](const SmpAnswer& a) {
+      if (!a.ok) {
+        report.errors.push_back("VL001 SLtoVLMappingTable Set on " + describe(n, in, out) + a.failure());
+        return;
+      }
+      ++report.sl2vlSet;
+      heldTables.emplace(key, table);
+    });
+  };
+  auto sendArb = [&](NodeIndex n, const fabric::DrPath& route, uint8_t port, uint8_t modPort) {
+    auto key = std::make_pair(topo.node(n).guid, port);
+    if (auto it = vlArb_.find(key); it != vlArb_.end() && it->second == arb) {
+      heldArb.emplace(key, arb);
+      ++report.vlArbSkipped;
+      return;
+    }
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrVlArb,
+                                              mad::vlArbAttrMod(mad::kVlArbLowFirst, modPort), route);
+    mad::encodeVlArbBlock(arb, mad::smpData(smp));
+    phase.submit(std::move(smp), [&, key, n, port](const SmpAnswer& a) {
+      if (!a.ok) {
+        report.errors.push_back("VL001 VLArbitrationTable Set on " + describe(n, port, port) + a.failure());
+        return;
+      }
+      ++report.vlArbSet;
+      heldArb.emplace(key, arb);
+    });
+  };
+  for (NodeIndex i = 0; i < topo.size(); ++i) {
+    const fabric::Node& n = topo.node(i);
+    if (n.isSwitch()) {
+      // Output ports: the linked external ports; input ports: those and port 0 (the switch's own traffic).
+      std::vector<uint8_t> linked;
+      for (unsigned p = 1; p < n.ports.size(); ++p)
+        if (n.ports[p].connected()) linked.push_back(static_cast<uint8_t>(p));
+      for (uint8_t out : linked) {
+        sendSl2Vl(i, n.route, 0, out, mad::slToVlAttrMod(0, out));
+        for (uint8_t in : linked)
+          if (in != out) sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
+        sendArb(i, n.route, out, out);
+      }
+      continue;
+    }
+    // A CA port is reached by its own directed route (the SMA answers for the port the SMP came in through).
+    for (unsigned p = 1; p < n.ports.size(); ++p) {
+      const fabric::Port& port = n.ports[p];
+      bool local = i == topo.smNode() && p == topo.smPort().value;
+      if (!port.connected() || (!port.route.count && !local)) continue;
+      sendSl2Vl(i, port.route, 0, static_cast<uint8_t>(p), 0);
+      sendArb(i, port.route, static_cast<uint8_t>(p), 0);
+    }
+  }
+  report.phase = phase.finish();
+  // Ports that left the topology are forgotten; failed Sets are unknown and written again next time.
+  sl2vl_ = std::move(heldTables);
+  vlArb_ = std::move(heldArb);
+  return report;
+}
+
+}  // namespace ibsm::daemon

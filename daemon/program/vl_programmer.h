@@ -1,0 +1,61 @@
+// The VL layer of the fabric (IBA 7.6): SLtoVLMappingTable on every switch (input port, output port) pair and
+// every CA port, and the low-priority VLArbitrationTable of every output port, for routing engines that keep
+// their paths deadlock-free by putting them on different VLs (RoutingTables::sl, slLayers > 1). SL s travels
+// on VL s mod layers on every hop, so a path's layer is its VL from end to end; the arbitration table gives
+// every used VL one entry with the configured weight.
+//
+// Nothing is sent while only one VL is used (slLayers 1): every port's reset default already maps SL 0 to VL
+// 0, and on the 11,664-host Clos one read of every table would cost about 2.2 million SMPs. Otherwise the
+// tables are written as a delta against what this SM last wrote and was acknowledged (write and trust, as
+// with the LFTs); a port it has not written yet is written once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "daemon/program/phase_runner.h"
+#include "fabric/topology.h"
+#include "mad/mad_engine.h"
+#include "mad/vl_tables.h"
+
+namespace ibsm::daemon {
+
+struct VlProgramOptions {
+  uint8_t layers = 1;  // VLs the routes use (RoutingTables::slLayers)
+  // Low-priority arbitration weight of VL i (index i); VLs past the end get the last one (or 64 when empty).
+  std::vector<uint8_t> weights;
+};
+
+struct VlReport {
+  PhaseStats phase{"vl"};
+  size_t sl2vlSet = 0, sl2vlSkipped = 0;  // SLtoVLMappingTable Sets sent / not needed (already held)
+  size_t vlArbSet = 0, vlArbSkipped = 0;
+  std::vector<std::string> errors;  // VL001: a Set failed
+};
+
+// The SL -> VL table for `layers` VLs: SL s on VL s mod layers.
+mad::SlToVlTable layeredSlToVl(uint8_t layers);
+// Block 1 (low priority, entries 0-31) of the arbitration table: one entry per used VL.
+mad::VlArbBlock layeredVlArb(const VlProgramOptions& options);
+
+class VlProgrammer {
+ public:
+  VlProgrammer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
+  VlReport program(const fabric::Topology& topo, const VlProgramOptions& options);
+  // Forget what was written (a heavy sweep: write everything again).
+  void forget() {
+    sl2vl_.clear();
+    vlArb_.clear();
+  }
+
+ private:
+  mad::MadEngine& engine_;
+  const mad::Clock& clock_;
+  std::map<std::tuple<fabric::Guid, uint8_t, uint8_t>, mad::SlToVlTable> sl2vl_;  // (node, in, out)
+  std::map<std::pair<fabric::Guid, uint8_t>, mad::VlArbBlock> vlArb_;             // (node, out port)
+};
+
+}  // namespace ibsm::daemon

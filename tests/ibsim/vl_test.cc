@@ -1,0 +1,124 @@
+// The VL layer on ibsim (issue 15): ibsmd as a daemon on a dragonfly of 9 groups x 4 routers, 2 hosts each,
+// with 8 data VLs allowed (qos.vls) and the chain "dor|dfsp,updn". dor declines (no hypercube), dfsp routes
+// on VL layers; then the daemon's own route check must find the CDG acyclic on every VL, the switches must
+// hold the SL-to-VL tables it programmed (smpquery sl2vl: SL s on VL s mod layers), and the PathRecords
+// saquery gets must carry SLs inside those layers, not all 0.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+#include <set>
+
+#include "routing/lid_assignment.h"
+#include "tests/ibsim/ibsim_fabric.h"
+
+namespace ibsm::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kHost = "H-0000000000100002";  // where the diagnostics attach (host-0)
+
+TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
+                         "--sweep-interval", "0", "--routing", "dor|dfsp,updn", "--set", "qos.vls=8"});
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 20s;
+
+  // The daemon's check of its own tables: VL-aware CDG (link x VL channels), acyclic.
+  RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("engine: dfsp"), std::string::npos) << check.out;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(check.out, m, std::regex("dependencies on ([0-9]+) VLs, acyclic on every VL")))
+      << check.out;
+  const unsigned layers = static_cast<unsigned>(std::stoul(m[1]));
+  EXPECT_GE(layers, 2u);
+  EXPECT_LE(layers, 8u);
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+
+  // Every switch: the table from a host port (in 1) to a router port (out 3) maps SL s to VL s mod layers.
+  for (fabric::NodeIndex s : topo->switches()) {
+    const uint16_t lid = lids.base(s, fabric::PortNum{0}).value;
+    RunResult q = sim->run({"smpquery", "sl2vl", std::to_string(lid), "1", "3"}, diag);
+    ASSERT_EQ(q.exitCode, 0) << q.err;
+    std::string expect = "|";
+    for (unsigned sl = 0; sl < 16; ++sl)
+      expect += (sl % layers < 10 ? " " : "") + std::to_string(sl % layers) + "|";
+    EXPECT_NE(q.out.find(expect), std::string::npos) << topo->node(s).description << ":\n" << q.out;
+  }
+
+  // PathRecords from one host of one router of every group to every 4th host: SLs within the layers, and not
+  // all on SL 0 (the SL belongs to the (ingress switch, destination) pair, so the sources are on different
+  // switches). saquery attaches at the source host, as an application asking for its path would.
+  std::vector<fabric::NodeIndex> sources, dests;
+  for (size_t i = 0; i < topo->cas().size(); ++i) {
+    fabric::NodeIndex c = topo->cas()[i];
+    const auto& port = topo->node(c).ports[1];
+    // "dfly-G-R": router G mod 4 of group G, so the sources sit at every router position.
+    const std::string& sw = topo->node(port.peerNode).description;
+    unsigned g = 0, r = 0;
+    if (std::sscanf(sw.c_str(), "dfly-%u-%u", &g, &r) == 2 && r == g % 4 && port.peerPort.value == 1)
+      sources.push_back(c);
+    if (i % 4 == 1) dests.push_back(c);
+  }
+  ASSERT_EQ(sources.size(), 9u);
+  std::set<unsigned> sls;
+  for (fabric::NodeIndex from : sources)
+    for (fabric::NodeIndex to : dests) {
+      if (from == to) continue;
+      const uint16_t slid = lids.base(from, fabric::PortNum{1}).value,
+                     dlid = lids.base(to, fabric::PortNum{1}).value;
+      RunResult pr =
+          sim->run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diag);
+      ASSERT_EQ(pr.exitCode, 0) << pr.err;
+      std::smatch sl;
+      ASSERT_TRUE(std::regex_search(pr.out, sl, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
+      sls.insert(static_cast<unsigned>(std::stoul(sl[1], nullptr, 0)));  // saquery prints it in hex
+    }
+  EXPECT_LT(*sls.rbegin(), layers);
+  // ibsmctl path names the pair's SL and each hop's VL.
+  RunResult path = sim->run({binPath("ibsmctl"), "--socket", sock, "path",
+                             std::to_string(lids.base(sources[1], fabric::PortNum{1}).value),
+                             std::to_string(lids.base(dests.back(), fabric::PortNum{1}).value)},
+                            diag);
+  EXPECT_EQ(path.exitCode, 0) << path.out << path.err;
+  EXPECT_NE(path.out.find("engine dfsp, SL "), std::string::npos) << path.out;
+  EXPECT_NE(path.out.find(" VL "), std::string::npos) << path.out;
+  EXPECT_GT(sls.size(), 1u) << "only SL " << *sls.begin();
+  sim->stop(sm);
+}
+
+// With one VL (qos.vls defaults to 1) dfsp cannot make the dragonfly deadlock-free: it says so, the chain
+// falls back to updn (the daemon logs the same line as ROUTE002), and no SL-to-VL table is written.
+TEST(IbsimVl, TooFewVlsFallBack) {
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 2,2 --hosts-per-switch 1");
+  RunOptions o;
+  o.timeout = 60s;
+  RunResult r = sim->run(
+      {binPath("ibsmd"), "--once", "--routing", "dfsp,updn", "--state-dir", sim->dir() + "/state"}, o);
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  const std::string log = r.out + r.err;
+  EXPECT_NE(log.find("routing fallback: dfsp: the balanced shortest paths need more than 1 VL layer"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("routing: updn"), std::string::npos) << log;
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 20s;
+  RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "3"}, diag);  // host-1's switch, as booted
+  EXPECT_NE(q.out.find("| 0| 1| 2| 3|"), std::string::npos) << q.out << q.err;
+}
+
+}  // namespace
+}  // namespace ibsm::testing

@@ -1,0 +1,253 @@
+// The deadlock-free balanced shortest-path engine (dfsp): minimal paths, balance, VL layers within the VLs
+// given, a clear error beyond them; and the VL-aware route checker that judges it.
+#include <gtest/gtest.h>
+
+#include "routing/channel_graph.h"
+#include "routing/engine.h"
+#include "routing/route_checker.h"
+#include "tests/routing/fabric_sketch.h"
+#include "tools/fabric_gen/generator.h"
+
+namespace ibsm::routing {
+namespace {
+
+using tools::FabricSpec;
+using tools::Shape;
+
+struct Routed {
+  LidAssignment lids;
+  fabric::Result<RoutingTables> tables = fabric::makeError("not routed");
+};
+
+Routed route(const fabric::Topology& topo, const std::string& engine, uint8_t vls) {
+  Routed r;
+  auto a = assignLids(topo, {}, 0);
+  EXPECT_TRUE(a.ok());
+  r.lids = a->lids;
+  Options o;
+  o.vlLayers = vls;
+  o.computeAr = false;
+  r.tables = makeEngine(engine)->compute(topo, r.lids, o);
+  return r;
+}
+
+fabric::TopologyPtr generate(FabricSpec s) {
+  auto t = tools::generateFabric(s);
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  return t.ok() ? *t : nullptr;
+}
+
+FabricSpec dragonfly(unsigned a, unsigned h) {
+  FabricSpec s;
+  s.shape = Shape::kDragonfly;
+  s.dragonflyA = a;
+  s.dragonflyH = h;
+  s.hostsPerSwitch = 2;
+  return s;
+}
+FabricSpec hypercube(unsigned d) {
+  FabricSpec s;
+  s.shape = Shape::kHypercube;
+  s.hypercubeD = d;
+  s.hostsPerSwitch = 2;
+  return s;
+}
+FabricSpec torus(std::vector<unsigned> dims) {
+  FabricSpec s;
+  s.shape = Shape::kTorus;
+  s.dims = std::move(dims);
+  s.hostsPerSwitch = 2;
+  return s;
+}
+
+// On the non-tree shapes dfsp must reach every pair on a minimal path, stay deadlock-free per VL with the
+// layers it reports, and balance at least as well as min-hop (which is not deadlock-free there).
+TEST(DfspEngine, DragonflyHypercubeTorusAreMinimalBalancedAndDeadlockFreePerVl) {
+  for (const FabricSpec& spec : {dragonfly(4, 2), hypercube(4), torus({3, 3, 3}), torus({4, 4})}) {
+    auto topo = generate(spec);
+    ASSERT_NE(topo, nullptr);
+    SCOPED_TRACE(topo->node(topo->switches()[0]).description);
+    Routed r = route(*topo, "dfsp", 8);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    const RoutingTables& t = *r.tables;
+    EXPECT_EQ(t.engine, "dfsp");
+    CheckReport c = checkRoutes(*topo, r.lids, t);
+    EXPECT_EQ(c.unreachable, 0u) << formatReportText(c);
+    EXPECT_EQ(c.maxStretch, 0u);
+    ASSERT_TRUE(c.cdgChecked);
+    EXPECT_TRUE(c.cdgAcyclic) << formatReportText(c);
+    EXPECT_TRUE(c.ok());
+    EXPECT_GE(t.slLayers, 2u);  // none of these is deadlock-free with minimal paths on one VL
+    EXPECT_LE(t.slLayers, 8u);
+    EXPECT_EQ(c.cdgVls, t.slLayers);
+
+    Routed m = route(*topo, "minhop", 1);
+    ASSERT_TRUE(m.tables.ok());
+    CheckReport cm = checkRoutes(*topo, m.lids, *m.tables);
+    EXPECT_FALSE(cm.cdgAcyclic);  // why the VL layers are needed
+    EXPECT_LE(c.maxLoad, cm.maxLoad);
+
+    // The checker is what proves it: with every path on SL 0 the same routes have a cycle.
+    RoutingTables flat = t;
+    for (auto& row : flat.sl) std::fill(row.begin(), row.end(), 0);
+    CheckReport cf = checkRoutes(*topo, r.lids, flat);
+    EXPECT_FALSE(cf.cdgAcyclic);
+    EXPECT_FALSE(cf.cdgCycle.empty());
+    // ... and so it has when the SL-to-VL tables put every SL on VL 0.
+    SlToVlMap allVl0;
+    for (NodeIndex n : topo->switches())
+      for (unsigned in = 0; in <= topo->node(n).numPorts; ++in)
+        for (unsigned out = 0; out <= topo->node(n).numPorts; ++out)
+          allVl0.set(n, topo->node(n).numPorts, in, out, SlToVlMap::Table{});
+    CheckOptions co;
+    co.slToVl = &allVl0;
+    EXPECT_FALSE(checkRoutes(*topo, r.lids, t, co).cdgAcyclic);
+  }
+}
+
+// The 9 x 4 dragonfly and 5-cube of issue 15, 2 hosts per switch: the loads measured there for OpenSM's best
+// deadlock-free engine were 88 (lash, 3 VLs) and 64 (lash); updn 336 and 232.
+TEST(DfspEngine, IssueFabricsBeatUpDown) {
+  struct Case {
+    FabricSpec spec;
+    uint64_t maxLoad;
+    uint8_t maxVls;
+  };
+  for (const Case& k : {Case{dragonfly(4, 2), 88, 3}, Case{hypercube(5), 70, 6}}) {
+    auto topo = generate(k.spec);
+    Routed r = route(*topo, "dfsp", 8);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_LE(c.maxLoad, k.maxLoad);
+    EXPECT_LE(r.tables->slLayers, k.maxVls);
+    Routed u = route(*topo, "updn", 1);
+    EXPECT_LT(c.maxLoad * 2, checkRoutes(*topo, u.lids, *u.tables).maxLoad);
+  }
+}
+
+//   sw0 - sw1 - sw2 - sw3 - sw4
+//    `-----------------------'     a ring of 5, one host each: every minimal path is unique, and the
+//                                  two-hop ones, sw0 -> sw1 -> sw2, ..., sw4 -> sw0 -> sw1, close the ring
+TEST(DfspEngine, TooFewVlsIsAClearErrorAndTheChainFallsBack) {
+  auto topo = testing::makeGrid(5, 1, 1, true);
+  Routed one = route(*topo, "dfsp", 1);
+  ASSERT_FALSE(one.tables.ok());
+  EXPECT_NE(one.tables.error().message.find("need more than 1 VL layer"), std::string::npos)
+      << one.tables.error().message;
+  EXPECT_NE(one.tables.error().message.find("the fabric offers 1"), std::string::npos);
+  Routed two = route(*topo, "dfsp", 2);
+  ASSERT_TRUE(two.tables.ok()) << two.tables.error().message;
+  EXPECT_EQ(two.tables->slLayers, 2u);
+  EXPECT_TRUE(checkRoutes(*topo, two.lids, *two.tables).ok());
+
+  Options o;
+  auto chain = computeChain({"dfsp", "updn"}, *topo, one.lids, o);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(chain->tables.engine, "updn");
+  ASSERT_EQ(chain->fallbacks.size(), 1u);
+  EXPECT_TRUE(chain->fallbacks[0].starts_with("dfsp: ")) << chain->fallbacks[0];
+}
+
+// A line of switches has no cycle: one layer, no SL table, the same as any minimal routing.
+TEST(DfspEngine, AcyclicFabricNeedsOneLayerAndNoSlTable) {
+  testing::FabricSketch f;
+  auto a = f.addSwitch("a"), b = f.addSwitch("b"), c = f.addSwitch("c");
+  f.link(a, b);
+  f.link(b, c);
+  for (auto s : {a, b, c}) f.link(f.addCa("h"), 1, s, f.nextPort(s));
+  auto topo = f.build();
+  Routed r = route(*topo, "dfsp", 1);
+  ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+  EXPECT_EQ(r.tables->slLayers, 1u);
+  EXPECT_TRUE(r.tables->sl.empty());
+  CheckReport rep = checkRoutes(*topo, r.lids, *r.tables);
+  EXPECT_TRUE(rep.ok()) << formatReportText(rep);
+  EXPECT_EQ(rep.cdgVls, 0u);  // no SLs: the one-VL check
+}
+
+TEST(DfspEngine, IsDeterministic) {
+  auto topo = generate(torus({4, 4}));
+  Routed a = route(*topo, "dfsp", 8), b = route(*topo, "dfsp", 8);
+  ASSERT_TRUE(a.tables.ok() && b.tables.ok());
+  EXPECT_EQ(a.tables->lft, b.tables->lft);
+  EXPECT_EQ(a.tables->sl, b.tables->sl);
+}
+
+// e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of
+// 4 is the 2-cube), so it is recognised too; a 3x3 or 8x2 torus or a dragonfly is not.
+TEST(DorEngine, HypercubesArePerfectlyBalancedOnOneVlOthersAreDeclined) {
+  for (const FabricSpec& spec : {hypercube(5), torus({4, 4, 4}), hypercube(1)}) {
+    auto topo = generate(spec);
+    Routed r = route(*topo, "dor", 1);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_EQ(c.cdgVls, 0u);
+    EXPECT_EQ(c.maxStretch, 0u);
+    EXPECT_EQ(c.maxLoad, c.minLoad);
+    EXPECT_EQ(r.tables->slLayers, 1u);
+  }
+  for (const FabricSpec& spec : {torus({3, 3}), dragonfly(2, 1), torus({8, 2})}) {
+    auto topo = generate(spec);
+    Routed r = route(*topo, "dor", 1);
+    ASSERT_FALSE(r.tables.ok());
+    EXPECT_TRUE(r.tables.error().message.starts_with("dor: not a hypercube (")) << r.tables.error().message;
+  }
+}
+
+// "dor|dfsp": both are computed, the lower max link load wins; a declining alternative is only noted.
+TEST(EngineChain, AlternativesPickTheLowestMaxLinkLoad) {
+  EXPECT_TRUE(parseChain("ftree,dor|dfsp,updn").ok());
+  EXPECT_FALSE(parseChain("ftree,dor|lash").ok());
+  EXPECT_FALSE(parseChain("dor|").ok());
+  Options o;
+  o.vlLayers = 8;
+  auto cube = generate(hypercube(4));
+  auto lids = assignLids(*cube, {}, 0)->lids;
+  auto chain = computeChain({"ftree", "dfsp|dor", "updn"}, *cube, lids, o);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(chain->tables.engine, "dor");
+  EXPECT_EQ(chain->choices.size(), 2u);
+  auto fly = generate(dragonfly(4, 2));
+  auto flyLids = assignLids(*fly, {}, 0)->lids;
+  chain = computeChain({"dor|dfsp", "updn"}, *fly, flyLids, o);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(chain->tables.engine, "dfsp");
+  ASSERT_EQ(chain->choices.size(), 2u);
+  EXPECT_TRUE(chain->choices[0].starts_with("dor: not a hypercube")) << chain->choices[0];
+  o.vlLayers = 1;  // dfsp needs 2 here, dor declines: the element fails and updn routes
+  chain = computeChain({"dor|dfsp", "updn"}, *fly, flyLids, o);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(chain->tables.engine, "updn");
+  ASSERT_EQ(chain->fallbacks.size(), 1u);
+  EXPECT_NE(chain->fallbacks[0].find("dfsp: the balanced shortest paths need more than 1 VL layer"),
+            std::string::npos)
+      << chain->fallbacks[0];
+}
+
+TEST(ChannelGraph, FindsACycleOnlyWhenThereIsOne) {
+  std::vector<uint64_t> edges{channelEdge(0, 1), channelEdge(1, 2), channelEdge(0, 2), channelEdge(0, 1)};
+  uniqueEdges(edges);
+  EXPECT_EQ(edges.size(), 3u);
+  EXPECT_TRUE(findChannelCycle(3, edges).empty());
+  edges.push_back(channelEdge(2, 1));
+  uniqueEdges(edges);
+  auto cycle = findChannelCycle(3, edges);
+  EXPECT_EQ(cycle, (std::vector<uint32_t>{1, 2}));
+}
+
+TEST(SlToVlMap, UnsetIsIdentityAndTablesArePerPortPair) {
+  SlToVlMap m;
+  EXPECT_EQ(m.vl(3, 1, 2, 5), 5u);
+  SlToVlMap::Table t{};
+  t[5] = 7;
+  m.set(3, 4, 1, 2, t);
+  EXPECT_EQ(m.vl(3, 1, 2, 5), 7u);
+  EXPECT_EQ(m.vl(3, 1, 2, 4), 0u);
+  EXPECT_EQ(m.vl(3, 2, 1, 5), 5u);  // another pair: still the identity
+  EXPECT_EQ(m.vl(2, 1, 2, 5), 5u);
+}
+
+}  // namespace
+}  // namespace ibsm::routing
