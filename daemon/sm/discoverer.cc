@@ -1,6 +1,7 @@
 #include "daemon/sm/discoverer.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -34,6 +35,10 @@ struct Sweep {
   std::vector<std::pair<fabric::Guid, uint8_t>> heldDown, heldDownSeen;
   // Targeted mode: a changed switch that does not answer makes the whole result unusable.
   bool failOnNoAnswer = false;
+  // Targeted mode: links of the changed switches that were ACTIVE. A port that is still ACTIVE has not lost
+  // its link since the SM activated it (a link that comes back up starts in INIT on both ends), so its peer
+  // is the one known and is not probed again.
+  std::map<std::pair<NodeIndex, uint8_t>, PendingLink> activeLinks;
   uint8_t smPortNum = 0;
   // Gets that got no answer after all of the engine's retries: sent once more after the others (MAD loss
   // comes in bursts), then given up (`lost`, the sweep's DiscoveryStats::failed).
@@ -184,6 +189,11 @@ struct Sweep {
         heldDownSeen.emplace_back(guid, port);
         return;
       }
+      if (auto known = activeLinks.find({idx, port});
+          known != activeLinks.end() && attrs.state == fabric::PortState::kActive) {
+        links.push_back(known->second);
+        return;
+      }
       auto next = path.extended(port);
       if (!next) {
         fatal = "node beyond the directed-route limit of " + std::to_string(DrPath::kMaxHops) +
@@ -301,7 +311,14 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     if (!isChanged[i]) continue;
     const fabric::Node& n = topo.node(i);
-    // Every port is read and explored again, the one towards the SM included (its link may be what changed).
+    // Every port is read, and explored again unless still ACTIVE: the one towards the SM included (its link
+    // may be what changed).
+    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (port.connected() && port.attrs.valid && port.attrs.state == fabric::PortState::kActive)
+        sweep->activeLinks[{i, static_cast<uint8_t>(p)}] = {i, static_cast<uint8_t>(p), port.peerNode,
+                                                            port.peerPort.value};
+    }
     for (unsigned p = 0; p <= n.numPorts; ++p)
       sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
   }

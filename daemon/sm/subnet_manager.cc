@@ -330,7 +330,10 @@ void SubnetManager::lightSweep() {
                    });
   }
   engine_.runUntilIdle();
-  queueUpdate(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)");
+  // The light sweep has collected its switches already: no batch delay for them.
+  if (!changed.empty())
+    (void)update(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)",
+                 clock_.now());
 }
 
 // The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they
