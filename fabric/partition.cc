@@ -7,6 +7,13 @@
 namespace ibsm::fabric {
 
 namespace {
+// 'text', appended piece by piece (GCC 12 at -O3 reports a false -Wrestrict for `"'" + std::string&&`).
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  out += text;
+  out += '\'';
+  return out;
+}
 
 std::string upper(std::string_view s) {
   std::string out(s);
@@ -77,8 +84,7 @@ Result<PartitionMember> parsePartitionMember(std::string_view text, Membership d
   if (size_t eq = spec.rfind('='); eq != std::string_view::npos) {
     auto ms = parseMembership(spec.substr(eq + 1));
     if (!ms)
-      return makeError("'" + std::string(trim(spec.substr(eq + 1))) +
-                       "' is not a membership (full, limited or both)");
+      return makeError(quoted(trim(spec.substr(eq + 1))) + " is not a membership (full, limited or both)");
     m.membership = *ms;
     spec = trim(spec.substr(0, eq));
   }
@@ -115,8 +121,8 @@ Result<PartitionMember> parsePartitionMember(std::string_view text, Membership d
       if (!overflow) g = Guid{v};
     }
     if (!g || g->value == 0)
-      return makeError("'" + std::string(spec) +
-                       "' is not a port GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF or node:PATTERN");
+      return makeError(quoted(spec) +
+                       " is not a port GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF or node:PATTERN");
     m.kind = PartitionMember::Kind::kPortGuid;
     m.guid = *g;
   }
