@@ -106,7 +106,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  SmStateMachine::Decision decision = ha_.discover(*found->topology);
+  SmStateMachine::Decision decision = ha_.discover(found->topology);
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
     const RemoteSm* m = decision.master ? ha_.machine().findRemote(*decision.master) : nullptr;
