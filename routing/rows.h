@@ -35,6 +35,8 @@ class Rows {
   }
   // Row i becomes other's row j, shared.
   void share(size_t i, const Rows& other, size_t j) { rows_[i] = other.rows_[j]; }
+  // Row i itself (null for a row never written), for a reader that remembers which version it acted on.
+  std::shared_ptr<const Row> row(size_t i) const { return rows_[i]; }
   // Whether row i is the very row j of other (then they are equal without comparing them).
   bool sameRow(size_t i, const Rows& other, size_t j) const { return rows_[i] == other.rows_[j]; }
 

@@ -57,6 +57,16 @@ class ProgramRun {
   std::vector<std::vector<fabric::PortAttrs>> attrs_;
   std::vector<std::vector<bool>> portChanged_;
   std::vector<bool> switchChanged_;
+  // Switches whose LFT blocks were compared (and sent where they differ) in this run; the ones with no
+  // failed block hold their row in full afterwards.
+  struct LftRow {
+    NodeIndex node;
+    SwitchTableCache::Entry* held;
+    std::shared_ptr<const std::vector<uint8_t>> row;
+    uint16_t top;
+  };
+  std::vector<LftRow> lftRows_;
+  std::vector<bool> lftFailed_;
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
   std::vector<std::vector<RawAttr>> raw_;
@@ -80,6 +90,7 @@ ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, Discover
       attrs_(topo_.size()),
       portChanged_(topo_.size()),
       switchChanged_(topo_.size(), false),
+      lftFailed_(topo_.size(), false),
       raw_(dr.portInfo) {
   for (NodeIndex i = 0; i < topo_.size(); ++i) {
     for (const auto& p : topo_.node(i).ports) attrs_[i].push_back(p.attrs);
@@ -98,6 +109,7 @@ void ProgramRun::send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk 
       if (onOk) onOk(a.result);
       return;
     }
+    if (a.attrId == mad::kAttrLft) lftFailed_[n] = true;
     const fabric::Node& node = topo_.node(n);
     report_.errors.push_back("PROG001 " + phase.name() + ": Set of attribute " + std::to_string(a.attrId) +
                              " mod " + std::to_string(a.attrMod) + " on " + fabric::toString(node.guid) +
@@ -226,6 +238,14 @@ void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache:
   const fabric::Node& node = topo_.node(n);
   const std::vector<uint8_t>& want = tables_.lft[n];
   const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
+  // The row the switch holds in full already (a repair or a rebalance shares the rows it did not change).
+  std::shared_ptr<const std::vector<uint8_t>> row = tables_.lft.row(n);
+  if (row && held.written == row && held.writtenTop == top) {
+    report_.lftBlocksSkipped += blocks;
+    return;
+  }
+  held.written = nullptr;
+  if (row) lftRows_.push_back({n, &held, std::move(row), top});
   held.lft.grow(blocks);
   for (size_t b = 0; b < blocks; ++b) {
     mad::LftBlock block;
@@ -285,6 +305,11 @@ ProgramReport ProgramRun::run() {
       setLftBlocks(phase, n, held, top);
     }
   });
+  for (LftRow& r : lftRows_)
+    if (!lftFailed_[r.node]) {
+      r.held->written = std::move(r.row);
+      r.held->writtenTop = r.top;
+    }
   if (opt_.activate) {
     // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
     // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).

@@ -4,6 +4,7 @@
 // flight; SMPs and time are counted per phase.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +27,10 @@ struct SwitchLftState {
   KnownBlocks<mad::LftBlock> lft;
   uint16_t linearFdbTop = 0;
   bool topKnown = false;
+  // The routing tables' row (routing/rows.h) whose blocks up to writtenTop the switch was last known to
+  // hold in full: when the tables bring the very same row again, no block needs comparing.
+  std::shared_ptr<const std::vector<uint8_t>> written;
+  uint16_t writtenTop = 0;
 };
 class SwitchTableCache : public SwitchCache<SwitchLftState> {
  public:

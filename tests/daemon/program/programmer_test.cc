@@ -114,6 +114,24 @@ TEST(Programmer, SendsOnlyWhatChanged) {
   EXPECT_EQ(third.lftBlocksSent, 1u);
   EXPECT_EQ(fx.fabric->receivedSets(mad::kAttrLft), lftSets + 1);
   EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), other);
+  // The same tables again: every switch holds its row in full, nothing is compared or sent.
+  ProgramReport fourth = programmer.program(fresh, up.lids, changed, cache, ProgramOptions{});
+  EXPECT_EQ(fourth.lftBlocksSent, 0u);
+  EXPECT_EQ(fourth.lftBlocksSkipped, third.lftBlocksSkipped + third.lftBlocksSent);
+
+  // A block Set that got no answer leaves its switch's row unconfirmed: the same tables once more send it.
+  routing::RoutingTables back = changed;  // shares every row
+  back.lft[sw][lid] = old;                // but this switch's
+  DiscoveryResult before = fx.discover();
+  fx.fabric->setDropRate(1.0);
+  ProgramReport lost = programmer.program(before, up.lids, back, cache, ProgramOptions{});
+  EXPECT_FALSE(lost.errors.empty());
+  fx.fabric->setDropRate(0.0);
+  DiscoveryResult after = fx.discover();
+  ProgramReport retried = programmer.program(after, up.lids, back, cache, ProgramOptions{});
+  EXPECT_TRUE(retried.errors.empty());
+  EXPECT_EQ(retried.lftBlocksSent, 1u);
+  EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), old);
 }
 
 // A new master asks every host to re-register, once per CA port (also where the LID is already right), and
