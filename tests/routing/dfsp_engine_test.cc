@@ -166,12 +166,25 @@ TEST(DfspEngine, AcyclicFabricNeedsOneLayerAndNoSlTable) {
   EXPECT_EQ(rep.cdgVls, 0u);  // no SLs: the one-VL check
 }
 
-TEST(DfspEngine, IsDeterministic) {
-  auto topo = generate(torus({4, 4}));
-  Routed a = route(*topo, "dfsp", 8), b = route(*topo, "dfsp", 8);
-  ASSERT_TRUE(a.tables.ok() && b.tables.ok());
-  EXPECT_EQ(a.tables->lft, b.tables->lft);
-  EXPECT_EQ(a.tables->sl, b.tables->sl);
+TEST(DfspEngine, IsDeterministicForAnyThreadCount) {
+  for (const FabricSpec& spec : {torus({4, 4}), dragonfly(4, 2)}) {
+    auto topo = generate(spec);
+    Routed a = route(*topo, "dfsp", 8), b = route(*topo, "dfsp", 8);
+    ASSERT_TRUE(a.tables.ok() && b.tables.ok());
+    EXPECT_EQ(a.tables->lft, b.tables->lft);
+    EXPECT_EQ(a.tables->sl, b.tables->sl);
+    for (unsigned threads : {2u, 3u, 8u}) {
+      Options o;
+      o.vlLayers = 8;
+      o.computeAr = false;
+      o.threads = threads;
+      auto t = makeEngine("dfsp")->compute(*topo, a.lids, o);
+      ASSERT_TRUE(t.ok());
+      EXPECT_EQ(t->lft, a.tables->lft) << threads << " threads";
+      EXPECT_EQ(t->sl, a.tables->sl) << threads << " threads";
+      EXPECT_EQ(t->slLayers, a.tables->slLayers);
+    }
+  }
 }
 
 // e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of
