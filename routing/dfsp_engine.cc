@@ -460,11 +460,17 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
       if (cycle.empty()) break;
       if (L + 1 == maxLayers) {
         const Node& n = topo_.node(g_.node(arcs[cycle[0]].from));
-        std::string why = "dfsp: the balanced shortest paths need more than " + std::to_string(maxLayers);
+        std::string why = "dfsp: the balanced shortest paths need more than ";
+        why += std::to_string(maxLayers);
         why += maxLayers == 1 ? " VL layer" : " VL layers";
-        why += " to be deadlock-free (a channel dependency cycle of " + std::to_string(cycle.size());
-        why += " links remains, through '" + n.description + "' port " + std::to_string(arcs[cycle[0]].port);
-        why += "); the fabric offers " + std::to_string(maxLayers);
+        why += " to be deadlock-free (a channel dependency cycle of ";
+        why += std::to_string(cycle.size());
+        why += " links remains, through '";
+        why += n.description;
+        why += "' port ";
+        why += std::to_string(arcs[cycle[0]].port);
+        why += "); the fabric offers ";
+        why += std::to_string(maxLayers);
         return fabric::makeError(why);
       }
       // The weakest dependency of the cycle: the fewest paths to move.

@@ -56,7 +56,10 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
     layered += std::to_string(sl % layers) + "|";
   }
   std::string inUse = "|";
-  for (unsigned sl = 0; sl < layers; ++sl) inUse += " " + std::to_string(sl) + "|";
+  for (unsigned sl = 0; sl < layers; ++sl) {
+    inUse += " ";
+    inUse += std::to_string(sl) + "|";
+  }
   size_t programmed = 0, queried = 0;
   for (fabric::NodeIndex s : topo->switches()) {
     const uint16_t lid = lids.base(s, fabric::PortNum{0}).value;
