@@ -24,7 +24,7 @@
 // CDG is one flat array of path counts per possible dependency. On a 1,020-switch dragonfly (1,020 hosts,
 // 164,000 broken dependencies) the layering went from 9.7 s to 0.1 s. Memory: four bytes per (switch, LID)
 // for the routes (transposed into the LFTs at the end), one per (ingress switch, CA LID) for the layers
-// and about twelve per (switch, CA LID) for the tree index.
+// and about six per (switch, CA LID) for the tree index.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -366,7 +366,9 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
   // Per CA destination c, the sources of its tree in preorder (srcOrd[c * nSrc ..]) and per switch u the
   // range of them in u's subtree, [subLo, subLo + subCount): exactly the sources whose path passes u. Each
   // destination owns its slices, so the trees are walked in parallel with the same result.
-  std::vector<uint32_t> srcOrd(C * nSrc, 0), subLo(C * S, 0), subCount(C * S, 0);
+  // Every switch has a unicast LID, so S (and the counts below) stay under 49,152: 16 bits suffice.
+  if (S > UINT16_MAX) return fabric::makeError("dfsp: more switches than unicast LIDs");
+  std::vector<uint16_t> srcOrd(C * nSrc, 0), subLo(C * S, 0), subCount(C * S, 0);
   {
     const unsigned workers = workerCount(C, options_.threads);
     std::vector<std::vector<SwitchIndex>> orders(workers);
@@ -389,12 +391,12 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
       order.resize(start.back());
       for (size_t s = 0; s < S; ++s)
         if (dist[s] != kUnreachable) order[start[dist[s]]++] = static_cast<SwitchIndex>(s);
-      uint32_t* lo = &subLo[c * S];
-      uint32_t* cnt = &subCount[c * S];
+      uint16_t* lo = &subLo[c * S];
+      uint16_t* cnt = &subCount[c * S];
       for (SwitchIndex u : order) cnt[u] = hosts_[u] ? 1 : 0;
       for (size_t k = order.size(); k-- > 1;) {
         uint32_t a = next(i, order[k]);
-        if (a != kNoArc) cnt[arcs[a].to] += cnt[order[k]];
+        if (a != kNoArc) cnt[arcs[a].to] = static_cast<uint16_t>(cnt[arcs[a].to] + cnt[order[k]]);
       }
       auto& free = nextFree[w];
       for (SwitchIndex u : order) {
@@ -403,10 +405,10 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
           cnt[u] = 0;
           continue;
         }
-        lo[u] = u == root ? 0 : free[arcs[a].to];
+        lo[u] = static_cast<uint16_t>(u == root ? 0 : free[arcs[a].to]);
         if (u != root) free[arcs[a].to] += cnt[u];
         free[u] = lo[u];
-        if (hosts_[u]) srcOrd[c * nSrc + free[u]++] = srcIndex[u];
+        if (hosts_[u]) srcOrd[c * nSrc + free[u]++] = static_cast<uint16_t>(srcIndex[u]);
       }
     });
   }
