@@ -161,12 +161,6 @@ TEST(SubnetManager, EventsCarryTheTimeOfTheWallClock) {
   EXPECT_EQ(f.events[0].when, at);
 }
 
-}  // namespace
-}  // namespace ibsm::daemon
-
-namespace ibsm::daemon {
-namespace {
-
 // qos.vls auto: the engines may use up to 8 VLs, at most what every link offers (VLCap). A dragonfly of 9
 // groups x 4 routers (2 hosts each) is routed deadlock-free by dfsp on VL layers when the links offer VL0-7;
 // on links that offer only VL 0, dfsp says it needs more and the default chain falls back to updn, with
