@@ -24,7 +24,9 @@ std::string_view toString(LogLevel level);  // "error", "warn", "info", "debug"
 struct RoutingConfig {
   // Engine names ("minhop", "updn", "ftree", "dfsp", "dor") tried in order; never empty, no duplicates. An
   // element may name alternatives, "dor|dfsp": each is computed and the lowest max link load wins.
-  std::vector<std::string> engines{"ftree", "updn", "minhop"};
+  // The default: ftree on fat trees; otherwise the better of dor and dfsp that is deadlock-free within the
+  // VLs the fabric offers (lowest max link load, then fewer VLs); then updn, then minhop.
+  std::vector<std::string> engines{"ftree", "dor|dfsp", "updn", "minhop"};
   // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills
   // this from the file (parseConfig does no I/O and leaves it empty).
   std::vector<Guid> roots;
@@ -90,9 +92,12 @@ struct ArConfig {
 
 // Virtual lanes (issue 15's VL layer). Engines such as dfsp keep their routes deadlock-free by spreading
 // paths over VL layers; they may use at most `vls` data VLs (and never more than every link offers), and the
-// SM then programs the SL-to-VL and VL arbitration tables. 1 (the default) uses VL 0 only and programs none.
+// SM then programs the SL-to-VL and VL arbitration tables where the paths need them. 1 uses VL 0 only and
+// programs none; the default, auto, is what every link offers (VLCap), at most kAutoVls.
 struct QosConfig {
-  uint32_t vls = 1;           // 1..15
+  static constexpr uint32_t kAuto = 0;
+  static constexpr uint32_t kAutoVls = 8;
+  uint32_t vls = kAuto;       // kAuto or 1..15
   uint32_t vlArbWeight = 64;  // 1..255: low-priority VL arbitration weight of every used VL
   bool operator==(const QosConfig&) const = default;
 };

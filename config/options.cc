@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -274,10 +275,16 @@ Option pathOption(std::string_view key, bool reloadable, F field) {
 const std::vector<OptionDoc> kDocs = {
     {"port_guid", "a port GUID (0x and up to 16 hex digits)", "GUID of the local port to bind.",
      "0x0002c903000b2240", "the first active port"},
-    {"routing.engines", "a list of minhop, updn, ftree, or one comma-separated string such as \"ftree,updn\"",
+    {"routing.engines",
+     "a list of minhop, updn, ftree, dfsp, dor, or one comma-separated string such as \"ftree,updn\"; an "
+     "element may name alternatives, \"dor|dfsp\"",
      "Engines tried in order until one can route the fabric; an engine that cannot says why (ROUTE002) and "
-     "the "
-     "next one is tried.",
+     "the next one is tried. Of alternatives, every one that routes (deadlock-free within the VLs qos.vls "
+     "allows) is computed and the lowest max link load wins (ties: fewer VLs, then the first named). The "
+     "default routes fat trees with ftree and nothing VL-related is programmed; other fabrics with the "
+     "better "
+     "of dor and dfsp, which may spread their paths over VLs; a fabric that needs more VLs than it has falls "
+     "back to updn.",
      "", ""},
     {"routing.roots", "a list of node GUIDs",
      "Root switches (node GUIDs) for updn and ftree. Not together with roots_file.",
@@ -338,11 +345,11 @@ const std::vector<OptionDoc> kDocs = {
      "ibsm", "none, root only"},
     {"ar.enable", "true or false", "Compute and program adaptive-routing groups.", "", ""},
     {"ar.group_cap", "", "Most AR groups per switch.", "", ""},
-    {"qos.vls", "",
+    {"qos.vls", "auto or 1..15",
      "Data VLs the routing may use to stay deadlock-free (never more than every link offers). Engines such "
-     "as "
-     "dfsp then spread their paths over VL layers (SL i on VL i) and ibsmd programs the SL-to-VL and VL "
-     "arbitration tables; with 1 nothing is programmed and every path uses VL 0.",
+     "as dfsp then spread their paths over VL layers (SL i on VL i) and ibsmd programs the SL-to-VL and VL "
+     "arbitration tables where paths run on an SL above 0; with 1 nothing is programmed and every path uses "
+     "VL 0. auto: the fewest data VLs any link offers (VLCap of both ends), at most 8.",
      "", ""},
     {"qos.vl_arb_weight", "", "Low-priority VL arbitration weight of every VL in use, in 64-byte units.", "",
      ""},
@@ -616,8 +623,24 @@ std::vector<Option> makeTable() {
                [](const Config& c) { return std::string(c.ar.enable ? "true" : "false"); }});
   t.push_back(uintOption(
       "ar.group_cap", true, &ConfigDiff::reroute, 1, 4096, [](auto& c) -> auto& { return c.ar.groupCap; }));
-  t.push_back(uintOption(
-      "qos.vls", true, &ConfigDiff::reroute, 1, 15, [](auto& c) -> auto& { return c.qos.vls; }));
+  t.push_back({"qos.vls", true, &ConfigDiff::reroute,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 if (v.kind == RawValue::Kind::kScalar && v.text == "auto") {
+                   c.qos.vls = QosConfig::kAuto;
+                   return std::nullopt;
+                 }
+                 uint64_t n = 0;
+                 if (v.kind == RawValue::Kind::kScalar && !v.quoted && !v.text.empty() &&
+                     !std::isdigit(static_cast<unsigned char>(v.text[0])) && v.text[0] != '-' &&
+                     v.text[0] != '+')
+                   return problem(v, "expected auto or an integer 1..15, got " + describe(v));
+                 if (auto p = parseUint(v, 1, 15, n)) return p;
+                 c.qos.vls = static_cast<uint32_t>(n);
+                 return std::nullopt;
+               },
+               [](const Config& c) {
+                 return c.qos.vls == QosConfig::kAuto ? std::string("auto") : std::to_string(c.qos.vls);
+               }});
   t.push_back(uintOption(
       "qos.vl_arb_weight", true, &ConfigDiff::reroute, 1, 255,
       [](auto& c) -> auto& { return c.qos.vlArbWeight; }));

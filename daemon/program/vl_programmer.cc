@@ -1,6 +1,9 @@
 #include "daemon/program/vl_programmer.h"
 
+#include <set>
+
 #include "mad/smp.h"
+#include "routing/sl_to_vl.h"
 
 namespace ibsm::daemon {
 
@@ -22,9 +25,11 @@ mad::VlArbBlock layeredVlArb(const VlProgramOptions& o) {
   return b;
 }
 
-VlReport VlProgrammer::program(const fabric::Topology& topo, const VlProgramOptions& options) {
+VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::RoutingTables& tables,
+                               const VlProgramOptions& options) {
   VlReport report;
   if (options.layers <= 1) return report;
+  const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
   PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
   const mad::SlToVlTable table = layeredSlToVl(options.layers);
   const mad::VlArbBlock arb = layeredVlArb(options);
@@ -80,9 +85,9 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const VlProgramOpti
       for (unsigned p = 1; p < n.ports.size(); ++p)
         if (n.ports[p].connected()) linked.push_back(static_cast<uint8_t>(p));
       for (uint8_t out : linked) {
-        sendSl2Vl(i, n.route, 0, out, mad::slToVlAttrMod(0, out));
+        if (!used.outUsed(i, out)) continue;
         for (uint8_t in : linked)
-          if (in != out) sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
+          if (in != out && used.used(i, in, out)) sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
         sendArb(i, n.route, out, out);
       }
       continue;
@@ -91,12 +96,19 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const VlProgramOpti
     for (unsigned p = 1; p < n.ports.size(); ++p) {
       const fabric::Port& port = n.ports[p];
       bool local = i == topo.smNode() && p == topo.smPort().value;
-      if (!port.connected() || (!port.route.count && !local)) continue;
+      if (!port.connected() || (!port.route.count && !local) || !used.used(i, 0, p)) continue;
       sendSl2Vl(i, port.route, 0, static_cast<uint8_t>(p), 0);
       sendArb(i, port.route, static_cast<uint8_t>(p), 0);
     }
   }
   report.phase = phase.finish();
+  // Tables written before and not needed now still hold what was written: kept while their node is there.
+  std::set<fabric::Guid> present;
+  for (NodeIndex i = 0; i < topo.size(); ++i) present.insert(topo.node(i).guid);
+  for (const auto& [key, t] : sl2vl_)
+    if (present.count(std::get<0>(key))) heldTables.emplace(key, t);
+  for (const auto& [key, b] : vlArb_)
+    if (present.count(key.first)) heldArb.emplace(key, b);
   // Ports that left the topology are forgotten; failed Sets are unknown and written again next time.
   sl2vl_ = std::move(heldTables);
   vlArb_ = std::move(heldArb);

@@ -5,9 +5,12 @@
 // every used VL one entry with the configured weight.
 //
 // Nothing is sent while only one VL is used (slLayers 1): every port's reset default already maps SL 0 to VL
-// 0, and on the 11,664-host Clos one read of every table would cost about 2.2 million SMPs. Otherwise the
-// tables are written as a delta against what this SM last wrote and was acknowledged (write and trust, as
-// with the LFTs); a port it has not written yet is written once.
+// 0, and on the 11,664-host Clos one read of every table would cost about 2.2 million SMPs. Otherwise only
+// where the routes need it (routing::layeredVlPairs): the switch (input, output) pairs that carry a path on
+// an SL above 0, the CA ports that send one, and the arbitration tables of those outputs; pairs with SL 0
+// traffic only keep their reset table. The tables are written as a delta against what this SM last wrote
+// and was acknowledged (write and trust, as with the LFTs); a pair it has not written yet is written once.
+// On a 1,020-switch dragonfly on 6 VLs: 190,000 instead of 390,000 SLtoVLMappingTable Sets.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include "fabric/topology.h"
 #include "mad/mad_engine.h"
 #include "mad/vl_tables.h"
+#include "routing/routing_tables.h"
 
 namespace ibsm::daemon {
 
@@ -44,7 +48,8 @@ mad::VlArbBlock layeredVlArb(const VlProgramOptions& options);
 class VlProgrammer {
  public:
   VlProgrammer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
-  VlReport program(const fabric::Topology& topo, const VlProgramOptions& options);
+  VlReport program(const fabric::Topology& topo, const routing::RoutingTables& tables,
+                   const VlProgramOptions& options);
   // Forget what was written (a heavy sweep: write everything again).
   void forget() {
     sl2vl_.clear();

@@ -60,7 +60,7 @@ constexpr const char* kUsage =
     "options (each overrides the config file's key):\n"
     "  --config FILE             configuration (default /etc/ibsm/ibsm.yaml, optional)\n"
     "  --port-guid GUID          port_guid: local port to bind (default: first port with link up)\n"
-    "  --routing ENGINES         routing.engines, e.g. ftree,updn,minhop (default)\n"
+    "  --routing ENGINES         routing.engines (default ftree,dor|dfsp,updn,minhop)\n"
     "  --lmc N                   routing.lmc: LID mask control 0..7 (default 0)\n"
     "  --state-dir DIR           paths.state_dir: persistent state, guid2lid (default /var/lib/ibsm)\n"
     "  --priority N              sm.priority 0..15 (default 0)\n"

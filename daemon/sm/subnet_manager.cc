@@ -175,7 +175,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   // SLs use the others); it follows the LFTs, and nothing is sent while one VL is used.
   VlProgramOptions vl = options_.vl;
   vl.layers = routed->tables.slLayers;
-  report.vl = vlProgrammer_.program(*found.topology, vl);
+  report.vl = vlProgrammer_.program(*found.topology, routed->tables, vl);
   if (report.vl.phase.smps) report.program.phases.push_back(report.vl.phase);
   for (const auto& e : report.vl.errors) report.program.errors.push_back(e);
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
@@ -365,7 +365,7 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   ProgramReport program = programmer_.program(*last_, snap->lids, snap->tables, cache_, options_.program);
   VlProgramOptions vlOptions = options_.vl;
   vlOptions.layers = snap->tables.slLayers;
-  VlReport vl = vlProgrammer_.program(*last_->topology, vlOptions);
+  VlReport vl = vlProgrammer_.program(*last_->topology, snap->tables, vlOptions);
   for (const auto& e : vl.errors) program.errors.push_back(e);
   program.phases.push_back(vl.phase);
   ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);

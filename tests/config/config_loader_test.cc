@@ -73,6 +73,19 @@ flap:
   max_backoff_ms: 86400000
 )";
 
+// qos.vls: auto (the default: what the links offer, at most 8) or an explicit number of VLs.
+TEST(ConfigLoader, QosVlsIsAutoOrANumber) {
+  auto a = parseConfig("qos:\n  vls: auto\n", "ibsm.yaml");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->qos.vls, QosConfig::kAuto);
+  auto one = parseConfig("qos:\n  vls: 1\n", "ibsm.yaml");
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->qos.vls, 1u);
+  auto back = parseConfig(toYaml(*one), "dump.yaml");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->qos.vls, 1u);
+}
+
 TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   for (std::string_view text : {"", "# nothing here\n", "---\n", "routing:\n# lmc: 3\n"}) {
     auto r = parseConfig(text, "ibsm.yaml");
@@ -81,7 +94,8 @@ TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   }
   Config d;
   EXPECT_FALSE(d.portGuid);
-  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "updn", "minhop"}));
+  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dor|dfsp", "updn", "minhop"}));
+  EXPECT_EQ(d.qos.vls, QosConfig::kAuto);
   EXPECT_EQ(d.routing.lmc, 0);
   EXPECT_EQ(d.sweep.intervalS, 10u);
   EXPECT_EQ(d.mad.window, 32u);
@@ -255,6 +269,7 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
        "flap.hold_down_ms "
        "(5000)"},
       {"qos:\n  vls: 16\n", "ibsm.yaml:2:8: qos.vls: 16 is out of range 1..15"},
+      {"qos:\n  vls: many\n", "ibsm.yaml:2:8: qos.vls: expected auto or an integer 1..15, got \"many\""},
       {"routing:\n  engines: [ftree, dor|lash]\n",
        "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor)"},
       {"flap:\n  hold_down_ms: 70000\n",
@@ -348,7 +363,7 @@ TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   EXPECT_TRUE(byKey["partitions"].reloadable);
   EXPECT_EQ(byKey["partitions"].defaultValue, "[]");
   EXPECT_TRUE(byKey["qos.vls"].reloadable);
-  EXPECT_EQ(byKey["qos.vls"].defaultValue, "1");
+  EXPECT_EQ(byKey["qos.vls"].defaultValue, "auto");
   EXPECT_FALSE(byKey["port_guid"].reloadable);
   EXPECT_FALSE(byKey["control.socket"].reloadable);
   EXPECT_FALSE(byKey["paths.state_dir"].reloadable);
@@ -357,7 +372,7 @@ TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   EXPECT_TRUE(byKey["log.level"].reloadable);
   EXPECT_TRUE(byKey["dumps.lfts"].reloadable);
   EXPECT_EQ(byKey["dumps.lfts"].defaultValue, "on_request");
-  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, updn, minhop]");
+  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, dor|dfsp, updn, minhop]");
   EXPECT_EQ(byKey["port_guid"].defaultValue, "~");
   EXPECT_EQ(byKey["mad.timeout_ms"].defaultValue, "100");
 }
@@ -492,8 +507,9 @@ TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
   auto r =
       applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.engines: [ftree, updn, minhop] -> [updn]",
-                                                  "log.level: info -> debug"}));
+  EXPECT_EQ(r->changed,
+            (std::vector<std::string>{"routing.engines: [ftree, dor|dfsp, updn, minhop] -> [updn]",
+                                      "log.level: info -> debug"}));
   EXPECT_TRUE(r->reroute);
   EXPECT_TRUE(r->logLevel);
   EXPECT_FALSE(r->reassignLids || r->sweepTimer || r->mad || r->sm || r->flap);

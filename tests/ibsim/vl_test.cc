@@ -1,8 +1,9 @@
 // The VL layer on ibsim (issue 15): ibsmd as a daemon on a dragonfly of 9 groups x 4 routers, 2 hosts each,
-// with 8 data VLs allowed (qos.vls) and the chain "dor|dfsp,updn". dor declines (no hypercube), dfsp routes
-// on VL layers; then the daemon's own route check must find the CDG acyclic on every VL, the switches must
-// hold the SL-to-VL tables it programmed (smpquery sl2vl: SL s on VL s mod layers), and the PathRecords
-// saquery gets must carry SLs inside those layers, not all 0.
+// with its default chain "ftree,dor|dfsp,updn,minhop" and qos.vls auto (the 8 VLs ibsim's ports offer).
+// ftree and dor decline, dfsp routes on VL layers; then the daemon's own route check must find the CDG
+// acyclic on every VL, the switches must map every SL in use to its own VL (smpquery sl2vl; the pairs that
+// carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others their reset
+// table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -22,8 +23,8 @@ constexpr const char* kHost = "H-0000000000100002";  // where the diagnostics at
 TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
   const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock,
-                         "--sweep-interval", "0", "--routing", "dor|dfsp,updn", "--set", "qos.vls=8"});
+  pid_t sm = sim->spawn(
+      {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
   ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
   RunOptions diag;
   diag.simHost = kHost;
@@ -47,16 +48,35 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
 
-  // Every switch: the table from a host port (in 1) to a router port (out 3) maps SL s to VL s mod layers.
+  // Every switch, from a host port (in 1) to each router port: every SL in use travels on its own VL; where
+  // the pair was programmed, all 16 SLs map to SL mod layers. Some pairs must have been programmed.
+  std::string layered = "|";
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    layered += sl % layers < 10 ? " " : "";
+    layered += std::to_string(sl % layers) + "|";
+  }
+  std::string inUse = "|";
+  for (unsigned sl = 0; sl < layers; ++sl) {
+    inUse += " ";
+    inUse += std::to_string(sl) + "|";
+  }
+  size_t programmed = 0, queried = 0;
   for (fabric::NodeIndex s : topo->switches()) {
     const uint16_t lid = lids.base(s, fabric::PortNum{0}).value;
-    RunResult q = sim->run({"smpquery", "sl2vl", std::to_string(lid), "1", "3"}, diag);
-    ASSERT_EQ(q.exitCode, 0) << q.err;
-    std::string expect = "|";
-    for (unsigned sl = 0; sl < 16; ++sl)
-      expect += (sl % layers < 10 ? " " : "") + std::to_string(sl % layers) + "|";
-    EXPECT_NE(q.out.find(expect), std::string::npos) << topo->node(s).description << ":\n" << q.out;
+    for (unsigned out = 3; out <= topo->node(s).numPorts; ++out) {
+      if (!topo->node(s).ports[out].connected()) continue;
+      RunResult q = sim->run({"smpquery", "sl2vl", std::to_string(lid), "1", std::to_string(out)}, diag);
+      ASSERT_EQ(q.exitCode, 0) << q.err;
+      ++queried;
+      const size_t row = q.out.find("ports: in  1, out");
+      ASSERT_NE(row, std::string::npos) << q.out;
+      EXPECT_EQ(q.out.find(inUse, row), q.out.find('|', row))
+          << topo->node(s).description << " 1->" << out << ":\n"
+          << q.out;
+      programmed += q.out.find(layered, row) != std::string::npos;
+    }
   }
+  EXPECT_GT(programmed, 0u);
 
   // PathRecords from one host of one router of every group to every 4th host: SLs within the layers, and not
   // all on SL 0 (the SL belongs to the (ingress switch, destination) pair, so the sources are on different
@@ -99,14 +119,15 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
-// With one VL (qos.vls defaults to 1) dfsp cannot make the dragonfly deadlock-free: it says so, the chain
-// falls back to updn (the daemon logs the same line as ROUTE002), and no SL-to-VL table is written.
+// With one VL (qos.vls 1) dfsp cannot make the dragonfly deadlock-free: it says so, the chain falls back to
+// updn (the daemon logs the same line as ROUTE002), and no SL-to-VL table is written.
 TEST(IbsimVl, TooFewVlsFallBack) {
   std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 2,2 --hosts-per-switch 1");
   RunOptions o;
   o.timeout = 60s;
-  RunResult r = sim->run(
-      {binPath("ibsmd"), "--once", "--routing", "dfsp,updn", "--state-dir", sim->dir() + "/state"}, o);
+  RunResult r = sim->run({binPath("ibsmd"), "--once", "--routing", "dfsp,updn", "--set", "qos.vls=1",
+                          "--state-dir", sim->dir() + "/state"},
+                         o);
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
   const std::string log = r.out + r.err;
   EXPECT_NE(log.find("routing fallback: dfsp: the balanced shortest paths need more than 1 VL layer"),
@@ -118,6 +139,24 @@ TEST(IbsimVl, TooFewVlsFallBack) {
   diag.timeout = 20s;
   RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "3"}, diag);  // host-1's switch, as booted
   EXPECT_NE(q.out.find("| 0| 1| 2| 3|"), std::string::npos) << q.out << q.err;
+}
+
+// The default on a fat tree: ftree routes on one VL and nothing VL-related is programmed (no vl phase, the
+// switches keep their boot tables), even though the ports offer 8 VLs.
+TEST(IbsimVl, FatTreeByDefaultUsesOneVlAndProgramsNoVlTables) {
+  std::unique_ptr<Ibsim> sim = startFabric("--kary-ntree 2,3");
+  RunOptions o;
+  o.timeout = 60s;
+  RunResult r = sim->run({binPath("ibsmd"), "--once", "--state-dir", sim->dir() + "/state"}, o);
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  const std::string log = r.out + r.err;
+  EXPECT_NE(log.find("routing: ftree"), std::string::npos) << log;
+  EXPECT_EQ(log.find("program vl"), std::string::npos) << log;
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 20s;
+  RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "2"}, diag);  // host-1's switch
+  EXPECT_NE(q.out.find("| 0| 1| 2| 3| 4| 5| 6| 7| 8|"), std::string::npos) << q.out << q.err;
 }
 
 }  // namespace

@@ -6,11 +6,15 @@
 #include "routing/engine.h"
 #include "routing/route_checker.h"
 #include "tests/routing/fabric_sketch.h"
-#include "tools/fabric_gen/generator.h"
+#include "tests/routing/generated_fabrics.h"
 
 namespace ibsm::routing {
 namespace {
 
+using testing::dragonfly;
+using testing::generate;
+using testing::hypercube;
+using testing::torus;
 using tools::FabricSpec;
 using tools::Shape;
 
@@ -29,35 +33,6 @@ Routed route(const fabric::Topology& topo, const std::string& engine, uint8_t vl
   o.computeAr = false;
   r.tables = makeEngine(engine)->compute(topo, r.lids, o);
   return r;
-}
-
-fabric::TopologyPtr generate(FabricSpec s) {
-  auto t = tools::generateFabric(s);
-  EXPECT_TRUE(t.ok()) << t.error().message;
-  return t.ok() ? *t : nullptr;
-}
-
-FabricSpec dragonfly(unsigned a, unsigned h) {
-  FabricSpec s;
-  s.shape = Shape::kDragonfly;
-  s.dragonflyA = a;
-  s.dragonflyH = h;
-  s.hostsPerSwitch = 2;
-  return s;
-}
-FabricSpec hypercube(unsigned d) {
-  FabricSpec s;
-  s.shape = Shape::kHypercube;
-  s.hypercubeD = d;
-  s.hostsPerSwitch = 2;
-  return s;
-}
-FabricSpec torus(std::vector<unsigned> dims) {
-  FabricSpec s;
-  s.shape = Shape::kTorus;
-  s.dims = std::move(dims);
-  s.hostsPerSwitch = 2;
-  return s;
 }
 
 // On the non-tree shapes dfsp must reach every pair on a minimal path, stay deadlock-free per VL with the
@@ -166,12 +141,25 @@ TEST(DfspEngine, AcyclicFabricNeedsOneLayerAndNoSlTable) {
   EXPECT_EQ(rep.cdgVls, 0u);  // no SLs: the one-VL check
 }
 
-TEST(DfspEngine, IsDeterministic) {
-  auto topo = generate(torus({4, 4}));
-  Routed a = route(*topo, "dfsp", 8), b = route(*topo, "dfsp", 8);
-  ASSERT_TRUE(a.tables.ok() && b.tables.ok());
-  EXPECT_EQ(a.tables->lft, b.tables->lft);
-  EXPECT_EQ(a.tables->sl, b.tables->sl);
+TEST(DfspEngine, IsDeterministicForAnyThreadCount) {
+  for (const FabricSpec& spec : {torus({4, 4}), dragonfly(4, 2)}) {
+    auto topo = generate(spec);
+    Routed a = route(*topo, "dfsp", 8), b = route(*topo, "dfsp", 8);
+    ASSERT_TRUE(a.tables.ok() && b.tables.ok());
+    EXPECT_EQ(a.tables->lft, b.tables->lft);
+    EXPECT_EQ(a.tables->sl, b.tables->sl);
+    for (unsigned threads : {2u, 3u, 8u}) {
+      Options o;
+      o.vlLayers = 8;
+      o.computeAr = false;
+      o.threads = threads;
+      auto t = makeEngine("dfsp")->compute(*topo, a.lids, o);
+      ASSERT_TRUE(t.ok());
+      EXPECT_EQ(t->lft, a.tables->lft) << threads << " threads";
+      EXPECT_EQ(t->sl, a.tables->sl) << threads << " threads";
+      EXPECT_EQ(t->slLayers, a.tables->slLayers);
+    }
+  }
 }
 
 // e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of

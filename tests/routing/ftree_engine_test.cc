@@ -12,7 +12,7 @@
 #include "routing/engine.h"
 #include "routing/route_checker.h"
 #include "tests/routing/fabric_sketch.h"
-#include "tools/fabric_gen/generator.h"
+#include "tests/routing/generated_fabrics.h"
 
 namespace ibsm::routing {
 namespace {
@@ -21,6 +21,9 @@ using fabric::Topology;
 using fabric::TopologyPtr;
 using testing::assignOrDie;
 using testing::FabricSketch;
+using testing::fatTree;
+using testing::generate;
+using testing::karyNTree;
 using tools::FabricSpec;
 using tools::Shape;
 
@@ -388,28 +391,6 @@ size_t shiftConflicts(const Topology& topo, const LidAssignment& lids, const Rou
 }
 
 }  // namespace test
-
-TopologyPtr generate(const FabricSpec& spec) {
-  auto t = tools::generateFabric(spec);
-  EXPECT_TRUE(t.ok()) << t.error().message;
-  return t.ok() ? *t : nullptr;
-}
-
-FabricSpec karyNTree(unsigned k, unsigned n) {
-  FabricSpec s;
-  s.shape = Shape::kKaryNTree;
-  s.k = k;
-  s.n = n;
-  return s;
-}
-
-FabricSpec fatTree(unsigned levels, unsigned radix) {
-  FabricSpec s;
-  s.shape = Shape::kFatTree;
-  s.levels = levels;
-  s.radix = radix;
-  return s;
-}
 
 RoutingTables routeOrDie(const Topology& topo, const LidAssignment& lids, const Options& options = {}) {
   auto r = makeFatTreeEngine()->compute(topo, lids, options);

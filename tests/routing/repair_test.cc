@@ -10,20 +10,15 @@
 
 #include "routing/engine.h"
 #include "routing/route_checker.h"
-#include "tools/fabric_gen/generator.h"
+#include "tests/routing/generated_fabrics.h"
 
 namespace ibsm::routing {
 namespace {
 
 using fabric::TopologyPtr;
+using testing::generate;
 using tools::FabricSpec;
 using tools::Shape;
-
-TopologyPtr generate(const FabricSpec& spec) {
-  auto t = tools::generateFabric(spec);
-  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
-  return t ? *t : nullptr;
-}
 
 // The topology with ports taken down (both ends of each link).
 TopologyPtr takeDown(const Topology& topo, const std::vector<std::pair<NodeIndex, uint8_t>>& ports) {
@@ -117,11 +112,7 @@ RepairResult repairAndCheck(const Topology& topo, const Routed& before, const To
 class RepairEngines : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RepairEngines, EveryLinkOfAThreeLevelFatTree) {
-  FabricSpec spec;
-  spec.shape = Shape::kFatTree;
-  spec.levels = 3;
-  spec.radix = 8;
-  TopologyPtr topo = generate(spec);
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
   ASSERT_TRUE(topo);
   Routed before = route(*topo, GetParam());
   for (auto link : switchLinks(*topo)) {
@@ -176,11 +167,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, RepairMesh, ::testing::Values("updn", "minhop"
                          [](const auto& info) { return info.param; });
 
 TEST(Repair, AWholeSwitchGoesDown) {
-  FabricSpec spec;
-  spec.shape = Shape::kFatTree;
-  spec.levels = 3;
-  spec.radix = 8;
-  TopologyPtr topo = generate(spec);
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
   Routed before = route(*topo, "ftree");
   const NodeIndex spine = *topo->findByDescription("spine-0");
   std::vector<std::pair<NodeIndex, uint8_t>> ports;
@@ -198,11 +185,7 @@ TEST(Repair, AWholeSwitchGoesDown) {
 }
 
 TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
-  FabricSpec spec;
-  spec.shape = Shape::kFatTree;
-  spec.levels = 3;
-  spec.radix = 12;
-  TopologyPtr topo = generate(spec);
+  TopologyPtr topo = generate(testing::fatTree(3, 12));
   Routed before = route(*topo, "ftree");
   const NodeIndex leaf = *topo->findByDescription("leaf-0");
   uint8_t up = 0;
@@ -230,11 +213,7 @@ TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
 }
 
 TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
-  FabricSpec spec;
-  spec.shape = Shape::kFatTree;
-  spec.levels = 2;
-  spec.radix = 8;
-  TopologyPtr full = generate(spec);
+  TopologyPtr full = generate(testing::fatTree(2, 8));
   auto link = switchLinks(*full).front();
   TopologyPtr degraded = takeDown(*full, {link});
   Routed before = route(*degraded, "ftree");
@@ -246,11 +225,7 @@ TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
 }
 
 TEST(Repair, DeclinesWhatItCannotFollow) {
-  FabricSpec spec;
-  spec.shape = Shape::kFatTree;
-  spec.levels = 2;
-  spec.radix = 8;
-  TopologyPtr topo = generate(spec);
+  TopologyPtr topo = generate(testing::fatTree(2, 8));
   Routed before = route(*topo, "ftree");
   // Tables of an engine that promises no up/down order.
   RoutingTables noOrder = before.tables;
@@ -259,8 +234,7 @@ TEST(Repair, DeclinesWhatItCannotFollow) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("no up/down order"), std::string::npos) << r.error().message;
   // A bigger fabric: new switches.
-  spec.radix = 12;
-  TopologyPtr bigger = generate(spec);
+  TopologyPtr bigger = generate(testing::fatTree(2, 12));
   auto lids = assignLids(*bigger, {}, 0);
   r = repairRoutes(*topo, before.lids, before.tables, before.loads, *bigger, lids->lids);
   ASSERT_FALSE(r.ok());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "routing/engine.h"
 #include "tests/daemon/fake_fabric_fixture.h"
 
 namespace ibsm::daemon {
@@ -17,9 +18,25 @@ struct VlFixture : testing::FakeFabricFixture {
     spec.n = 2;
     start(testing::generate(spec));
     found = discover();
+    auto a = routing::assignLids(topo(), {}, 0);
+    EXPECT_TRUE(a.ok());
+    lids = a->lids;
+    routing::Options o;
+    o.computeAr = false;
+    tables = *routing::makeEngine("minhop")->compute(topo(), lids, o);
   }
   const fabric::Topology& topo() const { return *found.topology; }
   fabric::NodeIndex node(const std::string& name) const { return topo().findByDescription(name).value(); }
+  // Puts the paths entering at `ingress` towards `host` on `sl`.
+  void setSl(const std::string& ingress, const std::string& host, uint8_t sl) {
+    tables.sl.resize(topo().size());
+    auto& row = tables.sl[node(ingress)];
+    row.resize(lids.maxLid().value + 1u, 0);
+    row[lids.base(node(host), fabric::PortNum{1}).value] = sl;
+    tables.slLayers = std::max<uint8_t>(tables.slLayers, static_cast<uint8_t>(sl + 1));
+  }
+  routing::LidAssignment lids;
+  routing::RoutingTables tables;
 };
 
 TEST(VlTables, LayeredMappingAndArbitration) {
@@ -52,41 +69,50 @@ TEST(VlTables, LayeredMappingAndArbitration) {
 TEST(VlProgrammer, NothingAtAllOnOneVl) {
   VlFixture f;
   VlProgrammer p(*f.engine, f.clock);
-  VlReport r = p.program(f.topo(), VlProgramOptions{});
+  VlReport r = p.program(f.topo(), f.tables, VlProgramOptions{});
   EXPECT_EQ(r.phase.smps, 0u);
   EXPECT_EQ(f.fabric->received(mad::kAttrSlToVl) + f.fabric->received(mad::kAttrVlArb), 0u);
 }
 
-TEST(VlProgrammer, WritesEveryPortPairOnceThenOnlyTheDelta) {
+// Only where a path runs on an SL above 0: from leaf-0's hosts to host-2, leaf-0 (host ports in, one up port
+// out), the spine it goes to, leaf-1 (to host-2), and the sending hosts' own ports.
+TEST(VlProgrammer, WritesOnlyThePairsOfPathsAboveSl0OnceThenOnlyTheDelta) {
   VlFixture f;
   VlProgrammer p(*f.engine, f.clock);
   VlProgramOptions o;
   o.layers = 2;
-  VlReport r = p.program(f.topo(), o);
+  f.setSl("leaf-0", "host-2 HCA-1", 1);
+  VlReport r = p.program(f.topo(), f.tables, o);
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();
-  // A leaf has 4 linked ports, each an output from port 0 and the 3 others: 4 x 4 tables; a spine 2 linked
-  // ports (its up ports are unused): 2 x 2. Hosts: 1 table each. Arbitration: one block per linked switch
-  // port and host port.
-  EXPECT_EQ(r.sl2vlSet, 2u * 16 + 2 * 4 + 4);
-  EXPECT_EQ(r.vlArbSet, 2u * 4 + 2 * 2 + 4);
-  const fabric::NodeIndex leaf = f.node("leaf-0"), host = f.node("host-0 HCA-1");
-  EXPECT_EQ(f.fabric->slToVl(leaf, 1, 3),
+  EXPECT_EQ(r.sl2vlSet, 2u + 1 + 1 + 2);
+  EXPECT_EQ(r.vlArbSet, 1u + 1 + 1 + 2);
+  const fabric::NodeIndex leaf = f.node("leaf-0"), host = f.node("host-0 HCA-1"), far = f.node("leaf-1");
+  const fabric::Lid dst = f.lids.base(f.node("host-2 HCA-1"), fabric::PortNum{1});
+  const uint8_t up = f.tables.port(leaf, dst), down = f.tables.port(far, dst);
+  const uint8_t hostPort = f.topo().node(host).ports[1].peerPort.value;
+  EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up),
             (std::array<uint8_t, 8>{0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01}));
-  EXPECT_EQ(f.fabric->slToVl(leaf, 0, 3)[0], 0x01);
-  EXPECT_EQ(f.fabric->slToVl(host, 0, 1)[0], 0x01);
-  auto arb = f.fabric->vlArb(leaf, 3, 1);
+  EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), host), 0, 1)[0], 0x01);
+  const fabric::NodeIndex spine = f.topo().node(leaf).ports[up].peerNode;
+  EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), far),
+                             f.topo().node(spine).ports[f.tables.port(spine, dst)].peerPort.value, down)[0],
+            0x01);
+  auto arb = f.fabric->vlArb(f.fakeIndex(f.topo(), leaf), up, 1);
   EXPECT_EQ(arb[2], 1);
   EXPECT_EQ(arb[3], 64);
+  // The reverse direction and the other host pairs stay on SL 0: their tables are not touched.
+  EXPECT_EQ(f.fabric->received(mad::kAttrSlToVl), r.sl2vlSet);
 
   // Unchanged: nothing sent.
-  VlReport again = p.program(f.topo(), o);
+  VlReport again = p.program(f.topo(), f.tables, o);
   EXPECT_EQ(again.phase.smps, 0u);
   EXPECT_EQ(again.sl2vlSkipped, r.sl2vlSet);
   // Three layers: everything changes once.
   o.layers = 3;
-  VlReport three = p.program(f.topo(), o);
+  VlReport three = p.program(f.topo(), f.tables, o);
   EXPECT_EQ(three.sl2vlSet, r.sl2vlSet);
-  EXPECT_EQ(f.fabric->slToVl(leaf, 1, 3)[1], 0x20);  // SL 2 -> VL 2, SL 3 -> VL 0
+  EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up)[1],
+            0x20);  // SL 2 -> VL 2, SL 3 -> VL 0
 }
 
 }  // namespace

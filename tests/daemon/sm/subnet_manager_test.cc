@@ -161,5 +161,56 @@ TEST(SubnetManager, EventsCarryTheTimeOfTheWallClock) {
   EXPECT_EQ(f.events[0].when, at);
 }
 
+// qos.vls auto: the engines may use up to 8 VLs, at most what every link offers (VLCap). A dragonfly of 9
+// groups x 4 routers (2 hosts each) is routed deadlock-free by dfsp on VL layers when the links offer VL0-7;
+// on links that offer only VL 0, dfsp says it needs more and the default chain falls back to updn, with
+// nothing VL-related programmed.
+TEST(SubnetManager, TheDefaultChainUsesTheVlsTheLinksOffer) {
+  for (uint8_t vlCap : {uint8_t{4}, uint8_t{1}}) {  // PortInfo.VLCap: 4 = VL0-7, 1 = VL0 only
+    SCOPED_TRACE(int{vlCap});
+    testing::SmFixture f;
+    tools::FabricSpec spec;
+    spec.shape = tools::Shape::kDragonfly;
+    spec.dragonflyA = 4;
+    spec.dragonflyH = 2;
+    spec.hostsPerSwitch = 2;
+    fabric::TopologyPtr fly = testing::generate(spec);
+    ASSERT_TRUE(fly);
+    fabric::Topology::AttrPatch patch;
+    for (fabric::NodeIndex n = 0; n < fly->size(); ++n)
+      for (unsigned p = 0; p <= fly->node(n).numPorts; ++p) {
+        fabric::PortAttrs a = fly->node(n).ports[p].attrs;
+        a.valid = true;  // as the fake fabric's defaults (ibsim's), but this VLCap
+        a.widthEnabled = a.widthSupported = a.widthActive = 2;
+        a.speedEnabled = a.speedSupported = a.speedActive = 1;
+        a.mtuCap = 4;
+        a.vlCap = vlCap;
+        patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, a);
+      }
+    f.start(fly->withAttrs(patch));
+    SmOptions o;  // the default chain
+    o.routing.vlLayers = 8;
+    o.lightSweepInterval = mad::Duration::zero();
+    f.sm = std::make_unique<SubnetManager>(*f.engine, f.clock, f.wallClock, o);
+    auto r = f.sm->sweep();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->subnetUp);
+    if (vlCap == 4) {
+      EXPECT_EQ(r->engine, "dfsp");
+      EXPECT_GE(f.sm->snapshot()->tables.slLayers, 2u);
+      EXPECT_LE(f.sm->snapshot()->tables.slLayers, 8u);
+      EXPECT_GT(r->vl.sl2vlSet, 0u);
+    } else {
+      EXPECT_EQ(r->engine, "updn");
+      bool said = false;
+      for (const auto& why : r->fallbacks)
+        said |= why.find("dfsp: the balanced shortest paths need more than 1 VL layer") != std::string::npos;
+      EXPECT_TRUE(said);
+      EXPECT_EQ(r->vl.phase.smps, 0u);
+      EXPECT_EQ(f.fabric->received(mad::kAttrSlToVl), 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
