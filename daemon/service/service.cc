@@ -14,6 +14,7 @@
 
 #include "config/config_loader.h"
 #include "config/partitions_conf.h"
+#include "daemon/service/metrics_feed.h"
 #include "daemon/state/state_store.h"
 
 namespace ibsm::daemon {
@@ -84,7 +85,7 @@ std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir
 Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
                  EventLog& events, StatePublisher& state, DumpWriter& dumps,
                  std::shared_ptr<const config::Config> config, ConfigLoader loadConfig,
-                 const mad::Clock& clock, const WallClock& wallClock)
+                 const mad::Clock& clock, const WallClock& wallClock, SmMetrics* metrics)
     : loop_(loop),
       engine_(engine),
       sm_(sm),
@@ -96,7 +97,8 @@ Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Log
       config_(std::move(config)),
       loadConfig_(std::move(loadConfig)),
       clock_(clock),
-      wallClock_(wallClock) {}
+      wallClock_(wallClock),
+      metrics_(metrics) {}
 
 Service::~Service() {
   if (wakeFd_ >= 0) {
@@ -149,6 +151,10 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     if (!subnetUp_) st.subnetUpSince.reset();
     st.mad = engine_.counters();
   });
+  if (metrics_) {
+    metrics_->setSubnetUp(subnetUp_);
+    metrics_->setState(static_cast<uint8_t>(sm_.state()));
+  }
   if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
   if (!subnetUp_ && wasUp)
     log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
@@ -171,6 +177,15 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
   s.lftBlocksSent = e.lftBlocksSent;
   if (auto snap = sm_.snapshot()) s.engine = snap->tables.engine;
   publish(state_.snapshot(), s);
+  if (metrics_) {
+    // A heavy sweep the SM ran by itself (a retry, a takeover) is a sweep; anything else is an event.
+    const double seconds = std::chrono::duration<double>(e.convergence).count();
+    if (e.action == "heavy sweep")
+      metrics_->sweepDone(SmMetrics::SweepKind::kHeavy, seconds, s.routesChanged, e.lftBlocksSent);
+    else
+      metrics_->topologyEvent(SmMetrics::eventTrigger(e.cause), seconds, e.lftEntriesChanged,
+                              e.lftBlocksSent);
+  }
   std::string line = e.cause + ": " + e.action + "; links down " + std::to_string(e.linksDown) + ", up " +
                      std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) +
                      " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
@@ -266,6 +281,9 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
   }
   s.durationMs = ms(clock_.now() - t0);
   publish(before, s);
+  if (metrics_)
+    metrics_->sweepDone(SmMetrics::SweepKind::kHeavy, s.durationMs / 1000.0, s.routesChanged,
+                        s.lftBlocksSent);
 
   std::string msg = "sweep " + std::to_string(s.number) + " (" + cause + "): ";
   if (!s.ok)
@@ -311,6 +329,16 @@ void Service::idle() {
     st.saBusy = sm_.saBusyReplies();
     st.actCount = sm_.actCount();
   });
+  if (metrics_) {
+    metrics_->setState(static_cast<uint8_t>(sm_.state()));
+    metrics_->setMad(madTotals(c));
+    metrics_->setTraps(trapTotals(t));
+    // At most one light sweep per tick; each is observed once.
+    const SubnetManager::LightSweeps& light = sm_.lightSweeps();
+    for (; lightSweepsSeen_ < light.count; ++lightSweepsSeen_)
+      metrics_->sweepDone(SmMetrics::SweepKind::kLight, std::chrono::duration<double>(light.last).count(), 0,
+                          0);
+  }
 }
 
 void Service::reload() {

@@ -16,6 +16,7 @@
 #include "daemon/control/dumps.h"
 #include "daemon/control/event_log.h"
 #include "daemon/log/log.h"
+#include "daemon/metrics/sm_metrics.h"
 #include "daemon/service/event_loop.h"
 #include "daemon/service/notify.h"
 #include "daemon/sm/subnet_manager.h"
@@ -38,11 +39,12 @@ std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir
 class Service {
  public:
   using ConfigLoader = std::function<fabric::Result<config::Config>()>;
-  // clock times the sweeps; wallClock stamps what status shows (sweep start, SUBNET UP since).
+  // clock times the sweeps; wallClock stamps what status shows (sweep start, SUBNET UP since). metrics, when
+  // given (metrics.listen set), gets the sweeps, events, state and MAD/trap totals.
   Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
           EventLog& events, StatePublisher& state, DumpWriter& dumps,
           std::shared_ptr<const config::Config> config, ConfigLoader loadConfig, const mad::Clock& clock,
-          const WallClock& wallClock);
+          const WallClock& wallClock, SmMetrics* metrics = nullptr);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -58,7 +60,7 @@ class Service {
   // Loop thread.
   SweepSummary sweep(const std::string& cause, bool heavy = false);
   void reload();  // SIGHUP
-  void idle();    // publishes the MAD counters between sweeps
+  void idle();    // publishes the MAD counters (and the metrics) between sweeps
   std::shared_ptr<const config::Config> config() const { return config_; }
   // The run-time partitions loaded at start (before start()).
   void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
@@ -93,6 +95,8 @@ class Service {
   ConfigLoader loadConfig_;
   const mad::Clock& clock_;
   const WallClock& wallClock_;
+  SmMetrics* metrics_;
+  uint64_t lightSweepsSeen_ = 0;
 
   int wakeFd_ = -1;
   std::mutex queueMutex_;
