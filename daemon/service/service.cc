@@ -151,10 +151,7 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     if (!subnetUp_) st.subnetUpSince.reset();
     st.mad = engine_.counters();
   });
-  if (metrics_) {
-    metrics_->setSubnetUp(subnetUp_);
-    metrics_->setState(static_cast<uint8_t>(sm_.state()));
-  }
+  feedMetrics();  // before READY=1: whoever waits for SUBNET UP finds that sweep's metrics
   if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
   if (!subnetUp_ && wasUp)
     log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
@@ -329,16 +326,20 @@ void Service::idle() {
     st.saBusy = sm_.saBusyReplies();
     st.actCount = sm_.actCount();
   });
-  if (metrics_) {
-    metrics_->setState(static_cast<uint8_t>(sm_.state()));
-    metrics_->setMad(madTotals(c));
-    metrics_->setTraps(trapTotals(t));
-    // At most one light sweep per tick; each is observed once.
-    const SubnetManager::LightSweeps& light = sm_.lightSweeps();
-    for (; lightSweepsSeen_ < light.count; ++lightSweepsSeen_)
-      metrics_->sweepDone(SmMetrics::SweepKind::kLight, std::chrono::duration<double>(light.last).count(), 0,
-                          0);
-  }
+  feedMetrics();
+}
+
+void Service::feedMetrics() {
+  if (!metrics_) return;
+  metrics_->setState(static_cast<uint8_t>(sm_.state()));
+  metrics_->setSubnetUp(subnetUp_);
+  metrics_->setMad(madTotals(engine_.counters()));
+  metrics_->setTraps(trapTotals(sm_.trapCounters()));
+  // At most one light sweep per tick; each is observed once.
+  const SubnetManager::LightSweeps& light = sm_.lightSweeps();
+  for (; lightSweepsSeen_ < light.count; ++lightSweepsSeen_)
+    metrics_->sweepDone(SmMetrics::SweepKind::kLight, std::chrono::duration<double>(light.last).count(), 0,
+                        0);
 }
 
 void Service::reload() {

@@ -78,6 +78,8 @@ class Service {
   // Publishes the SM's current snapshot (if it changed since `before`) and the summary as the last sweep.
   void publish(const std::shared_ptr<const SubnetSnapshot>& before, SweepSummary& summary);
   void onTopologyEvent(const TopologyEvent& event);
+  // The metrics' state, subnet-up, MAD and trap totals and light sweeps, from the rooms' accessors.
+  void feedMetrics();
   std::string statusLine() const;
   Json loglevel(const Request& request, const PeerCredentials& peer);
   // ibsmctl partition add|remove|add-member|remove-member: checked, persisted, applied as a delta.

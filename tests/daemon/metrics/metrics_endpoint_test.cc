@@ -3,43 +3,19 @@
 // thread updates every kind of metric (ThreadSanitizer runs this: tools/tsan).
 #include "daemon/metrics/metrics_endpoint.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/http_get.h"
+
 namespace ibsm::daemon {
 namespace {
 
-// GET path from 127.0.0.1:port; the whole response, headers included; "" on failure.
-std::string httpGet(uint16_t port, const std::string& path = "/metrics") {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return "";
-  }
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    ::close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
+using ibsm::testing::httpGet;
 
 TEST(MetricsEndpoint, ServesTheExpositionOnAnyFreePort) {
   SmMetrics m;
@@ -49,10 +25,10 @@ TEST(MetricsEndpoint, ServesTheExpositionOnAnyFreePort) {
   const uint16_t port = (*e)->port();
   ASSERT_NE(port, 0);
   EXPECT_EQ((*e)->url(), "http://127.0.0.1:" + std::to_string(port) + "/metrics");
-  std::string r = httpGet(port);
-  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
-  EXPECT_NE(r.find("text/plain"), std::string::npos) << r;
-  EXPECT_NE(r.find("\nibsm_subnet_up 1\n"), std::string::npos) << r;
+  ibsm::testing::HttpResponse r = httpGet(port, "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\nibsm_subnet_up 1\n"), std::string::npos) << r.body;
+  EXPECT_EQ(httpGet(port, "/other").status, 404);
 }
 
 TEST(MetricsEndpoint, APortInUseIsAClearError) {
@@ -85,9 +61,9 @@ TEST(MetricsEndpoint, ScrapesWhileTheLoopUpdates) {
   for (int i = 0; i < 3; ++i)
     scrapers.emplace_back([&] {
       while (!stop) {
-        std::string r = httpGet(port);
+        ibsm::testing::HttpResponse r = httpGet(port, "/metrics");
         ++scrapes;
-        if (r.find("ibsm_sweeps_total{kind=\"heavy\"}") != std::string::npos) ++good;
+        if (r.status == 200 && r.body.find("ibsm_sweeps_total{kind=\"heavy\"}") != std::string::npos) ++good;
       }
     });
   // The loop thread's part: every kind of update, port counter snapshots included.
