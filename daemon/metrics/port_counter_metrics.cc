@@ -47,19 +47,8 @@ std::string_view ibaName(PortCounter c) {
   return kNames[static_cast<size_t>(c)].iba;
 }
 
-void PortCounterCollector::publish(std::shared_ptr<const PortCounterSnapshot> snapshot) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  snapshot_ = std::move(snapshot);
-}
-
-std::vector<prometheus::MetricFamily> PortCounterCollector::collect() const {
-  std::shared_ptr<const PortCounterSnapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    snap = snapshot_;
-  }
+std::vector<prometheus::MetricFamily> portCounterFamilies(const PortCounterSnapshot& snap) {
   std::vector<prometheus::MetricFamily> out;
-  if (!snap) return out;
   // Families: switch counters first, then CA counters, each in PortCounter order; a family with no sample is
   // left out.
   for (bool sw : {true, false}) {
@@ -72,7 +61,7 @@ std::vector<prometheus::MetricFamily> PortCounterCollector::collect() const {
       f.type = prometheus::MetricType::Counter;
       const bool data =
           i == static_cast<size_t>(PortCounter::kXmitData) || i == static_cast<size_t>(PortCounter::kRcvData);
-      for (const PortCounterRow& r : snap->rows) {
+      for (const PortCounterRow& r : snap.rows) {
         if (r.isSwitch != sw || !r.values[i]) continue;
         prometheus::ClientMetric m;
         m.label = {{"guid", fabric::toString(r.guid)}, {"port", std::to_string(r.port)}};
@@ -83,6 +72,50 @@ std::vector<prometheus::MetricFamily> PortCounterCollector::collect() const {
       if (!f.metric.empty()) out.push_back(std::move(f));
     }
   }
+  return out;
+}
+
+std::vector<prometheus::MetricFamily> fabricInfoFamilies(const FabricInfo& info) {
+  std::vector<prometheus::MetricFamily> out;
+  auto family = [](const char* name, const char* help) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = prometheus::MetricType::Gauge;
+    return f;
+  };
+  auto one = [](std::vector<prometheus::ClientMetric::Label> labels) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    m.gauge.value = 1;
+    return m;
+  };
+  prometheus::MetricFamily swInfo = family("infiniband_switch_info", "Infiniband switch information");
+  prometheus::MetricFamily caInfo = family("infiniband_hca_info", "Infiniband HCA information");
+  prometheus::MetricFamily swUp =
+      family("infiniband_switch_uplink_info", "Infiniband switch uplink information");
+  prometheus::MetricFamily caUp = family("infiniband_hca_uplink_info", "Infiniband HCA uplink information");
+  for (const FabricInfo::Node& n : info.nodes)
+    (n.isSwitch ? swInfo : caInfo)
+        .metric.push_back(one({{"guid", fabric::toString(n.guid)},
+                               {n.isSwitch ? "switch" : "hca", n.name},
+                               {"lid", std::to_string(n.lid)}}));
+  for (const FabricInfo::Link& l : info.links) {
+    if (l.node >= info.nodes.size() || l.peer >= info.nodes.size()) continue;
+    const FabricInfo::Node& n = info.nodes[l.node];
+    const FabricInfo::Node& p = info.nodes[l.peer];
+    (n.isSwitch ? swUp : caUp)
+        .metric.push_back(one({{"guid", fabric::toString(n.guid)},
+                               {"port", std::to_string(l.port)},
+                               {n.isSwitch ? "switch" : "hca", n.name},
+                               {"uplink", p.name},
+                               {"uplink_guid", fabric::toString(p.guid)},
+                               {"uplink_type", p.isSwitch ? "SW" : "CA"},
+                               {"uplink_port", std::to_string(l.peerPort)},
+                               {"uplink_lid", std::to_string(l.peerLid)}}));
+  }
+  for (auto* f : {&swInfo, &caInfo, &swUp, &caUp})
+    if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }
 

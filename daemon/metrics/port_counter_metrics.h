@@ -4,8 +4,9 @@
 //   infiniband_switch_port_symbol_error_total{guid="0x...",port="3"}   (switch ports)
 //   infiniband_hca_port_symbol_error_total{guid="0x...",port="1"}      (CA ports)
 // guid is the node GUID, port the port number. The performance manager (daemon/perf) owns the counters; it
-// publishes an immutable PortCounterSnapshot after each counter sweep (loop thread) and the collector serves
-// the last one from the exposer's threads. Until a snapshot is published the families are absent.
+// publishes an immutable PortCounterSnapshot after each counter sweep (SmMetrics::publishPortCounters, loop
+// thread) and scrapes format the last one on the exposer's threads. Until one is published the families are
+// absent.
 #pragma once
 
 #include <array>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -69,16 +71,50 @@ struct PortCounterSnapshot {
   std::vector<PortCounterRow> rows;
 };
 
-// Holds the last published snapshot; collect() builds the families from it. publish() and collect() may run
-// on different threads.
-class PortCounterCollector {
+// The families of a snapshot (absent counters left out; a family without samples too).
+std::vector<prometheus::MetricFamily> portCounterFamilies(const PortCounterSnapshot& snapshot);
+
+// The fabric as infiniband_exporter's "base" metrics describe it, which its dashboards and recording rules
+// join the counters with (`* on(guid, port) group_left(...) infiniband_switch_uplink_info`):
+//   infiniband_switch_info{guid, switch, lid} 1           infiniband_hca_info{guid, hca, lid} 1
+//   infiniband_switch_uplink_info{guid, port, switch, uplink, uplink_guid, uplink_type, uplink_port,
+//                                 uplink_lid} 1           (and infiniband_hca_uplink_info with hca)
+// The service builds one from each new subnet snapshot; it is formatted only when scraped.
+struct FabricInfo {
+  struct Node {
+    bool isSwitch = true;
+    fabric::Guid guid;
+    std::string name;  // NodeDescription
+    uint16_t lid = 0;  // a switch's port 0 LID, a CA's first connected port's
+  };
+  struct Link {                 // one direction of a cable: node's port -> peer's peerPort
+    size_t node = 0, peer = 0;  // indices into nodes
+    uint8_t port = 0, peerPort = 0;
+    uint16_t peerLid = 0;
+  };
+  std::vector<Node> nodes;
+  std::vector<Link> links;
+};
+
+std::vector<prometheus::MetricFamily> fabricInfoFamilies(const FabricInfo& info);
+
+// The last value published by the loop thread, read by the exposer's threads: an immutable snapshot swapped
+// under a mutex (a scrape keeps the one it took).
+template <typename T>
+class Published {
  public:
-  void publish(std::shared_ptr<const PortCounterSnapshot> snapshot);
-  std::vector<prometheus::MetricFamily> collect() const;
+  void set(std::shared_ptr<const T> value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    value_ = std::move(value);
+  }
+  std::shared_ptr<const T> get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return value_;
+  }
 
  private:
   mutable std::mutex mutex_;
-  std::shared_ptr<const PortCounterSnapshot> snapshot_;
+  std::shared_ptr<const T> value_;
 };
 
 }  // namespace ibsm::daemon

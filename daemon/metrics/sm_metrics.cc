@@ -26,20 +26,26 @@ std::string hex4(uint16_t v) {
 
 }  // namespace
 
-// The registry's families followed by the port counters'.
+// The registry's families followed by the port counters' and the fabric's.
 class SmMetrics::All : public prometheus::Collectable {
  public:
-  All(std::shared_ptr<prometheus::Registry> registry, std::shared_ptr<PortCounterCollector> ports)
-      : registry_(std::move(registry)), ports_(std::move(ports)) {}
+  All(std::shared_ptr<prometheus::Registry> registry, std::shared_ptr<Published<PortCounterSnapshot>> ports,
+      std::shared_ptr<Published<FabricInfo>> fabric)
+      : registry_(std::move(registry)), ports_(std::move(ports)), fabric_(std::move(fabric)) {}
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> out = registry_->Collect();
-    for (auto& f : ports_->collect()) out.push_back(std::move(f));
+    auto append = [&](std::vector<prometheus::MetricFamily> more) {
+      for (auto& f : more) out.push_back(std::move(f));
+    };
+    if (auto ports = ports_->get()) append(portCounterFamilies(*ports));
+    if (auto fabric = fabric_->get()) append(fabricInfoFamilies(*fabric));
     return out;
   }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<PortCounterCollector> ports_;
+  std::shared_ptr<Published<PortCounterSnapshot>> ports_;
+  std::shared_ptr<Published<FabricInfo>> fabric_;
 };
 
 prometheus::Counter& SmMetrics::counter(const std::string& name, const std::string& help) {
@@ -48,8 +54,9 @@ prometheus::Counter& SmMetrics::counter(const std::string& name, const std::stri
 
 SmMetrics::SmMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      ports_(std::make_shared<PortCounterCollector>()),
-      all_(std::make_shared<All>(registry_, ports_)) {
+      ports_(std::make_shared<Published<PortCounterSnapshot>>()),
+      fabric_(std::make_shared<Published<FabricInfo>>()),
+      all_(std::make_shared<All>(registry_, ports_, fabric_)) {
   using prometheus::BuildCounter;
   using prometheus::BuildGauge;
   using prometheus::BuildHistogram;
@@ -181,7 +188,11 @@ void SmMetrics::setSa(const SaTotals& t) {
 }
 
 void SmMetrics::publishPortCounters(std::shared_ptr<const PortCounterSnapshot> snapshot) {
-  ports_->publish(std::move(snapshot));
+  ports_->set(std::move(snapshot));
+}
+
+void SmMetrics::publishFabric(std::shared_ptr<const FabricInfo> info) {
+  fabric_->set(std::move(info));
 }
 
 std::shared_ptr<prometheus::Collectable> SmMetrics::collectable() const {

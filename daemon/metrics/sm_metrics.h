@@ -66,6 +66,8 @@ class SmMetrics {
   void setSa(const SaTotals& totals);
   // The performance manager's counters (any thread; the snapshot is never changed after).
   void publishPortCounters(std::shared_ptr<const PortCounterSnapshot> snapshot);
+  // The fabric's switches, CAs and cables as infiniband_exporter's info metrics (after each new snapshot).
+  void publishFabric(std::shared_ptr<const FabricInfo> info);
 
   // Everything, for the exposer (registry and port counters in one).
   std::shared_ptr<prometheus::Collectable> collectable() const;
@@ -84,7 +86,8 @@ class SmMetrics {
   prometheus::Counter& counter(const std::string& name, const std::string& help);
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<PortCounterCollector> ports_;
+  std::shared_ptr<Published<PortCounterSnapshot>> ports_;
+  std::shared_ptr<Published<FabricInfo>> fabric_;
   std::shared_ptr<All> all_;
 
   prometheus::Gauge* state_;

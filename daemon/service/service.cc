@@ -137,6 +137,11 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     bool activated = s.subnetUp && sm_.options().program.activate;
     state_.publishSnapshot(snap, activated);
     dumps_.submit(snap, activated);
+    // The fabric's info metrics follow the topology (a new one after every sweep or update that changed it).
+    if (metrics_ && snap->topology != metricsTopology_) {
+      metrics_->publishFabric(fabricInfo(*snap));
+      metricsTopology_ = snap->topology;
+    }
   }
   bool wasUp = subnetUp_;
   subnetUp_ = s.ok && s.subnetUp;

@@ -99,6 +99,7 @@ class Service {
   const WallClock& wallClock_;
   SmMetrics* metrics_;
   uint64_t lightSweepsSeen_ = 0;
+  fabric::TopologyPtr metricsTopology_;  // the topology the metrics' fabric info was built from
 
   int wakeFd_ = -1;
   std::mutex queueMutex_;

@@ -112,6 +112,22 @@ TEST(IbsmdMetrics, PrometheusScrapesTheSmAndPromtoolAcceptsTheExposition) {
   EXPECT_GT(sample(text, "ibsm_routes_changed_total"), 0) << text;
   EXPECT_GT(sample(text, "ibsm_mads_sent_total"), 0) << text;
   EXPECT_EQ(sample(text, "ibsm_isolated_ports"), 0) << text;
+  // The fabric as infiniband_exporter's info metrics: every switch and CA, every cable from both ends.
+  auto lines = [&](const std::string& prefix) {
+    size_t n = 0;
+    for (size_t at = text.find("\n" + prefix + "{"); at != std::string::npos;
+         at = text.find("\n" + prefix + "{", at + 1))
+      ++n;
+    return n;
+  };
+  size_t switches = 0, cas = 0, switchEnds = 0, caEnds = 0;
+  for (fabric::NodeIndex n = 0; n < f.built->size(); ++n) (f.built->node(n).isSwitch() ? switches : cas)++;
+  for (const auto& l : f.built->links())
+    for (fabric::NodeIndex end : {l.a, l.b}) (f.built->node(end).isSwitch() ? switchEnds : caEnds)++;
+  EXPECT_EQ(lines("infiniband_switch_info"), switches) << text;
+  EXPECT_EQ(lines("infiniband_hca_info"), cas) << text;
+  EXPECT_EQ(lines("infiniband_switch_uplink_info"), switchEnds) << text;
+  EXPECT_EQ(lines("infiniband_hca_uplink_info"), caEnds) << text;
   const std::string file = f.sim->dir() + "/metrics.txt";
   writeFile(file, text);
   RunOptions plain;

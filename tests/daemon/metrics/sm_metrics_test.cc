@@ -168,5 +168,32 @@ TEST(PortCounterMetrics, NamesAndLabelsOfInfinibandExporter) {
   EXPECT_EQ(m.exposition().find("infiniband_"), std::string::npos);
 }
 
+// infiniband_exporter's info metrics, which its dashboards join the counters with.
+//   S1 (switch, LID 1) port 2 <-> H1 (CA, LID 5) port 1
+TEST(FabricInfoMetrics, SwitchesCasAndCablesAsTheExporterDescribesThem) {
+  SmMetrics m;
+  auto info = std::make_shared<FabricInfo>();
+  info->nodes = {{true, fabric::Guid{0x200000}, "S1", 1}, {false, fabric::Guid{0x100000}, "H1 mlx5_0", 5}};
+  info->links = {{0, 1, 2, 1, 5}, {1, 0, 1, 2, 1}};
+  m.publishFabric(info);
+  const std::string t = m.exposition();
+  // Labels in the exporter's order.
+  EXPECT_EQ(sample(t, "infiniband_switch_info{guid=\"0x0000000000200000\",switch=\"S1\",lid=\"1\"}"), 1) << t;
+  EXPECT_EQ(sample(t, "infiniband_hca_info{guid=\"0x0000000000100000\",hca=\"H1 mlx5_0\",lid=\"5\"}"), 1)
+      << t;
+  EXPECT_EQ(sample(t,
+                   "infiniband_switch_uplink_info{guid=\"0x0000000000200000\",port=\"2\",switch=\"S1\","
+                   "uplink=\"H1 mlx5_0\",uplink_guid=\"0x0000000000100000\",uplink_type=\"CA\","
+                   "uplink_port=\"1\",uplink_lid=\"5\"}"),
+            1)
+      << t;
+  EXPECT_EQ(sample(t,
+                   "infiniband_hca_uplink_info{guid=\"0x0000000000100000\",port=\"1\",hca=\"H1 mlx5_0\","
+                   "uplink=\"S1\",uplink_guid=\"0x0000000000200000\",uplink_type=\"SW\",uplink_port=\"2\","
+                   "uplink_lid=\"1\"}"),
+            1)
+      << t;
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
