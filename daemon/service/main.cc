@@ -91,18 +91,20 @@ fabric::Result<config::Config> loadConfig(const Args& a) {
 }
 
 Args parseArgs(int argc, char** argv) {
-  static const std::map<std::string, std::string> kFlagKeys = {{"--port-guid", "port_guid"},
-                                                               {"--routing", "routing.engines"},
-                                                               {"--lmc", "routing.lmc"},
-                                                               {"--state-dir", "paths.state_dir"},
-                                                               {"--priority", "sm.priority"},
-                                                               {"--sweep-interval", "sweep.interval_s"},
-                                                               {"--socket", "control.socket"},
-                                                               {"--mad-window", "mad.window"},
-                                                               {"--mad-timeout-ms", "mad.timeout_ms"},
-                                                               {"--mad-retries", "mad.retries"},
-                                                               {"--partitions-conf", "paths.partitions_conf"},
-                                                               {"--metrics", "metrics.listen"}};
+  static const std::map<std::string, std::string> kFlagKeys = {
+      {"--port-guid", "port_guid"},
+      {"--routing", "routing.engines"},
+      {"--lmc", "routing.lmc"},
+      {"--state-dir", "paths.state_dir"},
+      {"--priority", "sm.priority"},
+      {"--sweep-interval", "sweep.interval_s"},
+      {"--socket", "control.socket"},
+      {"--mad-window", "mad.window"},
+      {"--mad-timeout-ms", "mad.timeout_ms"},
+      {"--mad-retries", "mad.retries"},
+      {"--partitions-conf", "paths.partitions_conf"},
+      {"--metrics", "metrics.listen"},
+  };
   Args a;
   if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
     a.overrides.push_back({"control.socket", env});
