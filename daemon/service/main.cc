@@ -321,6 +321,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock, metrics);
   service.setRuntimePartitions(runtime);
+  service.addMetricsFeed([&sa](daemon::SmMetrics& m) { m.setSa(daemon::saTotals(sa.counters())); });
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
@@ -345,7 +346,6 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
     sm.tick();
     saAgent.poll();
     service.idle();
-    if (metrics) metrics->setSa(daemon::saTotals(sa.counters()));
   });
   onReload = nullptr;
   notify.stopping();

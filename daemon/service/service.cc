@@ -331,11 +331,17 @@ void Service::idle() {
     st.saBusy = sm_.saBusyReplies();
     st.actCount = sm_.actCount();
   });
-  feedMetrics();
+  // Every 100 ms at most: idle() runs at every wake-up of the loop (each MAD under an SA flood), and a scrape
+  // comes every few seconds.
+  if (metrics_ && clock_.now() >= nextMetricsFeed_) {
+    nextMetricsFeed_ = clock_.now() + std::chrono::milliseconds(100);
+    feedMetrics();
+  }
 }
 
 void Service::feedMetrics() {
   if (!metrics_) return;
+  for (const MetricsFeed& feed : metricsFeeds_) feed(*metrics_);
   metrics_->setState(static_cast<uint8_t>(sm_.state()));
   metrics_->setSubnetUp(subnetUp_);
   metrics_->setMad(madTotals(engine_.counters()));

@@ -62,6 +62,10 @@ class Service {
   void reload();  // SIGHUP
   void idle();    // publishes the MAD counters (and the metrics) between sweeps
   std::shared_ptr<const config::Config> config() const { return config_; }
+  // What other rooms add to the metrics (the SA server's totals, the health policy's isolated ports): run on
+  // the loop thread after every sweep and every 100 ms at most between them, only when metrics are on.
+  using MetricsFeed = std::function<void(SmMetrics&)>;
+  void addMetricsFeed(MetricsFeed feed) { metricsFeeds_.push_back(std::move(feed)); }
   // The run-time partitions loaded at start (before start()).
   void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
   // The config's partitions, then the run-time ones: what the SM programs.
@@ -100,6 +104,8 @@ class Service {
   SmMetrics* metrics_;
   uint64_t lightSweepsSeen_ = 0;
   fabric::TopologyPtr metricsTopology_;  // the topology the metrics' fabric info was built from
+  std::vector<MetricsFeed> metricsFeeds_;
+  mad::TimePoint nextMetricsFeed_{};
 
   int wakeFd_ = -1;
   std::mutex queueMutex_;

@@ -1,7 +1,8 @@
 // ibsmd's Prometheus endpoint on ibsim, read the way operators read it: Debian's own Prometheus server
 // scrapes ibsmd (--metrics on 127.0.0.1) and the SM's series come back through its HTTP query API; promtool
-// accepts the exposition; a link taken away shows up as a trap event with its convergence time. A port that
-// is taken stops ibsmd at start with a clear error. The prometheus package is a test dependency
+// accepts the exposition; the fabric is described with infiniband_exporter's info metrics; an saquery shows
+// up by attribute and status; a link taken away shows up as a trap event with its convergence time. A port
+// that is taken stops ibsmd at start with a clear error. The prometheus package is a test dependency
 // (tools/bootstrap): missing, the test fails rather than skips.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -136,6 +137,19 @@ TEST(IbsmdMetrics, PrometheusScrapesTheSmAndPromtoolAcceptsTheExposition) {
   RunResult check = f.sim->run({"/bin/sh", "-c", std::string(kPromtool) + " check metrics < " + file}, plain);
   EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
   EXPECT_EQ(check.out + check.err, "") << "promtool has remarks";
+
+  // SA requests by attribute and status: saquery from a host (a GetTable of NodeRecords; umad2sim has no
+  // RMPP, so only its first segment arrives and saquery's exit status is not the point here).
+  RunOptions host;
+  host.simHost = "H-0000000000100002";
+  host.timeout = 15s;
+  (void)f.sim->run({"saquery", "NR"}, host);
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return sample(f.scrape(), "ibsm_sa_requests_total{attribute=\"NodeRecord\",status=\"ok\"}") >= 1;
+      },
+      10s, "the NodeRecord query in ibsm_sa_requests_total", 50ms))
+      << f.scrape();
 
   // Light sweeps (every second) are counted as they run.
   EXPECT_TRUE(waitUntil([&] { return sample(f.scrape(), "ibsm_sweeps_total{kind=\"light\"}") >= 1; }, 20s,
