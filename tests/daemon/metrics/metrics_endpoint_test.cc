@@ -66,7 +66,7 @@ TEST(MetricsEndpoint, ScrapesWhileTheLoopUpdates) {
         if (r.status == 200 && r.body.find("ibsm_sweeps_total{kind=\"heavy\"}") != std::string::npos) ++good;
       }
     });
-  // The loop thread's part: every kind of update, port counter snapshots included.
+  // The loop thread's part: every kind of update, port counter and fabric snapshots included.
   for (uint64_t i = 1; i <= 300 || scrapes < 30; ++i) {
     m.setState(static_cast<uint8_t>(i % 4));
     m.setSubnetUp(i % 2);
@@ -87,6 +87,10 @@ TEST(MetricsEndpoint, ScrapesWhileTheLoopUpdates) {
     row.set(PortCounter::kSymbolError, i);
     snap->rows.push_back(row);
     m.publishPortCounters(snap);
+    auto info = std::make_shared<FabricInfo>();
+    info->nodes = {{true, fabric::Guid{i}, "S" + std::to_string(i), 1}, {false, fabric::Guid{i + 1}, "H", 2}};
+    info->links = {{0, 1, 1, 1, 2}};
+    m.publishFabric(info);
     if (i > 100000) break;  // the scrapers never got through: fail below rather than hang
   }
   stop = true;
