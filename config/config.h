@@ -84,6 +84,13 @@ struct ControlConfig {
   bool operator==(const ControlConfig&) const = default;
 };
 
+// The Prometheus endpoint (GET /metrics): "ADDR:PORT" with an IPv4 address, e.g. "127.0.0.1:9464" (port 0:
+// any free port, logged); empty = off.
+struct MetricsConfig {
+  std::string listen;
+  bool operator==(const MetricsConfig&) const = default;
+};
+
 struct ArConfig {
   bool enable = true;        // compute and program adaptive-routing groups
   uint32_t groupCap = 2048;  // 1..4096 AR groups per switch
@@ -129,6 +136,7 @@ struct Config {
   DumpsConfig dumps;
   LogConfig log;
   ControlConfig control;
+  MetricsConfig metrics;
   ArConfig ar;
   QosConfig qos;
   FlapConfig flap;

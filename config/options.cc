@@ -1,5 +1,8 @@
 #include "config/options.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -16,8 +19,8 @@ using fabric::trim;
 namespace {
 
 constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor"};
-constexpr std::array<std::string_view, 11> kSections = {"routing", "sweep",   "sm", "mad", "paths", "dumps",
-                                                        "log",     "control", "ar", "qos", "flap"};
+constexpr std::array<std::string_view, 12> kSections = {
+    "routing", "sweep", "sm", "mad", "paths", "dumps", "log", "control", "metrics", "ar", "qos", "flap"};
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
 constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
@@ -343,6 +346,12 @@ const std::vector<OptionDoc> kDocs = {
      "Group owning the control socket (mode 0660): its members may read through it and change state "
      "(resweep, reroute, loglevel, dump). The Debian package creates the system group ibsm and sets it.",
      "ibsm", "none, root only"},
+    {"metrics.listen", "ADDR:PORT with an IPv4 address, or empty",
+     "Where ibsmd serves its Prometheus metrics (GET /metrics over HTTP, no TLS and no authentication: keep "
+     "it "
+     "on a management address). Empty: no endpoint. Port 0 takes any free port (logged as METRICS001). "
+     "The ibsmd flag --metrics ADDR:PORT overrides it. IPv4 only: Debian's civetweb has no IPv6.",
+     "127.0.0.1:9464", "empty, off"},
     {"ar.enable", "true or false", "Compute and program adaptive-routing groups.", "", ""},
     {"ar.group_cap", "", "Most AR groups per switch.", "", ""},
     {"qos.vls", "auto or 1..15",
@@ -466,6 +475,32 @@ MaybeProblem parsePartition(const RawValue& v, fabric::Partition& out) {
   }
   p.origin = v.where.str();
   out = std::move(p);
+  return std::nullopt;
+}
+
+// metrics.listen: "" (off), or an IPv4 address, a colon and a port 0..65535. No host names (civetweb binds
+// what it is given and resolves nothing) and no IPv6: Debian's civetweb is built without it.
+MaybeProblem checkListenAddress(const RawValue& v, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  auto bad = [&](const std::string& why) {
+    std::string m = quoteForMessage(text);
+    m += " is not ADDR:PORT (";
+    m += why;
+    m += "), e.g. 127.0.0.1:9464";
+    return problem(v, std::move(m));
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return bad("no port");
+  const std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  if (host.find(':') != std::string::npos || host.find('[') != std::string::npos)
+    return bad("IPv6 is not supported: the HTTP server (civetweb) is built without it");
+  unsigned long n = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || n > 65535)
+    return bad("the port must be a number from 0 to 65535");
+  in_addr addr;
+  if (inet_pton(AF_INET, host.c_str(), &addr) != 1)
+    return bad("the address must be an IPv4 address such as 127.0.0.1 or 0.0.0.0");
   return std::nullopt;
 }
 
@@ -618,6 +653,17 @@ std::vector<Option> makeTable() {
          return std::nullopt;
        },
        [](const Config& c) { return c.control.group ? yamlString(*c.control.group) : std::string("~"); }});
+  t.push_back({"metrics.listen", false, nullptr,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 if (v.kind == RawValue::Kind::kNull || (v.kind == RawValue::Kind::kScalar && v.text.empty()))
+                   return c.metrics.listen.clear(), std::nullopt;
+                 std::string text;
+                 if (auto p = parseString(v, "ADDR:PORT", text)) return p;
+                 if (auto p = checkListenAddress(v, text)) return p;
+                 c.metrics.listen = std::move(text);
+                 return std::nullopt;
+               },
+               [](const Config& c) { return yamlString(c.metrics.listen); }});
   t.push_back({"ar.enable", true, &ConfigDiff::reroute,
                [](const RawValue& v, Config& c) { return parseBool(v, c.ar.enable); },
                [](const Config& c) { return std::string(c.ar.enable ? "true" : "false"); }});

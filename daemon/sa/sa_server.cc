@@ -52,6 +52,16 @@ void SaServer::Answer::keepIfMatches(uint16_t attrId, uint64_t mask, const uint8
   --count;
 }
 
+void SaCounters::answered(uint16_t attrId, uint16_t status) {
+  const std::pair<uint16_t, uint16_t> key{attrId, status};
+  if (auto it = byAttrStatus.find(key); it != byAttrStatus.end())
+    ++it->second;
+  else if (byAttrStatus.size() < kMaxAttrStatus)
+    byAttrStatus.emplace(key, 1);
+  else
+    ++otherAttrStatus;
+}
+
 SaServer::SaServer(const mad::Clock& clock, SnapshotFn snapshot, SmInfoFn smInfo, SaOptions options)
     : clock_(clock), snapshot_(std::move(snapshot)), smInfo_(std::move(smInfo)), options_(options) {}
 
@@ -74,11 +84,13 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
   ++counters_.requests;
   if (h.classVersion != mad::kSaClassVersion) {
     ++counters_.errors;
+    counters_.answered(h.attrId, mad::kStatusBadVersion);
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusBadVersion)};
   }
   // A multi-segment request (RMPP DATA that is not first-and-last) is not reassembled: refuse it clearly.
   if (rmppData && (rmpp.flags & (mad::kRmppFirst | mad::kRmppLast)) != (mad::kRmppFirst | mad::kRmppLast)) {
     ++counters_.errors;
+    counters_.answered(h.attrId, mad::kStatusReqInvalid);
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusReqInvalid)};
   }
   auto snap = snapshot_ ? snapshot_() : nullptr;
@@ -93,8 +105,10 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
   }
   if (a.status != 0) {
     ++counters_.errors;
+    counters_.answered(h.attrId, a.status);
     return {mad::makeSaResponse(req, method, a.status)};
   }
+  counters_.answered(h.attrId, mad::kStatusOk);
   mad::MadPacket resp = mad::makeSaResponse(req, method, 0);
   mad::SaHeader sa = q.sa;
   sa.attrOffset = static_cast<uint16_t>(mad::recordStride(a.recordSize) / 8);

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "daemon/state/subnet_snapshot.h"
@@ -31,6 +32,12 @@ struct SaOptions {
 
 struct SaCounters {
   uint64_t requests = 0, malformed = 0, errors = 0, rmppSessions = 0, rmppAborted = 0, reports = 0;
+  // Requests by (attribute id, status answered), for the metrics. The attribute comes from the wire: past
+  // kMaxAttrStatus distinct pairs, new pairs are counted in otherAttrStatus.
+  std::map<std::pair<uint16_t, uint16_t>, uint64_t> byAttrStatus;
+  uint64_t otherAttrStatus = 0;
+  static constexpr size_t kMaxAttrStatus = 128;
+  void answered(uint16_t attrId, uint16_t status);
 };
 
 class SaServer {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,12 @@
 #include "daemon/control/control_server.h"
 #include "daemon/control/dumps.h"
 #include "daemon/log/log.h"
+#include "daemon/metrics/metrics_endpoint.h"
+#include "daemon/metrics/sm_metrics.h"
 #include "daemon/sa/mcast_sa.h"
 #include "daemon/sa/sa_server.h"
 #include "daemon/service/event_loop.h"
+#include "daemon/service/metrics_feed.h"
 #include "daemon/service/notify.h"
 #include "daemon/service/service.h"
 #include "daemon/sm/subnet_manager.h"
@@ -70,6 +74,8 @@ constexpr const char* kUsage =
     "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
     "  --mad-retries N           mad.retries: retries after a timeout (default 7)\n"
     "  --partitions-conf FILE    paths.partitions_conf: OpenSM's partitions.conf, read as it is\n"
+    "  --metrics ADDR:PORT       metrics.listen: serve Prometheus metrics on http://ADDR:PORT/metrics, e.g.\n"
+    "                            127.0.0.1:9464 (daemon mode; default: off)\n"
     "  --set KEY=VALUE           any other config key, e.g. --set ar.group_cap=1024\n"
     "  --help                    this text\n";
 
@@ -96,7 +102,9 @@ Args parseArgs(int argc, char** argv) {
       {"--mad-window", "mad.window"},
       {"--mad-timeout-ms", "mad.timeout_ms"},
       {"--mad-retries", "mad.retries"},
-      {"--partitions-conf", "paths.partitions_conf"}};
+      {"--partitions-conf", "paths.partitions_conf"},
+      {"--metrics", "metrics.listen"},
+  };
   Args a;
   if (const char* env = std::getenv("IBSM_SOCKET"); env && *env)
     a.overrides.push_back({"control.socket", env});
@@ -276,8 +284,8 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
 // The long-running SM: the Service drives sweeps on the event loop; the control socket serves ibsmctl from
 // its own thread; the dump writer writes from its own.
 int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, daemon::EventLoop& loop,
-              daemon::Logger& log, std::function<void()>& onReload,
-              const std::optional<mad::MkeyInfo>& mkey) {
+              daemon::Logger& log, std::function<void()>& onReload, const std::optional<mad::MkeyInfo>& mkey,
+              daemon::SmMetrics* metrics) {
   daemon::SystemWallClock wallClock;
   const std::vector<fabric::Partition> runtime = runtimePartitions(args, log);
   daemon::SmOptions options = smOptions(args, mkey, runtime);
@@ -311,8 +319,9 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
   daemon::Service service(
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
-      [&args] { return loadConfig(args); }, clock, wallClock);
+      [&args] { return loadConfig(args); }, clock, wallClock, metrics);
   service.setRuntimePartitions(runtime);
+  service.addMetricsFeed([&sa](daemon::SmMetrics& m) { m.setSa(daemon::saTotals(sa.counters())); });
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
@@ -367,6 +376,17 @@ int main(int argc, char** argv) {
     });
     if (!signals) die(1, signals.error().message);
   }
+  // The metrics endpoint (daemon mode only) starts before the port is opened, so that an address it cannot
+  // bind stops ibsmd at once with a clear error; its threads start after the signal mask is set.
+  std::unique_ptr<daemon::SmMetrics> metrics;
+  std::unique_ptr<daemon::MetricsEndpoint> endpoint;
+  if (!args.discoverOnly && !args.once && !args.cfg.metrics.listen.empty()) {
+    metrics = std::make_unique<daemon::SmMetrics>();
+    auto started = daemon::MetricsEndpoint::start(args.cfg.metrics.listen, *metrics);
+    if (!started) die(1, started.error().message);
+    endpoint = std::move(*started);
+    log.info("METRICS001", "serving Prometheus metrics on " + endpoint->url());
+  }
   auto port =
       mad::UmadPort::open(mad::UmadPortOptions{args.cfg.portGuid, /*becomeSm=*/!args.discoverOnly, true});
   if (!port) die(1, port.error().message);
@@ -378,5 +398,5 @@ int main(int argc, char** argv) {
   if (mkey) engine.setSmpMkey(mkey->key);
   if (args.discoverOnly) return discoverOnly(args, engine, clock);
   if (args.once) return runOnce(args, engine, clock, log, mkey);
-  return runDaemon(args, engine, clock, loop, log, onReload, mkey);
+  return runDaemon(args, engine, clock, loop, log, onReload, mkey, metrics.get());
 }

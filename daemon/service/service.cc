@@ -14,6 +14,7 @@
 
 #include "config/config_loader.h"
 #include "config/partitions_conf.h"
+#include "daemon/service/metrics_feed.h"
 #include "daemon/state/state_store.h"
 
 namespace ibsm::daemon {
@@ -86,7 +87,7 @@ std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir
 Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
                  EventLog& events, StatePublisher& state, DumpWriter& dumps,
                  std::shared_ptr<const config::Config> config, ConfigLoader loadConfig,
-                 const mad::Clock& clock, const WallClock& wallClock)
+                 const mad::Clock& clock, const WallClock& wallClock, SmMetrics* metrics)
     : loop_(loop),
       engine_(engine),
       sm_(sm),
@@ -98,7 +99,8 @@ Service::Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Log
       config_(std::move(config)),
       loadConfig_(std::move(loadConfig)),
       clock_(clock),
-      wallClock_(wallClock) {}
+      wallClock_(wallClock),
+      metrics_(metrics) {}
 
 Service::~Service() {
   if (wakeFd_ >= 0) {
@@ -137,6 +139,11 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     bool activated = s.subnetUp && sm_.options().program.activate;
     state_.publishSnapshot(snap, activated);
     dumps_.submit(snap, activated);
+    // The fabric's info metrics follow the topology (a new one after every sweep or update that changed it).
+    if (metrics_ && snap->topology != metricsTopology_) {
+      metrics_->publishFabric(fabricInfo(*snap));
+      metricsTopology_ = snap->topology;
+    }
   }
   bool wasUp = subnetUp_;
   subnetUp_ = s.ok && s.subnetUp;
@@ -151,6 +158,7 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
     if (!subnetUp_) st.subnetUpSince.reset();
     st.mad = engine_.counters();
   });
+  feedMetrics();  // before READY=1: whoever waits for SUBNET UP finds that sweep's metrics
   if (subnetUp_ && !wasUp) log_.info("SM001", "SUBNET UP", {{"SWEEP", std::to_string(s.number)}});
   if (!subnetUp_ && wasUp)
     log_.warn("SM002", "the subnet is no longer up", {{"SWEEP", std::to_string(s.number)}});
@@ -173,6 +181,15 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
   s.lftBlocksSent = e.lftBlocksSent;
   if (auto snap = sm_.snapshot()) s.engine = snap->tables.engine;
   publish(state_.snapshot(), s);
+  if (metrics_) {
+    // A heavy sweep the SM ran by itself (a retry, a takeover) is a sweep; anything else is an event.
+    const double seconds = std::chrono::duration<double>(e.convergence).count();
+    if (e.action == "heavy sweep")
+      metrics_->sweepDone(SmMetrics::SweepKind::kHeavy, seconds, s.routesChanged, e.lftBlocksSent);
+    else
+      metrics_->topologyEvent(SmMetrics::eventTrigger(e.cause), seconds, e.lftEntriesChanged,
+                              e.lftBlocksSent);
+  }
   std::string line = e.cause + ": " + e.action + "; links down " + std::to_string(e.linksDown) + ", up " +
                      std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) +
                      " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
@@ -268,6 +285,9 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
   }
   s.durationMs = ms(clock_.now() - t0);
   publish(before, s);
+  if (metrics_)
+    metrics_->sweepDone(SmMetrics::SweepKind::kHeavy, s.durationMs / 1000.0, s.routesChanged,
+                        s.lftBlocksSent);
 
   std::string msg = "sweep " + std::to_string(s.number) + " (" + cause + "): ";
   if (!s.ok)
@@ -313,6 +333,26 @@ void Service::idle() {
     st.saBusy = sm_.saBusyReplies();
     st.actCount = sm_.actCount();
   });
+  // Every 100 ms at most: idle() runs at every wake-up of the loop (each MAD under an SA flood), and a scrape
+  // comes every few seconds.
+  if (metrics_ && clock_.now() >= nextMetricsFeed_) {
+    nextMetricsFeed_ = clock_.now() + std::chrono::milliseconds(100);
+    feedMetrics();
+  }
+}
+
+void Service::feedMetrics() {
+  if (!metrics_) return;
+  for (const MetricsFeed& feed : metricsFeeds_) feed(*metrics_);
+  metrics_->setState(static_cast<uint8_t>(sm_.state()));
+  metrics_->setSubnetUp(subnetUp_);
+  metrics_->setMad(madTotals(engine_.counters()));
+  metrics_->setTraps(trapTotals(sm_.trapCounters()));
+  // At most one light sweep per tick; each is observed once.
+  const SubnetManager::LightSweeps& light = sm_.lightSweeps();
+  for (; lightSweepsSeen_ < light.count; ++lightSweepsSeen_)
+    metrics_->sweepDone(SmMetrics::SweepKind::kLight, std::chrono::duration<double>(light.last).count(), 0,
+                        0);
 }
 
 void Service::reload() {

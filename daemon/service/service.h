@@ -16,6 +16,7 @@
 #include "daemon/control/dumps.h"
 #include "daemon/control/event_log.h"
 #include "daemon/log/log.h"
+#include "daemon/metrics/sm_metrics.h"
 #include "daemon/service/event_loop.h"
 #include "daemon/service/notify.h"
 #include "daemon/sm/subnet_manager.h"
@@ -38,11 +39,12 @@ std::vector<fabric::Partition> loadRuntimePartitions(const std::string& stateDir
 class Service {
  public:
   using ConfigLoader = std::function<fabric::Result<config::Config>()>;
-  // clock times the sweeps; wallClock stamps what status shows (sweep start, SUBNET UP since).
+  // clock times the sweeps; wallClock stamps what status shows (sweep start, SUBNET UP since). metrics, when
+  // given (metrics.listen set), gets the sweeps, events, state and MAD/trap totals.
   Service(EventLoop& loop, mad::MadEngine& engine, SubnetManager& sm, Logger& log, Notifier& notify,
           EventLog& events, StatePublisher& state, DumpWriter& dumps,
           std::shared_ptr<const config::Config> config, ConfigLoader loadConfig, const mad::Clock& clock,
-          const WallClock& wallClock);
+          const WallClock& wallClock, SmMetrics* metrics = nullptr);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -58,8 +60,12 @@ class Service {
   // Loop thread.
   SweepSummary sweep(const std::string& cause, bool heavy = false);
   void reload();  // SIGHUP
-  void idle();    // publishes the MAD counters between sweeps
+  void idle();    // publishes the MAD counters (and the metrics) between sweeps
   std::shared_ptr<const config::Config> config() const { return config_; }
+  // What other rooms add to the metrics (the SA server's totals, the health policy's isolated ports): run on
+  // the loop thread after every sweep and every 100 ms at most between them, only when metrics are on.
+  using MetricsFeed = std::function<void(SmMetrics&)>;
+  void addMetricsFeed(MetricsFeed feed) { metricsFeeds_.push_back(std::move(feed)); }
   // The run-time partitions loaded at start (before start()).
   void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
   // The config's partitions, then the run-time ones: what the SM programs.
@@ -76,6 +82,8 @@ class Service {
   // Publishes the SM's current snapshot (if it changed since `before`) and the summary as the last sweep.
   void publish(const std::shared_ptr<const SubnetSnapshot>& before, SweepSummary& summary);
   void onTopologyEvent(const TopologyEvent& event);
+  // The metrics' state, subnet-up, MAD and trap totals and light sweeps, from the rooms' accessors.
+  void feedMetrics();
   std::string statusLine() const;
   Json loglevel(const Request& request, const PeerCredentials& peer);
   // ibsmctl partition add|remove|add-member|remove-member: checked, persisted, applied as a delta.
@@ -93,6 +101,11 @@ class Service {
   ConfigLoader loadConfig_;
   const mad::Clock& clock_;
   const WallClock& wallClock_;
+  SmMetrics* metrics_;
+  uint64_t lightSweepsSeen_ = 0;
+  fabric::TopologyPtr metricsTopology_;  // the topology the metrics' fabric info was built from
+  std::vector<MetricsFeed> metricsFeeds_;
+  mad::TimePoint nextMetricsFeed_{};
 
   int wakeFd_ = -1;
   std::mutex queueMutex_;

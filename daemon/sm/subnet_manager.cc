@@ -312,6 +312,7 @@ void SubnetManager::logEvent(TopologyEvent ev) {
 void SubnetManager::lightSweep() {
   auto snap = snapshot_;
   if (!snap) return;
+  const mad::TimePoint start = clock_.now();
   std::vector<Guid> changed;
   const fabric::Topology& topo = *snap->topology;
   for (NodeIndex s : topo.switches()) {
@@ -337,6 +338,8 @@ void SubnetManager::lightSweep() {
   if (!changed.empty())
     (void)update(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)",
                  clock_.now());
+  ++lightSweeps_.count;
+  lightSweeps_.last = clock_.now() - start;
 }
 
 // The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they

@@ -114,6 +114,13 @@ class SubnetManager {
   const SmStateMachine& smStateMachine() const { return ha_.machine(); }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   uint64_t sweeps() const { return sweeps_; }
+  // Light sweeps run so far (tick(), every sweep.interval_s while master) and the wall time of the last one,
+  // the targeted update it started included: what the service's metrics observe.
+  struct LightSweeps {
+    uint64_t count = 0;
+    mad::Duration last{};
+  };
+  const LightSweeps& lightSweeps() const { return lightSweeps_; }
   // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
   void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
   using TrapCounters = TrapHandler::Counters;
@@ -175,6 +182,7 @@ class SubnetManager {
   TrapHandler traps_;
   LidManager lids_;
   uint64_t sweeps_ = 0;
+  LightSweeps lightSweeps_;
   std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
   mad::TimePoint nextLightSweep_{};
   std::function<void(const TopologyEvent&)> onEvent_;

@@ -20,6 +20,12 @@ TrapHandler::Outcome TrapHandler::onTrap(const mad::MadPacket& trap, const Subne
     ++counters_.malformed;
     return out;
   }
+  if (auto it = counters_.byNumber.find(notice->trapNumber); it != counters_.byNumber.end())
+    ++it->second;
+  else if (counters_.byNumber.size() < kMaxTrapNumbers)
+    counters_.byNumber.emplace(notice->trapNumber, 1);
+  else
+    ++counters_.otherNumbers;
   if (duplicate(*notice)) {
     ++counters_.duplicates;
     return out;

@@ -25,7 +25,12 @@ class TrapHandler {
   struct Counters {
     uint64_t received = 0, malformed = 0, duplicates = 0;
     uint64_t badMkey = 0;  // Trap 256: a port was sent an SMP with a wrong M_Key (by someone else, or by us)
+    // Decoded traps (duplicates included) by trap number, for the metrics. The number comes from the wire:
+    // past kMaxTrapNumbers distinct ones, new numbers are counted in otherNumbers.
+    std::map<uint16_t, uint64_t> byNumber;
+    uint64_t otherNumbers = 0;
   };
+  static constexpr size_t kMaxTrapNumbers = 32;
   // What an accepted trap asks of the SM.
   struct Outcome {
     std::vector<fabric::Guid> switches;  // to re-read in a targeted update (empty: nothing)

@@ -262,6 +262,21 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"paths:\n  state_dir: var/lib\n",
        "ibsm.yaml:2:14: paths.state_dir: expected an absolute path, got \"var/lib\""},
       {"control:\n  group: 9wheel\n", "ibsm.yaml:2:10: control.group: 9wheel is not a valid group name"},
+      {"metrics:\n  listen: localhost:9464\n",
+       "ibsm.yaml:2:11: metrics.listen: \"localhost:9464\" is not ADDR:PORT (the address must be an IPv4 "
+       "address such as 127.0.0.1 or 0.0.0.0), e.g. 127.0.0.1:9464"},
+      {"metrics:\n  listen: 127.0.0.1\n",
+       "ibsm.yaml:2:11: metrics.listen: \"127.0.0.1\" is not ADDR:PORT (no port), e.g. 127.0.0.1:9464"},
+      {"metrics:\n  listen: 127.0.0.1:65536\n",
+       "ibsm.yaml:2:11: metrics.listen: \"127.0.0.1:65536\" is not ADDR:PORT (the port must be a number "
+       "from 0 to 65535), e.g. 127.0.0.1:9464"},
+      {"metrics:\n  listen: 10.0.0.1:x\n",
+       "ibsm.yaml:2:11: metrics.listen: \"10.0.0.1:x\" is not ADDR:PORT (the port must be a number from 0 to "
+       "65535), e.g. 127.0.0.1:9464"},
+      {"metrics:\n  listen: \"[::1]:9464\"\n",
+       "ibsm.yaml:2:11: metrics.listen: \"[::1]:9464\" is not ADDR:PORT (IPv6 is not supported: the HTTP "
+       "server (civetweb) is built without it), e.g. 127.0.0.1:9464"},
+      {"metrics:\n  listen: [a, b]\n", "ibsm.yaml:2:11: metrics.listen: expected ADDR:PORT, got a list"},
       {"control:\n  socket: /" + std::string(120, 's') + "\n",
        "ibsm.yaml:2:11: control.socket: socket path is 121 bytes, longer than 107"},
       {"flap:\n  hold_down_ms: 5000\n  max_backoff_ms: 1000\n",
@@ -280,6 +295,19 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
        "ibsm.yaml:3:1: more than one YAML document"},
   };
   for (const BadCase& c : cases) EXPECT_EQ(errorOf(c.text), c.error) << c.text;
+}
+
+TEST(ConfigLoader, MetricsListenIsOffByDefaultAndTakesAnIpv4AddressAndPort) {
+  auto off = parseConfig("", "ibsm.yaml");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->metrics.listen, "");
+  for (std::string v : {"127.0.0.1:9464", "0.0.0.0:0", "\"10.1.2.3:65535\"", "\"\"", "~"}) {
+    auto c = parseConfig("metrics:\n  listen: " + v + "\n", "ibsm.yaml");
+    ASSERT_TRUE(c) << v << ": " << c.error().message;
+    std::string want = v == "~" ? "" : v;
+    if (want.size() >= 2 && want.front() == '"') want = want.substr(1, want.size() - 2);
+    EXPECT_EQ(c->metrics.listen, want);
+  }
 }
 
 TEST(ConfigLoader, HostileInputIsAnErrorNotACrash) {
@@ -359,7 +387,7 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 31u);
+  EXPECT_EQ(byKey.size(), 32u);
   EXPECT_TRUE(byKey["partitions"].reloadable);
   EXPECT_EQ(byKey["partitions"].defaultValue, "[]");
   EXPECT_TRUE(byKey["qos.vls"].reloadable);

@@ -166,6 +166,25 @@ TEST(SaServer, ErrorsAreAnswered) {
   shortMad.size = 10;
   EXPECT_TRUE(f.sa->handle(shortMad).empty());
   EXPECT_EQ(f.sa->counters().malformed, 1u);
+  // Each answer is counted by attribute and status (the metrics' ibsm_sa_requests_total).
+  const auto& by = f.sa->counters().byAttrStatus;
+  auto count = [&](uint16_t attr, uint16_t status) {
+    auto it = by.find({attr, status});
+    return it == by.end() ? uint64_t{0} : it->second;
+  };
+  EXPECT_EQ(count(mad::kSaAttrNodeRecord, mad::kStatusTooManyRecords), 1u);
+  EXPECT_EQ(count(mad::kSaAttrNodeRecord, mad::kStatusNoRecords), 1u);
+  EXPECT_EQ(count(mad::kSaAttrNodeRecord, mad::kStatusOk), 1u);  // the empty GetTable
+  EXPECT_EQ(count(0x77, mad::kStatusMethodAttrUnsupported), 1u);
+  EXPECT_EQ(count(mad::kSaAttrNodeRecord, mad::kStatusBadVersion), 1u);
+}
+
+TEST(SaServer, AnswersByAttributeAndStatusAreCappedAgainstHostileAttributes) {
+  SaFixture f;
+  for (uint16_t attr = 0x1000; attr < 0x1000 + SaCounters::kMaxAttrStatus + 10; ++attr)
+    (void)f.sa->handle(f.request(mad::kGet, attr));
+  EXPECT_EQ(f.sa->counters().byAttrStatus.size(), SaCounters::kMaxAttrStatus);
+  EXPECT_EQ(f.sa->counters().otherAttrStatus, 10u);
 }
 
 // osmtest sends its MultiPathRecord GetMulti with RMPP Active set and nothing else in the RMPP header (the

@@ -75,6 +75,24 @@ TEST_F(Traps, TheSameTrapWithinTheWindowIsADuplicate) {
   EXPECT_EQ(represses() - repressedBefore, 5u);  // every trap is answered, duplicates too
 }
 
+TEST_F(Traps, DecodedTrapsAreCountedByNumberUpToACap) {
+  mad::Notice n = SmFixture::trap128(f.switchLid());
+  send(n);
+  send(n);  // a duplicate is still a trap 128 received
+  n.trapNumber = 144;
+  send(n);
+  EXPECT_EQ(traps->counters().byNumber.at(128), 2u);
+  EXPECT_EQ(traps->counters().byNumber.at(144), 1u);
+  // Trap numbers come from the wire: past the cap they are counted together.
+  for (uint16_t t = 1000; t < 1000 + TrapHandler::kMaxTrapNumbers; ++t) {
+    n.trapNumber = t;
+    send(n);
+  }
+  EXPECT_EQ(traps->counters().byNumber.size(), TrapHandler::kMaxTrapNumbers);
+  EXPECT_EQ(traps->counters().otherNumbers, 2u);
+  EXPECT_EQ(traps->counters().byNumber.at(128), 2u);
+}
+
 TEST_F(Traps, MalformedTrapsAreCountedAndAskForNothing) {
   mad::Notice n = SmFixture::trap128(f.switchLid());
   n.lidAddr = 0xC001;  // a multicast LID
