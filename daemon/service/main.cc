@@ -313,6 +313,9 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
       loop, engine, sm, log, notify, events, state, dumps, std::make_shared<const config::Config>(args.cfg),
       [&args] { return loadConfig(args); }, clock, wallClock);
   service.setRuntimePartitions(runtime);
+  // Counter sweeps and the health policy: ticked with the SM below; isolations go to sm.
+  daemon::HealthService health(engine, sm, log, events, state, clock, wallClock, args.cfg);
+  service.setHealthService(&health);
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
@@ -336,6 +339,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   loop.run(10ms, [&] {
     sm.tick();
     saAgent.poll();
+    health.tick();
     service.idle();
   });
   onReload = nullptr;

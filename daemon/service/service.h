@@ -17,6 +17,7 @@
 #include "daemon/control/event_log.h"
 #include "daemon/log/log.h"
 #include "daemon/service/event_loop.h"
+#include "daemon/service/health_service.h"
 #include "daemon/service/notify.h"
 #include "daemon/sm/subnet_manager.h"
 #include "daemon/state/wall_clock.h"
@@ -62,6 +63,9 @@ class Service {
   std::shared_ptr<const config::Config> config() const { return config_; }
   // The run-time partitions loaded at start (before start()).
   void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
+  // The performance manager and health policy (before start()): `health-release` requests and reloads go
+  // there.
+  void setHealthService(HealthService* health) { health_ = health; }
   // The config's partitions, then the run-time ones: what the SM programs.
   std::vector<fabric::Partition> allPartitions() const;
 
@@ -103,6 +107,7 @@ class Service {
   bool sweepPosted_ = false;
   bool subnetUp_ = false;
   std::vector<fabric::Partition> runtime_;  // run-time partitions (origin "ibsmctl")
+  HealthService* health_ = nullptr;
 };
 
 }  // namespace ibsm::daemon
