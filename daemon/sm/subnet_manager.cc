@@ -292,13 +292,16 @@ fabric::Result<SweepReport> SubnetManager::setIsolatedPorts(std::vector<std::pai
   std::sort(ports.begin(), ports.end());
   ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
   if (ports == isolated_) return SweepReport{};
+  // A link that comes back is used at once: the engine chain from scratch (a repair only moves routes off
+  // what was lost). A new isolation is a repair, like a link that went down.
+  const bool released = !std::includes(ports.begin(), ports.end(), isolated_.begin(), isolated_.end());
   isolated_ = std::move(ports);
   if (!last_ || !snapshot_ || ha_.state() != SmState::kMaster) return SweepReport{};
   const mad::TimePoint start = clock_.now();
   auto old = snapshot_;
   DiscoveryResult found = *last_;  // the fabric as the SM left it: nothing is read again
   found.stats = DiscoveryStats{};
-  auto applied = apply(std::move(found), SweepReport{}, true);
+  auto applied = apply(std::move(found), SweepReport{}, !released);
   if (!applied) return applied;
   applied->total = clock_.now() - start;
   TopologyEvent ev;
