@@ -146,7 +146,7 @@ std::vector<HealthDecision> HealthPolicy::evaluate(const std::vector<PortRecord>
     }
     st.state = PortHealthState::kIsolated;
     st.since = now;
-    links_.push_back(Link{self, peer, r});
+    links_.push_back(Link{self, peer, r, link});
     out.push_back({HealthDecision::Kind::kIsolated, self, peer, "isolating " + link + ": " + over});
   }
   // An isolated port whose counters cannot be read (routing around its link may leave its switch without a
@@ -168,9 +168,7 @@ HealthDecision HealthPolicy::restore(size_t link, const std::string& why, mad::T
   st.state = clean ? PortHealthState::kOk : PortHealthState::kWarning;
   st.since = now;
   if (clean) st.reason.clear();
-  return {HealthDecision::Kind::kRestored, l.bad, l.peer,
-          "link of " + fabric::toString(l.bad.first) + "/" + std::to_string(l.bad.second) +
-              " routed again: " + why};
+  return {HealthDecision::Kind::kRestored, l.bad, l.peer, l.name + " routed again: " + why};
 }
 
 fabric::Result<HealthDecision> HealthPolicy::release(const PortId& port, mad::TimePoint now) {

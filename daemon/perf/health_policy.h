@@ -64,7 +64,8 @@ class HealthPolicy {
  private:
   struct Link {
     PortId bad, peer;
-    uint32_t record;  // of the bad end
+    uint32_t record;   // of the bad end
+    std::string name;  // "spine-1/4 <-> leaf-3/6"
   };
   // Why taking a's link out would cut a node off (empty: it would not).
   std::string wouldDisconnect(const fabric::Topology& topo, fabric::NodeIndex node, uint8_t port) const;

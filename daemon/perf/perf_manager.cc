@@ -20,6 +20,16 @@ uint64_t dataUnit(size_t i) {
   return i == static_cast<size_t>(PerfData::kXmitData) || i == static_cast<size_t>(PerfData::kRcvData) ? 4
                                                                                                        : 1;
 }
+// The data counters as read now (from PortCounters or PortCountersExtended) into the record's totals.
+void addData(PortRecord& rec, const std::array<uint64_t, kPerfDataCounters>& raw) {
+  for (size_t i = 0; i < kPerfDataCounters; ++i) {
+    const uint64_t inc = (rec.dataSeen ? increase(rec.rawData[i], raw[i]) : raw[i]) * dataUnit(i);
+    rec.data[i] += inc;
+    rec.lastData[i] = rec.dataSeen ? inc : 0;
+    rec.rawData[i] = raw[i];
+  }
+  rec.dataSeen = true;
+}
 bool answered(const mad::MadResult& r) {
   return r.ok() && r.header.status == 0;
 }
@@ -174,15 +184,9 @@ void PerfManager::onCounters(uint32_t record, const mad::MadResult& r) {
     }
   }
   if (!rec.extended) {
-    for (size_t i = 0; i < kPerfDataCounters; ++i) {
-      const uint64_t unit = dataUnit(i);
-      const uint64_t inc = rec.dataSeen ? increase(rec.rawData[i], pc.data[i]) : pc.data[i];
-      rec.data[i] += inc * unit;
-      rec.lastData[i] = rec.dataSeen ? inc * unit : 0;
-      rec.rawData[i] = pc.data[i];
+    addData(rec, pc.data);
+    for (size_t i = 0; i < kPerfDataCounters; ++i)
       if (clear_ && pc.data[i] > 0x7FFFFFFFu) select |= mad::counterSelectBit(static_cast<PerfData>(i));
-    }
-    rec.dataSeen = true;
   }
   // Follow-ups go first, so a port's reads stay close together.
   if (rec.extended) queue_.push_front(Task{Step::kExtended, record});
@@ -207,14 +211,7 @@ void PerfManager::onExtended(uint32_t record, const mad::MadResult& r) {
   if (!answered(r)) return;  // errors were read; data waits for the next sweep
   const mad::PortCountersExtended pc = mad::decodePortCountersExtended(mad::perfData(r.response));
   if (pc.portSelect != rec.port) return;
-  for (size_t i = 0; i < kPerfDataCounters; ++i) {
-    const uint64_t unit = dataUnit(i);
-    const uint64_t inc = rec.dataSeen ? increase(rec.rawData[i], pc.data[i]) : pc.data[i];
-    rec.data[i] += inc * unit;
-    rec.lastData[i] = rec.dataSeen ? inc * unit : 0;
-    rec.rawData[i] = pc.data[i];
-  }
-  rec.dataSeen = true;
+  addData(rec, pc.data);
 }
 
 std::optional<PerfManager::SweepStats> PerfManager::tick(const std::shared_ptr<const SubnetSnapshot>& snap,
