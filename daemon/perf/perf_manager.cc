@@ -121,20 +121,27 @@ void PerfManager::submit(const Task& task) {
       break;
   }
   ++inFlight_;
-  engine_.submit(std::move(gmp), [this, task](const mad::MadResult& r) {
-    --inFlight_;
-    current_.gmps += std::max(1u, r.attempts);
-    switch (task.step) {
-      case Step::kClassPortInfo:
-        return onClassPortInfo(cpiNodes_[task.record], r);
-      case Step::kCounters:
-        return onCounters(task.record, r);
-      case Step::kClear:
-        return onClear(task, r);
-      case Step::kExtended:
-        return onExtended(task.record, r);
-    }
-  });
+  // One retry: a port whose counters are not read now is read at the next sweep, and a LID the fabric
+  // cannot reach (umad2sim hands such a MAD back at once) should not cost the engine's full retry budget.
+  mad::RequestOptions once;
+  once.retries = 1;
+  engine_.submit(
+      std::move(gmp),
+      [this, task](const mad::MadResult& r) {
+        --inFlight_;
+        current_.gmps += std::max(1u, r.attempts);
+        switch (task.step) {
+          case Step::kClassPortInfo:
+            return onClassPortInfo(cpiNodes_[task.record], r);
+          case Step::kCounters:
+            return onCounters(task.record, r);
+          case Step::kClear:
+            return onClear(task, r);
+          case Step::kExtended:
+            return onExtended(task.record, r);
+        }
+      },
+      once);
 }
 
 void PerfManager::onClassPortInfo(fabric::Guid node, const mad::MadResult& r) {

@@ -13,7 +13,7 @@ using mad::PerfData;
 struct PerfManagerTest : ::testing::Test {
   mad::FakeClock clock;
   mad::FakeMadPort port{clock};
-  mad::MadEngine engine{port, clock, {32, 100ms, 1}};
+  mad::MadEngine engine{port, clock, {32, 100ms, 7}};  // the daemon's default retries
   FakePma pma;
   std::shared_ptr<const SubnetSnapshot> snap = twoSwitchSnapshot();
   PerfManager perf{engine, clock, {60s, 4}};
@@ -129,6 +129,7 @@ TEST_F(PerfManagerTest, UnansweredAndMisdirectedAnswersAreCountedNotTrusted) {
   pma.error(1, 3, PerfCounter::kSymbolError) = 9;
   PerfManager::SweepStats s = sweep();
   EXPECT_EQ(s.failed, 2u);
+  EXPECT_EQ(s.gmps, 4u + 8u + 2u);  // host-b's two GMPs went out twice (one retry), not 8 times
   EXPECT_FALSE(rec(kSw0, 3).seen);
   EXPECT_EQ(rec(kSw0, 3).errors[0], 0u);
   EXPECT_EQ(pma.sets, 0u);
