@@ -60,6 +60,7 @@ void HealthService::tick() {
   auto done = perf_.tick(snap, sm_.state() == SmState::kMaster);
   reportFlaps();
   if (!done) return;
+  sweptAt_ = wallClock_.now();
   log_.log(done->failed ? LogLevel::kWarn : LogLevel::kDebug, "PERF001",
            "counter sweep " + std::to_string(done->number) + ": " + std::to_string(done->ports) + " ports, " +
                std::to_string(done->gmps) + " GMPs, " + std::to_string(done->failed) + " not read, " +
@@ -130,7 +131,7 @@ void HealthService::publish() {
     return wallNow - std::chrono::duration_cast<std::chrono::system_clock::duration>(now - t);
   };
   h->sweeps = last.number;
-  h->sweptAt = wallNow;
+  h->sweptAt = sweptAt_;
   h->gmps = last.gmps;
   h->failed = last.failed;
   h->durationMs = std::chrono::duration<double, std::milli>(last.elapsed).count();

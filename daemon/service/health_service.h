@@ -49,7 +49,8 @@ class HealthService {
   const WallClock& wallClock_;
   PerfManager perf_;
   HealthPolicy policy_;
-  std::set<PortId> heldDown_;  // last seen, to report new hold-downs once
+  std::set<PortId> heldDown_;                      // last seen, to report new hold-downs once
+  std::chrono::system_clock::time_point sweptAt_;  // end of the last counter sweep
 };
 
 }  // namespace ibsm::daemon
