@@ -16,8 +16,11 @@
 
 #include "config/options.h"
 #include "config/partitions_conf.h"
+#include "fabric/text.h"
 
 namespace ibsm::config {
+
+using fabric::trim;
 namespace {
 
 constexpr size_t kMaxFileBytes = 1 << 20;
@@ -346,12 +349,6 @@ Result<Config> parseImpl(std::string_view text, std::string_view fileName,
   }
 }
 
-std::string_view trimSpace(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 Result<Override> parseOverride(std::string_view keyEqualsValue) {
@@ -387,7 +384,7 @@ Result<std::vector<Guid>> parseRootsFile(std::string_view text, std::string_view
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    std::string_view content = trimSpace(line.substr(0, line.find('#')));
+    std::string_view content = trim(line.substr(0, line.find('#')));
     if (content.empty()) continue;
     Location at{std::string(fileName), lineNo, static_cast<int>(content.data() - line.data()) + 1};
     auto guid = fabric::parseGuid(content);

@@ -7,7 +7,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "fabric/text.h"
+
 namespace ibsm::config {
+
+using fabric::trim;
 namespace {
 
 constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor"};
@@ -117,12 +121,6 @@ MaybeProblem parseGuidValue(const RawValue& v, Guid& out) {
   if (guid->value == 0) return problem(v, shown(v) + " is not a valid GUID (zero)");
   out = *guid;
   return std::nullopt;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // A YAML list of scalars, or one comma-separated scalar (the command-line form); null = empty.

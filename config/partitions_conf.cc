@@ -6,7 +6,13 @@
 #include <set>
 #include <string>
 
+#include "fabric/text.h"
+
 namespace ibsm::config {
+
+using fabric::lower;
+using fabric::trim;
+using fabric::trimLeft;
 
 using fabric::Membership;
 using fabric::Partition;
@@ -18,18 +24,6 @@ struct Piece {
   std::string_view text;
   int line = 0;
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Printable for a message: control bytes and bytes >= 0x80 as \xNN, at most 64 characters.
 std::string shown(std::string_view s) {
@@ -113,10 +107,6 @@ class Parser {
   }
 
  private:
-  static std::string_view trimLeft(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    return s;
-  }
   static int lineAt(const std::string& s, size_t offset) {
     return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(offset), '\n'));
   }

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "fabric/text.h"
+
 namespace ibsm::fabric {
 
 namespace {
@@ -13,18 +15,6 @@ std::string quoted(std::string_view text) {
   out += text;
   out += '\'';
   return out;
-}
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 std::string hex4(uint16_t v) {

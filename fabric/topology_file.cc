@@ -21,26 +21,13 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "fabric/text.h"
+
 namespace ibsm::fabric {
 namespace {
 
 // NumPorts is 8 bits wide and port 255 is reserved.
 constexpr unsigned kMaxPorts = 254;
-
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trimLeft(std::string_view s) {
-  while (!s.empty() && isSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-std::string_view trim(std::string_view s) {
-  s = trimLeft(s);
-  while (!s.empty() && isSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Untrusted text echoed in an error: quoted and cut short.
 std::string shown(std::string_view s) {
@@ -55,7 +42,7 @@ std::string shown(std::string_view s) {
 std::string_view nextWord(std::string_view& s) {
   s = trimLeft(s);
   size_t n = 0;
-  while (n < s.size() && !isSpace(s[n])) ++n;
+  while (n < s.size() && !isBlank(s[n])) ++n;
   std::string_view word = s.substr(0, n);
   s.remove_prefix(n);
   return word;
@@ -332,10 +319,10 @@ class Parser {
 
   // Switch|Ca|Hca|Rt <nports> "<id>" [# "<desc>" [enhanced|base port 0] [lid N] [lmc M]]
   Result<void> parseHeader(NodeType type, std::string_view rest) {
-    if (rest.empty() || !isSpace(rest[0])) return fail("bad node header");
+    if (rest.empty() || !isBlank(rest[0])) return fail("bad node header");
     rest = trimLeft(rest);
     size_t n = 0;
-    while (n < rest.size() && !isSpace(rest[n]) && rest[n] != '"') ++n;
+    while (n < rest.size() && !isBlank(rest[n]) && rest[n] != '"') ++n;
     std::string_view count = rest.substr(0, n);
     auto numPorts = toNumber(count, kMaxPorts);
     if (!numPorts || *numPorts == 0)
@@ -463,7 +450,7 @@ class Parser {
   // Any other comment is free text. The remote LID is checked but not kept: the remote's own lines give it.
   Result<void> parseComment(std::string_view c, bool caLike, PortLine& pl) {
     c = trimLeft(c);
-    if (caLike && c.starts_with("lid") && (c.size() == 3 || isSpace(c[3]))) {
+    if (caLike && c.starts_with("lid") && (c.size() == 3 || isBlank(c[3]))) {
       nextWord(c);
       std::string_view v = nextWord(c);
       auto lid = toNumber(v, 0xFFFF);

@@ -116,12 +116,15 @@ void UmadPort::receiveLoop() {
     const ib_mad_addr_t* a = umad_get_mad_addr(buf.data());
     m.addr = MadAddress{ntohs(a->lid), ntohl(a->qpn), ntohl(a->qkey), a->sl, a->pkey_index};
     {
+      // The eventfd is raised under the lock that receive() clears it under: raised after the main thread
+      // took the last MAD and cleared it, it would stay readable with nothing queued, and the event loop
+      // would spin.
       std::lock_guard lock(mutex_);
       rx_.push_back(m);
+      uint64_t one = 1;
+      [[maybe_unused]] auto w = ::write(eventFd_, &one, sizeof one);
     }
     cv_.notify_one();
-    uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(eventFd_, &one, sizeof one);
   }
 }
 

@@ -3,9 +3,12 @@
 
 #include <optional>
 
+#include "fabric/text.h"
 #include "routing/route_checker.h"
 
 namespace ibsm::routing {
+
+using fabric::trim;
 
 namespace {
 
@@ -19,18 +22,12 @@ constexpr Registered kEngines[] = {
     {"dfsp", &makeDfspEngine},     {"dor", &makeDorEngine},
 };
 
-std::string_view trimBlanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // "dor|dfsp" -> {"dor", "dfsp"}; a plain name -> {name}.
 std::vector<std::string_view> splitAlternatives(std::string_view token) {
   std::vector<std::string_view> out;
   while (true) {
     size_t bar = token.find('|');
-    out.push_back(trimBlanks(token.substr(0, bar)));
+    out.push_back(trim(token.substr(0, bar)));
     if (bar == std::string_view::npos) return out;
     token.remove_prefix(bar + 1);
   }
@@ -97,7 +94,7 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
   for (const auto& n : engineNames()) known += (known.empty() ? "" : ", ") + n;
   while (true) {
     size_t comma = text.find(',');
-    std::string_view name = trimBlanks(text.substr(0, comma));
+    std::string_view name = trim(text.substr(0, comma));
     if (name.empty()) return fabric::makeError("empty engine name in routing chain (known: " + known + ")");
     for (std::string_view alt : splitAlternatives(name))
       if (alt.empty() || !makeEngine(alt))

@@ -5,7 +5,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "fabric/text.h"
+
 namespace ibsm::routing {
+
+using fabric::isBlank;
+using fabric::trim;
 
 using fabric::Node;
 using fabric::NodeType;
@@ -23,16 +28,6 @@ const char* typeString(NodeType t) {
     default:
       return "UNKNOWN";
   }
-}
-
-bool isBlank(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 // Parses an unsigned number at the start of s in the given base; advances s past it.

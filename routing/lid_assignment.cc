@@ -6,7 +6,11 @@
 #include <cstdio>
 #include <tuple>
 
+#include "fabric/text.h"
+
 namespace ibsm::routing {
+
+using fabric::trim;
 
 using fabric::Error;
 using fabric::Node;
@@ -330,13 +334,6 @@ std::string formatGuid2Lid(const Guid2Lid& map) {
 }
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  auto isSpace = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
-  while (!s.empty() && isSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Splits on blanks; at most `max` tokens are kept, the count tells if there were more.
 size_t split(std::string_view s, std::string_view* out, size_t max) {

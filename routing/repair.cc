@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "routing/parallel.h"
 #include "routing/routing_graph.h"
@@ -159,9 +160,9 @@ class Repairer {
     out_.loads.assign(topo_.size(), {});
     for (uint32_t s = 0; s < g_.size(); ++s) {
       const NodeIndex n = g_.node(s), o = oldNode_[s];
-      t.lft[n] = old_.lft[o];
+      t.lft.share(n, old_.lft, o);  // shared until the repair writes it
       t.upKey[n] = key_[s];
-      if (!old_.ar.empty() && o < old_.ar.size()) t.ar[n] = old_.ar[o];
+      if (!old_.ar.empty() && o < old_.ar.size()) t.ar.share(n, old_.ar, o);
       out_.loads[n].assign(topo_.node(n).numPorts + 1u, 0);
       if (o < oldLoads.size())
         for (size_t p = 0; p < oldLoads[o].size() && p < out_.loads[n].size(); ++p)
@@ -169,10 +170,12 @@ class Repairer {
     }
   }
 
+  // Writes go through the non-const Rows access, which makes the switch's row its own (copy on write): only
+  // when the entry changes.
   void setEntry(uint32_t s, uint16_t lid, uint8_t port) {
+    if (entry(out_.tables, g_.node(s), lid) == port) return;
     auto& row = out_.tables.lft[g_.node(s)];
     if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
-    if (row[lid] == port) return;
     row[lid] = port;
     ++out_.moved;
   }
@@ -192,6 +195,9 @@ class Repairer {
   // An AR port that no longer leads anywhere leaves every group of its switch.
   void dropArMember(NodeIndex n, uint8_t port) {
     if (out_.tables.ar.empty()) return;
+    const ArTable& now = std::as_const(out_.tables.ar)[n];
+    if (std::none_of(now.groups.begin(), now.groups.end(), [&](const PortMask& m) { return m.test(port); }))
+      return;
     for (PortMask& m : out_.tables.ar[n].groups) m.reset(port);
     arIndex_.erase(n);
   }
@@ -199,6 +205,9 @@ class Repairer {
   // Gives (s, lid) the group of `mask` (no group for fewer than two ports or past the cap).
   void setGroup(uint32_t s, uint16_t lid, const PortMask& mask) {
     if (out_.tables.ar.empty()) return;
+    const ArTable& now = std::as_const(out_.tables.ar)[g_.node(s)];
+    const uint16_t current = lid < now.lidToGroup.size() ? now.lidToGroup[lid] : ArTable::kNoGroup;
+    if (current == ArTable::kNoGroup ? mask.count() < 2 : now.groups[current] == mask) return;
     ArTable& ar = out_.tables.ar[g_.node(s)];
     if (ar.lidToGroup.size() <= lid) ar.lidToGroup.resize(lid + 1u, ArTable::kNoGroup);
     uint16_t group = ArTable::kNoGroup;

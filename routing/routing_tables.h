@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabric/topology.h"
+#include "routing/rows.h"
 
 namespace ibsm::routing {
 
@@ -20,13 +21,14 @@ struct ArTable {
   std::vector<uint16_t> lidToGroup;  // LID -> group number, kNoGroup when the LID has no AR group
   static constexpr uint16_t kNoGroup = 0xFFFF;
   bool capped = false;  // the group cap was reached; LIDs past it fall back to static routing
+  bool operator==(const ArTable&) const = default;
 };
 
 struct RoutingTables {
   std::string engine;  // which engine produced them
-  std::vector<std::vector<uint8_t>>
-      lft;                  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
-  std::vector<ArTable> ar;  // [node]; empty when AR was not computed
+  // Rows (routing/rows.h): per switch, shared with other versions of the tables until written.
+  Rows<std::vector<uint8_t>> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
+  Rows<ArTable> ar;                // [node]; empty when AR was not computed
   // Service level of each path, for engines that keep their routes deadlock-free by spreading them over
   // virtual-lane layers (SL i is meant to travel on VL i on every hop): sl[switch node][LID] is the SL of the
   // traffic that enters the fabric at that switch (from a CA cabled to it) towards that LID. Empty (or a

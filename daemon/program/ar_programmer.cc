@@ -53,10 +53,9 @@ void ArProgrammer::forgetTables() {
   }
 }
 
-size_t ArProgrammer::count(ArCapability c) const {
-  size_t n = 0;
-  for (const auto& [guid, st] : switches_) n += st.capability == c;
-  return n;
+void ArProgrammer::recount() {
+  counts_ = {};
+  for (const auto& [guid, st] : switches_) ++counts_[static_cast<size_t>(st.capability)];
 }
 
 struct ArProgrammer::Plan {
@@ -342,6 +341,7 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
   });
   for (NodeIndex n : topo.switches())
     if (enabled(topo.node(n).guid)) ++report.enabled;
+  recount();
   return report;
 }
 

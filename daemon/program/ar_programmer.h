@@ -27,6 +27,7 @@
 //  - routing without AR groups (RoutingTables::ar empty) turns AR off where this SM turned it on.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -73,14 +74,18 @@ class ArProgrammer {
   ArCapability capability(fabric::Guid sw) const;
   bool enabled(fabric::Guid sw) const;  // AR on, as far as this SM knows
   // The switch is new (rebooted, replaced): probe and program it from scratch next time.
-  void forget(fabric::Guid sw) { switches_.forget(sw); }
+  void forget(fabric::Guid sw) {
+    switches_.forget(sw);
+    recount();
+  }
   // Forget what the switches hold (with SubnetManager::forgetSwitchTables, which rewrites every plain LFT
   // block and so turns AR off): every AR block is sent and AR enabled again; capabilities are kept.
   void forgetTables();
   void setOptions(ArOptions options) { options_ = options; }
   // AdaptiveRoutingInfo probes sent over this SM's life: at most one per switch lifetime.
   uint64_t probesSent() const { return probesSent_; }
-  size_t count(ArCapability c) const;  // switches known to have that capability
+  // Switches known to have that capability (kept up to date: the status refresh asks after every wake-up).
+  size_t count(ArCapability c) const { return counts_[static_cast<size_t>(c)]; }
   const ArOptions& options() const { return options_; }
 
  private:
@@ -96,6 +101,7 @@ class ArProgrammer {
     bool parked = false;
   };
   struct Plan;  // what one capable switch should hold after this run
+  void recount();
 
   // The steps of program(), in order.
   void probe(PhaseRunner& phase, const fabric::Topology& topo, ArReport& report, size_t& noAnswer);
@@ -112,6 +118,7 @@ class ArProgrammer {
   ArOptions options_;
   SwitchCache<SwitchState> switches_;
   uint64_t probesSent_ = 0;
+  std::array<size_t, 3> counts_{};  // by ArCapability
 };
 
 }  // namespace ibsm::daemon

@@ -26,6 +26,15 @@ bool PhaseRunner::accepted(const mad::MadResult& r, bool secondPass, uint16_t at
 
 void PhaseRunner::submit(mad::MadPacket smp, Done done, mad::RequestOptions request, bool failureIsError) {
   assert(!finished_);
+  // Back-pressure: an issuer that submits a whole fabric's worth of SMPs at once (337k LFT blocks at 11,664
+  // hosts) would hold every packet and completion in the engine's queue (about 240 MB); it waits here while
+  // the engine works the queue down. Completions may thus run inside submit; one that submits again does not
+  // wait (no nested polling).
+  if (!pumping_ && engine_.queued() >= kMaxQueued) {
+    pumping_ = true;
+    while (engine_.queued() >= kMaxQueued / 2) engine_.poll(engine_.options().timeout);
+    pumping_ = false;
+  }
   send(Pending{std::move(smp), std::move(done), request, failureIsError}, false);
 }
 

@@ -41,6 +41,7 @@ struct PhaseOptions {
 class PhaseRunner {
  public:
   using Done = std::function<void(const SmpAnswer&)>;
+  static constexpr size_t kMaxQueued = 4096;  // SMPs waiting in the engine before submit polls it
   PhaseRunner(mad::MadEngine& engine, const mad::Clock& clock, std::string name, PhaseOptions options = {});
   PhaseRunner(const PhaseRunner&) = delete;
   PhaseRunner& operator=(const PhaseRunner&) = delete;
@@ -48,7 +49,8 @@ class PhaseRunner {
   const std::string& name() const { return stats_.name; }
   // Sends smp; done runs once with its final outcome (after the second pass, if it goes there). A final
   // failure counts as an error of the phase unless failureIsError is false (a probe, whose silence is an
-  // answer).
+  // answer). While kMaxQueued SMPs wait in the engine, submit first polls it until half of them are sent, so
+  // completions of earlier SMPs may run inside submit.
   void submit(mad::MadPacket smp, Done done, mad::RequestOptions request = {}, bool failureIsError = true);
   // Runs the engine until every SMP submitted so far is answered; the phase may go on with more SMPs.
   void wait();
@@ -78,6 +80,7 @@ class PhaseRunner {
   uint64_t sent0_;
   std::vector<Pending> again_;  // no answer in the first pass
   bool finished_ = false;
+  bool pumping_ = false;
 };
 
 // Runs one named phase: issue submits its SMPs through the runner.

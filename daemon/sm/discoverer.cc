@@ -15,6 +15,8 @@ using mad::MadResult;
 
 namespace {
 
+constexpr uint8_t kLinkUp = 5;  // PortPhysicalState LinkUp
+
 // State of one sweep; lives while its SMPs are in flight.
 struct Sweep {
   mad::MadEngine& engine;
@@ -175,33 +177,36 @@ struct Sweep {
   void queryPort(NodeIndex idx, const DrPath& path, uint8_t port, uint8_t arrivalPort, bool isSwitch) {
     get(mad::kAttrPortInfo, port, path, [=, this](const MadResult& r) {
       if (!answered(r)) return warnNoAnswer(("PortInfo " + std::to_string(port)).c_str(), path, r);
-      const uint8_t* data = mad::smpData(r.response);
-      std::copy_n(data, 64, portInfo[idx][port].begin());
-      fabric::PortAttrs attrs = mad::decodePortInfo(data);
-      builder.node(idx).ports[port].attrs = attrs;
-      constexpr uint8_t kLinkUp = 5;
-      // Explore every other linked port of a switch; from a CA only the SM's own port, when the CA is local.
-      bool local = path.count == 0;
-      bool explore = isSwitch ? port != 0 && (port != arrivalPort || local) : local && port == arrivalPort;
-      if (!explore || attrs.physState != kLinkUp) return;
-      const fabric::Guid guid = builder.node(idx).guid;
-      if (std::find(heldDown.begin(), heldDown.end(), std::pair{guid, port}) != heldDown.end()) {
-        heldDownSeen.emplace_back(guid, port);
-        return;
-      }
-      if (auto known = activeLinks.find({idx, port});
-          known != activeLinks.end() && attrs.state == fabric::PortState::kActive) {
-        links.push_back(known->second);
-        return;
-      }
-      auto next = path.extended(port);
-      if (!next) {
-        fatal = "node beyond the directed-route limit of " + std::to_string(DrPath::kMaxHops) +
-                " hops, behind route " + path.toString() + "," + std::to_string(port);
-        return;
-      }
-      probe(*next, idx, port);
+      onPortInfo(idx, path, port, arrivalPort, isSwitch, mad::smpData(r.response));
     });
+  }
+
+  void onPortInfo(NodeIndex idx, const DrPath& path, uint8_t port, uint8_t arrivalPort, bool isSwitch,
+                  const uint8_t* data) {
+    std::copy_n(data, 64, portInfo[idx][port].begin());
+    fabric::PortAttrs attrs = mad::decodePortInfo(data);
+    builder.node(idx).ports[port].attrs = attrs;
+    // Explore every other linked port of a switch; from a CA only the SM's own port, when the CA is local.
+    bool local = path.count == 0;
+    bool explore = isSwitch ? port != 0 && (port != arrivalPort || local) : local && port == arrivalPort;
+    if (!explore || attrs.physState != kLinkUp) return;
+    const fabric::Guid guid = builder.node(idx).guid;
+    if (std::find(heldDown.begin(), heldDown.end(), std::pair{guid, port}) != heldDown.end()) {
+      heldDownSeen.emplace_back(guid, port);
+      return;
+    }
+    if (auto known = activeLinks.find({idx, port});
+        known != activeLinks.end() && attrs.state == fabric::PortState::kActive) {
+      links.push_back(known->second);
+      return;
+    }
+    auto next = path.extended(port);
+    if (!next) {
+      fatal = "node beyond the directed-route limit of " + std::to_string(DrPath::kMaxHops) +
+              " hops, behind route " + path.toString() + "," + std::to_string(port);
+      return;
+    }
+    probe(*next, idx, port);
   }
 };
 
@@ -245,6 +250,22 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   }
   DiscoveryResult result;
   fabric::TopologyBuilder fresh;
+  // A re-discovery usually reaches every node in the order they already have (indices that stay are what
+  // the repair and the programmers' caches like best): then the sweep's own builder is the result, links,
+  // routes and all, with no second copy of the fabric.
+  bool identity = order.size() == old.size();
+  for (size_t i = 0; identity && i < order.size(); ++i) identity = order[i] == i;
+  if (identity) {
+    old.setSmPort(0, fabric::PortNum{sweep.smPortNum});
+    auto topo = std::move(old).build();
+    if (!topo) return topo.error();
+    result.topology = std::move(*topo);
+    result.portInfo = std::move(sweep.portInfo);
+    result.switchInfo = std::move(sweep.switchInfo);
+    result.heldDown = std::move(sweep.heldDownSeen);
+    result.stats.warnings = std::move(sweep.warnings);
+    return result;
+  }
   for (NodeIndex o : order) {
     fabric::Node n = old.node(o);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
@@ -292,12 +313,52 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   const mad::TimePoint start = clock_.now();
   const mad::MadCounters before = engine_.counters();
   const fabric::Topology& topo = *previous.topology;
-  auto sweep = std::make_unique<Sweep>(engine_);
-  sweep->failOnNoAnswer = true;
-  sweep->heldDown = heldDown;
   std::vector<bool> isChanged(topo.size(), false);
   for (NodeIndex n : changed)
     if (n < topo.size() && topo.node(n).isSwitch()) isChanged[n] = true;
+
+  // First the changed switches' PortInfo. A port is as the SM left it when it is still ACTIVE with its link
+  // (a link that came back starts in INIT), or still has no link; and port 0 keeps its LID.
+  struct Read {
+    NodeIndex node;
+    uint8_t port;
+    std::optional<RawAttr> data;
+  };
+  std::vector<Read> reads;
+  for (NodeIndex i = 0; i < topo.size(); ++i)
+    if (isChanged[i])
+      for (unsigned p = 0; p <= topo.node(i).numPorts; ++p) reads.push_back({i, static_cast<uint8_t>(p), {}});
+  bool same = heldDown == previous.heldDown;
+  for (Read& rd : reads)
+    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, rd.port, topo.node(rd.node).route),
+                   [&rd, &same, &topo](const MadResult& r) {
+                     if (!r.ok() || r.header.status != 0) return void(same = false);
+                     rd.data.emplace();
+                     std::copy_n(mad::smpData(r.response), rd.data->size(), rd.data->begin());
+                     const fabric::PortAttrs now = mad::decodePortInfo(rd.data->data());
+                     const fabric::Port& was = topo.node(rd.node).ports[rd.port];
+                     if (rd.port == 0)
+                       same = same && now.lid == was.attrs.lid;
+                     else if (was.connected())
+                       same = same && was.attrs.state == fabric::PortState::kActive &&
+                              now.state == fabric::PortState::kActive;
+                     else
+                       same = same && now.physState != kLinkUp;
+                   });
+  engine_.runUntilIdle();
+  if (same) {
+    DiscoveryResult result;
+    result.topology = previous.topology;
+    result.heldDown = previous.heldDown;
+    result.unchanged = true;
+    fillStats(result.stats, before, start, 0);
+    return result;
+  }
+
+  // Something changed: patch the previous topology, exploring from the changed switches' ports.
+  auto sweep = std::make_unique<Sweep>(engine_);
+  sweep->failOnNoAnswer = true;
+  sweep->heldDown = heldDown;
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     fabric::Node n = topo.node(i);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
@@ -311,16 +372,22 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     if (!isChanged[i]) continue;
     const fabric::Node& n = topo.node(i);
-    // Every port is read, and explored again unless still ACTIVE: the one towards the SM included (its link
-    // may be what changed).
+    // A port still ACTIVE keeps its known peer; every other one is explored again: the one towards the SM
+    // included (its link may be what changed).
     for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
       const fabric::Port& port = n.ports[p];
       if (port.connected() && port.attrs.valid && port.attrs.state == fabric::PortState::kActive)
         sweep->activeLinks[{i, static_cast<uint8_t>(p)}] = {i, static_cast<uint8_t>(p), port.peerNode,
                                                             port.peerPort.value};
     }
-    for (unsigned p = 0; p <= n.numPorts; ++p)
-      sweep->queryPort(i, n.route, static_cast<uint8_t>(p), 0xFF, true);
+  }
+  // The answers already read are used as they are; a port that did not answer is asked again.
+  for (const Read& rd : reads) {
+    const fabric::Node& n = topo.node(rd.node);
+    if (rd.data)
+      sweep->onPortInfo(rd.node, n.route, rd.port, 0xFF, true, rd.data->data());
+    else
+      sweep->queryPort(rd.node, n.route, rd.port, 0xFF, true);
   }
   sweep->run();
   auto result = finish(*sweep);

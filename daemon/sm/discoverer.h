@@ -21,7 +21,9 @@ class Discoverer {
   // Targeted re-discovery: everything of `previous` is kept except the links of `changed` switches, whose
   // ports are read again (and explored: a new neighbour is swept from there). Nodes no longer reachable are
   // dropped and directed routes recomputed. Fails if a changed switch does not answer — the caller then
-  // falls back to a full sweep. `heldDown` ports are treated as down (flap damping).
+  // falls back to a full sweep. `heldDown` ports are treated as down (flap damping). The changed switches'
+  // PortInfo is read first: when every port is as the SM left it, the result is `unchanged` and no topology
+  // is built (an update that finds nothing costs only those SMPs).
   fabric::Result<DiscoveryResult> rediscover(
       const DiscoveryResult& previous, const std::vector<fabric::NodeIndex>& changed,
       const std::vector<std::pair<fabric::Guid, uint8_t>>& heldDown = {});

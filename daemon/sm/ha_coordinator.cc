@@ -106,10 +106,11 @@ void HaCoordinator::querySms(const std::vector<SmAt>& sms) {
   engine_.runUntilIdle();
 }
 
-SmStateMachine::Decision HaCoordinator::discover(const fabric::Topology& topo) {
+SmStateMachine::Decision HaCoordinator::discover(fabric::TopologyPtr topology) {
+  seen_ = std::move(topology);
+  const fabric::Topology& topo = *seen_;
   noteOwnPort(topo);
   sm_.setSelf(portGuid_);
-  seen_ = std::make_shared<fabric::Topology>(topo);
   sm_.startDiscovery();
   // Every port (other than ours) whose CapabilityMask says IsSM: a CA port, or a switch's port 0.
   std::vector<SmAt> sms;

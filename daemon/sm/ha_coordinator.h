@@ -36,7 +36,7 @@ class HaCoordinator {
   void noteOwnPort(const fabric::Topology& topo);
   // The HA part of a heavy sweep: finds the other SMs in topo, asks them for their SMInfo and decides
   // whether we are MASTER (a STANDBY announces itself to its master).
-  SmStateMachine::Decision discover(const fabric::Topology& topo);
+  SmStateMachine::Decision discover(fabric::TopologyPtr topology);
   // MASTER: hand the subnet over to a better SM (SMInfo Set HANDOVER).
   void handOver(fabric::Guid to) { sendSmInfoSet(to, SmControl::kHandover); }
   // An SMInfo Get or Set sent to us.

@@ -106,7 +106,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   auto found = discoverer_.discover();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   report.discovery = found->stats;
-  SmStateMachine::Decision decision = ha_.discover(*found->topology);
+  SmStateMachine::Decision decision = ha_.discover(found->topology);
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
     const RemoteSm* m = decision.master ? ha_.machine().findRemote(*decision.master) : nullptr;
@@ -236,16 +236,19 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
     ev.action = "targeted re-discovery of " + std::to_string(changed.size()) + " switch(es)";
   }
   report.discovery = found->stats;
-  FlapDamping::LinkChanges links = flaps_.noteLinkChanges(before, *found->topology, switches);
-  ev.linksUp = links.up;
-  ev.linksDown = links.down;
-  // Held-down ports that came up: look at them again when their hold-down ends.
-  for (const auto& [guid, port] : found->heldDown)
-    if (auto due = flaps_.heldUntil(guid, port))
-      updates_.queueAt({guid}, "hold-down of a flapping port ended", *due);
+  if (!found->unchanged) {
+    FlapDamping::LinkChanges links = flaps_.noteLinkChanges(before, *found->topology, switches);
+    ev.linksUp = links.up;
+    ev.linksDown = links.down;
+    // Held-down ports that came up: look at them again when their hold-down ends.
+    for (const auto& [guid, port] : found->heldDown)
+      if (auto due = flaps_.heldUntil(guid, port))
+        updates_.queueAt({guid}, "hold-down of a flapping port ended", *due);
+  }
   // An update that finds the fabric as it was (a light sweep's PortStateChange, a trap about a link that is
-  // back by now) costs no routing, no programming and no file I/O.
-  if (targeted && nothingChanged(*last_, *found, switches)) {
+  // back by now) costs no routing, no programming and no file I/O. Either the re-read ports were as the SM
+  // left them (no topology built), or they changed and came back (the same links and LIDs).
+  if (targeted && (found->unchanged || nothingChanged(*last_, *found, switches))) {
     ev.action += ": nothing changed";
     ev.smps = found->stats.smps;
     ev.convergence = clock_.now() - eventTime;

@@ -33,6 +33,9 @@ struct DiscoveryResult {
   // SwitchInfo blocks as read, [node] (zeros for non-switches).
   std::vector<RawAttr> switchInfo;
   DiscoveryStats stats;
+  // A targeted re-discovery that found every re-read port as the SM left it: topology and heldDown are the
+  // previous ones and portInfo/switchInfo stay empty (nothing to program).
+  bool unchanged = false;
 };
 
 }  // namespace ibsm::daemon

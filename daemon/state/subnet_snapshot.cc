@@ -12,8 +12,11 @@ size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& aft
     const std::vector<uint8_t>& now = sw < after.tables.lft.size() ? after.tables.lft[sw] : empty;
     const std::vector<uint8_t>* old = nullptr;
     if (before && before->topology)
-      if (auto n = before->topology->findNode(t.node(sw).guid); n && *n < before->tables.lft.size())
+      if (auto n = before->topology->findNode(t.node(sw).guid); n && *n < before->tables.lft.size()) {
+        if (sw < after.tables.lft.size() && after.tables.lft.sameRow(sw, before->tables.lft, *n))
+          continue;  // the very same row (routing/rows.h): nothing changed
         old = &before->tables.lft[*n];
+      }
     size_t len = std::max(now.size(), old ? old->size() : 0);
     for (size_t l = 1; l < len; ++l) {
       uint8_t a = l < now.size() ? now[l] : routing::kNoPort;

@@ -101,10 +101,15 @@ RepairResult repairAndCheck(const Topology& topo, const Routed& before, const To
       EXPECT_EQ(r->loads[s][p], recount[s][p]) << what << ": switch " << s << " port " << p;
     }
   // Only entries of destinations that crossed the failure changed, and `moved` counts them.
+  // A switch whose row did not change still shares it with the old tables (nothing copied for it).
   size_t moved = 0;
-  for (NodeIndex s : after.switches())
-    for (size_t lid = 0; lid < r->tables.lft[s].size(); ++lid)
-      moved += r->tables.lft[s][lid] != before.tables.lft[s][lid];
+  const Rows<std::vector<uint8_t>>& lft = r->tables.lft;  // read only: a write would clone the row
+  for (NodeIndex s : after.switches()) {
+    size_t here = 0;
+    for (size_t lid = 0; lid < lft[s].size(); ++lid) here += lft[s][lid] != before.tables.lft[s][lid];
+    EXPECT_EQ(here == 0, r->tables.lft.sameRow(s, before.tables.lft, s)) << what << ": switch " << s;
+    moved += here;
+  }
   EXPECT_EQ(moved, r->moved) << what;
   return std::move(*r);
 }

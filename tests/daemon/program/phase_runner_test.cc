@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "daemon/program/block_cache.h"
@@ -69,6 +70,30 @@ TEST_F(PhaseRunnerTest, CountsSmpsAndErrorsAndReportsEachOutcomeOnce) {
   EXPECT_EQ(st.smps, 1u + 1 + 2);  // the silent one twice: the engine's retry
   EXPECT_EQ(st.secondPass, 0u);    // not asked for
   EXPECT_GE(st.elapsed, 200ms);    // two timeouts of the silent Set
+}
+
+// A fabric's worth of Sets (337k LFT blocks at 11,664 hosts) never waits in the engine all at once: submit
+// polls the engine while kMaxQueued wait, and a completion that submits again does not poll from inside.
+TEST_F(PhaseRunnerTest, SubmitHoldsTheEngineQueueBoundedAndEveryAnswerArrives) {
+  const uint32_t n = 3 * PhaseRunner::kMaxQueued;
+  size_t maxQueued = 0, done = 0, chained = 0;
+  PhaseStats st = runPhase(engine, clock, "x", PhaseOptions{}, [&](PhaseRunner& phase) {
+    for (uint32_t mod = 0; mod < n; ++mod) {
+      phase.submit(set(mad::kAttrLft, mod), [&, mod](const SmpAnswer& a) {
+        EXPECT_TRUE(a.ok);
+        ++done;
+        if (mod % 1000 == 0)
+          phase.submit(set(mad::kAttrLft, n + mod), [&](const SmpAnswer& b) { chained += b.ok; });
+      });
+      maxQueued = std::max(maxQueued, engine.queued());
+    }
+  });
+  EXPECT_LE(maxQueued, PhaseRunner::kMaxQueued);
+  EXPECT_GT(maxQueued, PhaseRunner::kMaxQueued / 2);
+  EXPECT_EQ(done, n);
+  EXPECT_EQ(chained, (n + 999) / 1000);
+  EXPECT_EQ(st.errors, 0u);
+  EXPECT_EQ(st.smps, n + chained);
 }
 
 TEST_F(PhaseRunnerTest, SecondPassResendsOnlyTheSetsWithNoAnswerAfterTheOthers) {

@@ -85,7 +85,7 @@ TEST_F(Ha, BecomesMasterOfAFabricWithoutOtherSmsAndOnlyThenServesTheSa) {
   EXPECT_EQ(ha->saBusyReplies(), 1u);
 
   DiscoveryResult found = f.discover();
-  auto decision = ha->discover(*found.topology);
+  auto decision = ha->discover(found.topology);
   EXPECT_EQ(decision.state, SmState::kMaster);
   EXPECT_FALSE(decision.handoverTo);
   EXPECT_EQ(ha->state(), SmState::kMaster);

@@ -1,0 +1,79 @@
+// Per-switch rows (an LFT, an AR table, an SL row) that versions of the routing tables share: copying Rows
+// copies pointers, and a row is cloned only when it is written while another version holds it (copy on
+// write). A repair that moves the routes of a few switches thus costs their rows only, and the tables
+// published to the programmers, the SA, the control socket and the rebalancing run share all the others.
+// A Rows object is written by one thread (its owner); the versions it shares rows with are only read.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace ibsm::routing {
+
+template <typename Row>
+class Rows {
+ public:
+  Rows() = default;
+
+  size_t size() const { return rows_.size(); }
+  bool empty() const { return rows_.empty(); }
+  void clear() { rows_.clear(); }
+  void resize(size_t n) { rows_.resize(n); }  // new rows are empty
+  // n rows equal to `row`, sharing one copy until each is written.
+  void assign(size_t n, const Row& row) { rows_.assign(n, std::make_shared<Row>(row)); }
+
+  const Row& operator[](size_t i) const { return rows_[i] ? *rows_[i] : emptyRow(); }
+  // For writing: the row is this version's own from here on.
+  Row& operator[](size_t i) {
+    std::shared_ptr<Row>& p = rows_[i];
+    if (!p)
+      p = std::make_shared<Row>();
+    else if (p.use_count() > 1)
+      p = std::make_shared<Row>(*p);
+    return *p;
+  }
+  // Row i becomes other's row j, shared.
+  void share(size_t i, const Rows& other, size_t j) { rows_[i] = other.rows_[j]; }
+  // Whether row i is the very row j of other (then they are equal without comparing them).
+  bool sameRow(size_t i, const Rows& other, size_t j) const { return rows_[i] == other.rows_[j]; }
+
+  class const_iterator {
+   public:
+    const_iterator(const Rows* rows, size_t i) : rows_(rows), i_(i) {}
+    const Row& operator*() const { return (*rows_)[i_]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const Rows* rows_;
+    size_t i_;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, rows_.size()}; }
+
+  friend bool operator==(const Rows& a, const Rows& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a.rows_[i] != b.rows_[i] && a[i] != b[i]) return false;
+    return true;
+  }
+  friend bool operator==(const Rows& a, const std::vector<Row>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+
+ private:
+  static const Row& emptyRow() {
+    static const Row kEmpty{};
+    return kEmpty;
+  }
+  std::vector<std::shared_ptr<Row>> rows_;
+};
+
+}  // namespace ibsm::routing
