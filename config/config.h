@@ -115,6 +115,50 @@ struct FlapConfig {
   bool operator==(const FlapConfig&) const = default;
 };
 
+struct PerfMgrConfig {
+  uint32_t intervalS = 60;  // seconds between counter sweeps; 0 = no counter sweeps
+  bool operator==(const PerfMgrConfig&) const = default;
+};
+
+enum class HealthAction { kReport, kIsolate };
+std::string_view toString(HealthAction action);  // "report", "isolate"
+
+// The error counters the health policy may watch, by their config names (as infiniband_exporter names
+// them, without the _total), in PortCounters order, with their default thresholds in increases per minute
+// (0: not watched).
+struct ThresholdDefault {
+  std::string_view name;
+  uint32_t perMinute;
+};
+inline constexpr ThresholdDefault kHealthCounters[] = {
+    {"symbol_error", 10},
+    {"link_error_recovery", 2},
+    {"link_downed", 2},
+    {"port_rcv_errors", 10},
+    {"port_rcv_remote_physical_errors", 10},
+    {"port_rcv_switch_relay_errors", 0},
+    {"port_xmit_discards", 100},
+    {"port_xmit_constraint_errors", 0},
+    {"port_rcv_constraint_errors", 0},
+    {"local_link_integrity_errors", 2},
+    {"excessive_buffer_overrun_errors", 2},
+    {"vl15_dropped", 0},
+    {"port_xmit_wait", 0},
+};
+inline constexpr size_t kHealthCounterCount = sizeof kHealthCounters / sizeof kHealthCounters[0];
+
+struct HealthConfig {
+  HealthAction action = HealthAction::kReport;
+  std::vector<uint32_t> thresholds = [] {  // per kHealthCounters entry, increases per minute
+    std::vector<uint32_t> t;
+    for (const auto& c : kHealthCounters) t.push_back(c.perMinute);
+    return t;
+  }();
+  uint32_t maxIsolated = 8;
+  uint32_t cleanPeriodS = 600;
+  bool operator==(const HealthConfig&) const = default;
+};
+
 // When opensm-lfts.dump (every switch's LFT) is written. It grows with switches x LIDs: 1.58 GB on an
 // 11,664-host Clos, so by default only when asked for (ibsmctl dump lfts); OpenSM does not write it by
 // default either. The other dumps are small and always follow the fabric.
@@ -140,6 +184,8 @@ struct Config {
   ArConfig ar;
   QosConfig qos;
   FlapConfig flap;
+  PerfMgrConfig perfmgr;
+  HealthConfig health;
   // Partitions: the YAML `partitions` list, then those of paths.partitions_conf (each names where it was
   // defined). Without any, every endport is a full member of the default partition 0x7fff.
   std::vector<fabric::Partition> partitions;

@@ -64,6 +64,7 @@ struct ConfigDiff {
   bool mad = false;           // mad.*: transaction parameters
   bool sm = false;            // sm.priority, sm.poll_*
   bool flap = false;          // flap.*
+  bool health = false;        // perfmgr.*, health.*: the performance manager and the health policy
   bool partitions = false;    // partitions, paths.partitions_conf or that file's contents: re-program P_Keys
   bool empty() const { return changed.empty(); }
 };

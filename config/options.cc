@@ -19,8 +19,9 @@ using fabric::trim;
 namespace {
 
 constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor"};
-constexpr std::array<std::string_view, 12> kSections = {
-    "routing", "sweep", "sm", "mad", "paths", "dumps", "log", "control", "metrics", "ar", "qos", "flap"};
+constexpr std::array<std::string_view, 14> kSections = {"routing", "sweep", "sm",      "mad",     "paths",
+                                                        "dumps",   "log",   "control", "metrics", "ar",
+                                                        "qos",     "flap",  "perfmgr", "health"};
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
 constexpr size_t kMaxQuoted = 64;    // longer values are cut in messages
 
@@ -370,6 +371,28 @@ const std::vector<OptionDoc> kDocs = {
      "Longest hold-down of a flapping port in milliseconds; not less than "
      "hold_down_ms.",
      "", ""},
+    {"perfmgr.interval_s", "",
+     "Seconds between counter sweeps: PortCounters (and PortCountersExtended where the port has them) of "
+     "every linked switch and CA port, kept as 64-bit totals; the master clears the error counters it read. "
+     "0 = no counter sweeps (and no health policy).",
+     "", ""},
+    {"health.action", "report or isolate",
+     "What happens to a port whose error counters rise faster than a threshold: report (a warning, HLTH001) "
+     "or isolate (also routed around as if its link were down, HLTH002; never when that would cut a node "
+     "off, HLTH003). `ibsmctl health` lists the ports by state.",
+     "", ""},
+    {"health.thresholds", "a map of counter names to increases per minute (0: not watched)",
+     "Thresholds of the health policy. Counters: symbol_error, link_error_recovery, link_downed, "
+     "port_rcv_errors, port_rcv_remote_physical_errors, port_rcv_switch_relay_errors, port_xmit_discards, "
+     "port_xmit_constraint_errors, port_rcv_constraint_errors, local_link_integrity_errors, "
+     "excessive_buffer_overrun_errors, vl15_dropped, port_xmit_wait; the ones not given keep their default.",
+     "", ""},
+    {"health.max_isolated", "",
+     "Most links isolated at once; past it, ports over a threshold are reported only.", "", ""},
+    {"health.clean_period_s", "",
+     "A warning or isolation ends after this many seconds of counters under every threshold (or `ibsmctl "
+     "health release PORT`).",
+     "", ""},
     {"partitions", "a list of maps {name, pkey, membership, members, ipoib}",
      "Partitions (IBA 10.9): each a name, a P_Key (0x0001..0x7fff, unique), members and optionally IPoIB. "
      "Members are port GUIDs, ALL (every CA port and switch port 0), ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, "
@@ -696,6 +719,54 @@ std::vector<Option> makeTable() {
   t.push_back(uintOption(
       "flap.max_backoff_ms", true, &ConfigDiff::flap, 0, 86400000,
       [](auto& c) -> auto& { return c.flap.maxBackoffMs; }));
+  t.push_back(uintOption(
+      "perfmgr.interval_s", true, &ConfigDiff::health, 0, 86400,
+      [](auto& c) -> auto& { return c.perfmgr.intervalS; }));
+  t.push_back({"health.action", true, &ConfigDiff::health,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 for (HealthAction a : {HealthAction::kReport, HealthAction::kIsolate}) {
+                   if (v.kind == RawValue::Kind::kScalar && v.text == toString(a))
+                     return c.health.action = a, std::nullopt;
+                 }
+                 return problem(v, "expected report or isolate, got " + describe(v));
+               },
+               [](const Config& c) { return std::string(toString(c.health.action)); }});
+  t.push_back({"health.thresholds", true, &ConfigDiff::health,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 c.health.thresholds = HealthConfig{}.thresholds;
+                 if (v.kind == RawValue::Kind::kNull) return std::nullopt;
+                 if (v.kind != RawValue::Kind::kMap)
+                   return problem(
+                       v, "expected a map of counter names to increases per minute, got " + describe(v));
+                 for (size_t f = 0; f < v.fieldKeys.size(); ++f) {
+                   size_t i = 0;
+                   while (i < kHealthCounterCount && kHealthCounters[i].name != v.fieldKeys[f]) ++i;
+                   if (i == kHealthCounterCount)
+                     return Problem{v.fieldKeyAt[f], "unknown counter " + quoteForMessage(v.fieldKeys[f]) +
+                                                         " (known: symbol_error, link_error_recovery, "
+                                                         "link_downed, port_rcv_errors, ...)"};
+                   uint64_t n = 0;
+                   if (auto p = parseUint(v.fieldValues[f], 0, 1000000000, n)) return p;
+                   c.health.thresholds[i] = static_cast<uint32_t>(n);
+                 }
+                 return std::nullopt;
+               },
+               [](const Config& c) {
+                 std::string out = "{";
+                 for (size_t i = 0; i < kHealthCounterCount && i < c.health.thresholds.size(); ++i) {
+                   if (i) out += ", ";
+                   out += kHealthCounters[i].name;
+                   out += ": ";
+                   out += std::to_string(c.health.thresholds[i]);
+                 }
+                 return out + "}";
+               }});
+  t.push_back(uintOption(
+      "health.max_isolated", true, &ConfigDiff::health, 0, 1000000,
+      [](auto& c) -> auto& { return c.health.maxIsolated; }));
+  t.push_back(uintOption(
+      "health.clean_period_s", true, &ConfigDiff::health, 1, 30 * 86400,
+      [](auto& c) -> auto& { return c.health.cleanPeriodS; }));
   Option partitions{
       "partitions", true, &ConfigDiff::partitions,
       [](const RawValue& v, Config& c) -> MaybeProblem {
@@ -751,6 +822,10 @@ std::string_view toString(LogLevel level) {
       return "debug";
   }
   return "?";
+}
+
+std::string_view toString(HealthAction action) {
+  return action == HealthAction::kIsolate ? "isolate" : "report";
 }
 
 std::string_view toString(LftDumps when) {

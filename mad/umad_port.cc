@@ -75,6 +75,11 @@ fabric::Result<std::unique_ptr<UmadPort>> UmadPort::open(const UmadPortOptions& 
     p->agentSa_ = umad_register(p->fd_, kClassSubnAdm, 2, 0, allMethods);
     if (p->agentSa_ < 0) return fabric::makeError("umad_register of the SA class failed");
   }
+  if (options.registerPerf) {
+    // Counter sweeps: responses to our PerfMgt Gets come back to this agent.
+    p->agentPerf_ = umad_register(p->fd_, kClassPerf, 1, 0, nullptr);
+    if (p->agentPerf_ < 0) return fabric::makeError("umad_register of the PerfMgt class failed");
+  }
   if (options.becomeSm) {
     char path[256];
     if (umad_get_issm_path(p->caName_.c_str(), p->portNum_, path, sizeof path) < 0)
@@ -132,6 +137,8 @@ fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
     agent = agentLid_;
   else if (mgmtClass == kClassSubnAdm)
     agent = agentSa_;
+  else if (mgmtClass == kClassPerf)
+    agent = agentPerf_;
   if (agent < 0)
     return fabric::makeError("no agent registered for management class " + std::to_string(mgmtClass));
   std::vector<uint8_t> buf(umad_size() + kMadSize, 0);

@@ -19,6 +19,7 @@ struct UmadPortOptions {
   std::optional<fabric::Guid> portGuid;  // default: first port whose link is up
   bool becomeSm = true;                  // open the issm device so traps and SM requests reach us
   bool registerSa = true;                // register the SA class (0x03) agent
+  bool registerPerf = true;              // register the PerfMgt class (0x04) agent (counter sweeps)
 };
 
 class UmadPort final : public MadPort {
@@ -40,7 +41,7 @@ class UmadPort final : public MadPort {
   int fd_ = -1;
   int issmFd_ = -1;
   int eventFd_ = -1;
-  int agentDirected_ = -1, agentLid_ = -1, agentSa_ = -1;
+  int agentDirected_ = -1, agentLid_ = -1, agentSa_ = -1, agentPerf_ = -1;
   std::mutex sendMutex_;
   std::mutex mutex_;
   std::condition_variable cv_;

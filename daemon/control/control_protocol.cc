@@ -109,11 +109,16 @@ const std::vector<CommandInfo>& commands() {
       {"check", Access::kRead, {}, "the route checker on the live tables"},
       {"topology", Access::kRead, {"format"}, "the fabric as ibnetdiscover text or Graphviz (format dot)"},
       {"partitions", Access::kRead, {"name"}, "the partitions (or one of them, with its member ports)"},
+      {"health",
+       Access::kRead,
+       {"all"},
+       "ports by health state (isolated, warning; all: ok too) with counters"},
       {"resweep",
        Access::kChange,
        {"heavy"},
        "sweep now (heavy: forget what the switches hold, rewrite all)"},
       {"reroute", Access::kChange, {}, "recompute and reprogram the routes now"},
+      {"health-release", Access::kChange, {"port"}, "route an isolated link again (port: NODE/PORTNUM)"},
       {"loglevel", Access::kChange, {"level"}, "set the log level: error, warn, info or debug"},
       // A change although it changes no SM state: it writes a file that grows with switches x LIDs (1.58 GB
       // on an 11,664-host Clos) into paths.dump_dir and keeps the dump writer busy, which only those who may

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "daemon/control/event_log.h"
+#include "daemon/state/health_snapshot.h"
 #include "daemon/state/subnet_snapshot.h"
 #include "mad/mad_engine.h"
 
@@ -151,6 +152,7 @@ struct ControlView {
   bool portsActivated = false;                     // the snapshot's sweep brought every linked port to ACTIVE
   StatusInfo status;
   const EventLog* events = nullptr;
+  std::shared_ptr<const HealthSnapshot> health;  // null before the first counter sweep
 };
 
 // A node named in a request: a NodeDescription (exactly, or its first word, e.g. the host name of
@@ -173,6 +175,10 @@ fabric::PortState effectivePortState(const fabric::Port& port, bool portsActivat
 const char* portStateName(fabric::PortState state);  // "DOWN", "INIT", "ARMED", "ACTIVE"
 const char* physStateName(uint8_t physState);        // "LinkUp", "Polling", ...
 const char* nodeTypeName(fabric::NodeType type);     // "SW", "CA", "RT", "?"
+
+// The `health` answer: the ports by state (isolated, warning; ok ones too with all), with the counters and
+// rates that put them there, and the ports flap damping holds down.
+Json healthJson(const HealthSnapshot& health, bool all);
 
 // Routes (CA port -> endport LID pairs, base LIDs) that cross each egress port: loads[node][port].
 std::vector<std::vector<uint64_t>> linkLoads(const SubnetSnapshot& snap);

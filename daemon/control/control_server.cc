@@ -109,7 +109,17 @@ std::shared_ptr<const SubnetSnapshot> StatePublisher::snapshot() const {
 
 ControlView StatePublisher::view(const EventLog* events) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ControlView{snapshot_, portsActivated_, status_, events};
+  return ControlView{snapshot_, portsActivated_, status_, events, health_};
+}
+
+void StatePublisher::publishHealth(std::shared_ptr<const HealthSnapshot> health) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  health_ = std::move(health);
+}
+
+std::shared_ptr<const HealthSnapshot> StatePublisher::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return health_;
 }
 
 // ---- ControlServer

@@ -37,12 +37,16 @@ class StatePublisher {
   StatusInfo status() const;
   std::shared_ptr<const SubnetSnapshot> snapshot() const;
   ControlView view(const EventLog* events) const;
+  // The performance manager's view of the ports, after every counter sweep (perf/).
+  void publishHealth(std::shared_ptr<const HealthSnapshot> health);
+  std::shared_ptr<const HealthSnapshot> health() const;
 
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   bool portsActivated_ = false;
   StatusInfo status_;
+  std::shared_ptr<const HealthSnapshot> health_;
 };
 
 struct ControlServerOptions {

@@ -567,6 +567,15 @@ Json ReadHandler::dispatch(const Request& r, const ControlView& v) {
   const std::string& c = r.command;
   if (c == "status") return doStatus(v);
   if (c == "events") return doEvents(v, r);
+  if (c == "health") {
+    const Json* all = arg(r, "all");
+    if (all && !all->is_boolean()) throw Failure(ErrorCode::kBadRequest, "health: all must be true or false");
+    if (!v.health)
+      throw Failure(
+          ErrorCode::kUnavailable,
+          "no counter sweep has completed yet (every perfmgr.interval_s seconds; 0 turns them off)");
+    return healthJson(*v.health, all && all->get<bool>());
+  }
   const SubnetSnapshot& s = needSnapshot(v);
   resetCacheFor(v.snapshot);
   if (c == "nodes") return doNodes(s, r);

@@ -59,14 +59,11 @@ std::vector<prometheus::MetricFamily> portCounterFamilies(const PortCounterSnaps
       f.help = sw ? "Infiniband switch port " : "Infiniband HCA port ";
       f.help += kNames[i].iba;
       f.type = prometheus::MetricType::Counter;
-      const bool data =
-          i == static_cast<size_t>(PortCounter::kXmitData) || i == static_cast<size_t>(PortCounter::kRcvData);
       for (const PortCounterRow& r : snap.rows) {
         if (r.isSwitch != sw || !r.values[i]) continue;
         prometheus::ClientMetric m;
         m.label = {{"guid", fabric::toString(r.guid)}, {"port", std::to_string(r.port)}};
-        // Data counters count 4-byte words; the exporter publishes bytes.
-        m.counter.value = static_cast<double>(*r.values[i]) * (data ? 4.0 : 1.0);
+        m.counter.value = static_cast<double>(*r.values[i]);
         f.metric.push_back(std::move(m));
       }
       if (!f.metric.empty()) out.push_back(std::move(f));

@@ -29,8 +29,8 @@ namespace ibsm::daemon {
 
 // The PortCounters / PortCountersExtended fields the exporter publishes, in its order.
 enum class PortCounter : uint8_t {
-  kXmitData,  // PortXmitData: published x4, in bytes (as the exporter does)
-  kRcvData,   // PortRcvData: x4, bytes
+  kXmitData,  // PortXmitData in bytes (the port counts 4-byte words; the totals are kept in bytes, as the
+  kRcvData,   // exporter publishes them)
   kXmitPkts,
   kRcvPkts,
   kUnicastXmitPkts,

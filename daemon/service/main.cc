@@ -322,6 +322,18 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
       [&args] { return loadConfig(args); }, clock, wallClock, metrics);
   service.setRuntimePartitions(runtime);
   service.addMetricsFeed([&sa](daemon::SmMetrics& m) { m.setSa(daemon::saTotals(sa.counters())); });
+  // Counter sweeps and the health policy: ticked with the SM below; isolations go to sm.
+  daemon::HealthService health(engine, sm, log, events, state, clock, wallClock, args.cfg);
+  service.setHealthService(&health);
+  // Port counters and isolated ports from each new health snapshot (one per counter sweep).
+  service.addMetricsFeed(
+      [&state, seen = std::shared_ptr<const daemon::HealthSnapshot>()](daemon::SmMetrics& m) mutable {
+        auto h = state.health();
+        if (!h || h == seen) return;
+        seen = h;
+        m.publishPortCounters(daemon::portCounters(*h));
+        m.setIsolatedPorts(daemon::isolatedPorts(*h));
+      });
   auto server = daemon::ControlServer::start(
       {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
@@ -345,6 +357,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   loop.run(10ms, [&] {
     sm.tick();
     saAgent.poll();
+    health.tick();
     service.idle();
   });
   onReload = nullptr;

@@ -44,4 +44,48 @@ std::shared_ptr<const FabricInfo> fabricInfo(const SubnetSnapshot& snap) {
   return info;
 }
 
+std::shared_ptr<const PortCounterSnapshot> portCounters(const HealthSnapshot& health) {
+  using mad::PerfCounter;
+  using mad::PerfData;
+  static constexpr std::pair<PerfCounter, PortCounter> kErrors[] = {
+      {PerfCounter::kSymbolError, PortCounter::kSymbolError},
+      {PerfCounter::kLinkErrorRecovery, PortCounter::kLinkErrorRecovery},
+      {PerfCounter::kLinkDowned, PortCounter::kLinkDowned},
+      {PerfCounter::kPortRcvErrors, PortCounter::kRcvErrors},
+      {PerfCounter::kPortRcvRemotePhysicalErrors, PortCounter::kRcvRemotePhysicalErrors},
+      {PerfCounter::kPortRcvSwitchRelayErrors, PortCounter::kRcvSwitchRelayErrors},
+      {PerfCounter::kPortXmitDiscards, PortCounter::kXmitDiscards},
+      {PerfCounter::kPortXmitConstraintErrors, PortCounter::kXmitConstraintErrors},
+      {PerfCounter::kPortRcvConstraintErrors, PortCounter::kRcvConstraintErrors},
+      {PerfCounter::kLocalLinkIntegrityErrors, PortCounter::kLocalLinkIntegrityErrors},
+      {PerfCounter::kExcessiveBufferOverrun, PortCounter::kExcessiveBufferOverrunErrors},
+      {PerfCounter::kVl15Dropped, PortCounter::kVl15Dropped},
+      {PerfCounter::kPortXmitWait, PortCounter::kXmitWait},
+  };
+  static constexpr std::pair<PerfData, PortCounter> kData[] = {
+      {PerfData::kXmitData, PortCounter::kXmitData},
+      {PerfData::kRcvData, PortCounter::kRcvData},
+      {PerfData::kXmitPkts, PortCounter::kXmitPkts},
+      {PerfData::kRcvPkts, PortCounter::kRcvPkts},
+  };
+  auto out = std::make_shared<PortCounterSnapshot>();
+  out->rows.reserve(health.ports.size());
+  for (const PortHealth& p : health.ports) {
+    PortCounterRow row;
+    row.isSwitch = p.isSwitch;
+    row.guid = p.node;
+    row.port = p.port;
+    for (auto [from, to] : kErrors) row.set(to, p.errors[static_cast<size_t>(from)]);
+    for (auto [from, to] : kData) row.set(to, p.data[static_cast<size_t>(from)]);
+    out->rows.push_back(row);
+  }
+  return out;
+}
+
+uint64_t isolatedPorts(const HealthSnapshot& health) {
+  uint64_t n = 0;
+  for (const PortHealth& p : health.ports) n += p.state == PortHealthState::kIsolated;
+  return n;
+}
+
 }  // namespace ibsm::daemon

@@ -399,6 +399,7 @@ void Service::reload() {
                              " P_Key block(s) written to " + std::to_string(r.portsChanged) + " port(s)");
     for (const auto& w : r.warnings) log_.warn("SWEEP004", w);
   }
+  if (diff->health && health_) health_->setOptions(*config_);
   dumps_.setDir(config_->paths.dumpDir);
   bool lftsOnChange = config_->dumps.lfts == config::LftDumps::kOnChange;
   dumps_.setLftsOnChange(lftsOnChange);
@@ -631,6 +632,11 @@ void Service::onChangeRequest(Request request, PeerCredentials peer, ControlServ
     }
     if (request.command == "partition") {
       reply(partition(request, peer));
+      return;
+    }
+    if (request.command == "health-release") {
+      reply(health_ ? health_->release(request, peer)
+                    : errorResponse(request.id, ErrorCode::kUnavailable, "no performance manager"));
       return;
     }
     if (request.command == "dump") {

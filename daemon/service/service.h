@@ -18,6 +18,7 @@
 #include "daemon/log/log.h"
 #include "daemon/metrics/sm_metrics.h"
 #include "daemon/service/event_loop.h"
+#include "daemon/service/health_service.h"
 #include "daemon/service/notify.h"
 #include "daemon/sm/subnet_manager.h"
 #include "daemon/state/wall_clock.h"
@@ -68,6 +69,9 @@ class Service {
   void addMetricsFeed(MetricsFeed feed) { metricsFeeds_.push_back(std::move(feed)); }
   // The run-time partitions loaded at start (before start()).
   void setRuntimePartitions(std::vector<fabric::Partition> partitions) { runtime_ = std::move(partitions); }
+  // The performance manager and health policy (before start()): `health-release` requests and reloads go
+  // there.
+  void setHealthService(HealthService* health) { health_ = health; }
   // The config's partitions, then the run-time ones: what the SM programs.
   std::vector<fabric::Partition> allPartitions() const;
 
@@ -116,6 +120,7 @@ class Service {
   bool sweepPosted_ = false;
   bool subnetUp_ = false;
   std::vector<fabric::Partition> runtime_;  // run-time partitions (origin "ibsmctl")
+  HealthService* health_ = nullptr;
 };
 
 }  // namespace ibsm::daemon

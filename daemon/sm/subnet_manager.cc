@@ -148,7 +148,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   report.lidsChanged = assigned->changed;
 
   const mad::TimePoint routeStart = clock_.now();
-  auto routed = planner_.plan(stabilize ? snapshot_.get() : nullptr, topo, assigned->lids, stabilize);
+  // Routing sees isolated links as down (the programmer still works on the fabric as found).
+  const fabric::TopologyPtr routeTopo = routingView(discovered);
+  auto routed = planner_.plan(stabilize ? snapshot_.get() : nullptr, *routeTopo, assigned->lids, stabilize);
   if (!routed) return fabric::makeError(routed.error().message);
   report.routingTime = clock_.now() - routeStart;
   report.engine = routed->tables.engine;
@@ -199,7 +201,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (const auto& e : report.mcast.errors) report.warnings.push_back(e);
   ++sweeps_;
   auto snap = std::make_shared<SubnetSnapshot>();
-  snap->topology = found.topology;
+  snap->topology = routingView(found.topology);
   snap->lids = std::move(assigned->lids);
   snap->tables = std::move(routed->tables);
   snap->pkeys = pkeyProgrammer_.tables();
@@ -272,6 +274,57 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   ev.ok = applied->subnetUp;
   logEvent(std::move(ev));
   return applied;
+}
+
+fabric::TopologyPtr SubnetManager::routingView(const fabric::TopologyPtr& topo) const {
+  if (isolated_.empty()) return topo;
+  fabric::Topology::AttrPatch patch;
+  for (const auto& [guid, port] : isolated_) {
+    auto n = topo->findNode(guid);
+    if (!n || port >= topo->node(*n).ports.size() || !topo->node(*n).ports[port].connected()) continue;
+    fabric::PortAttrs attrs = topo->node(*n).ports[port].attrs;
+    attrs.valid = true;
+    attrs.state = fabric::PortState::kDown;
+    patch.ports.emplace_back(*n, fabric::PortNum{port}, attrs);
+  }
+  return patch.empty() ? topo : topo->withAttrs(patch);
+}
+
+fabric::Result<SweepReport> SubnetManager::setIsolatedPorts(std::vector<std::pair<Guid, uint8_t>> ports,
+                                                            const std::string& cause) {
+  std::sort(ports.begin(), ports.end());
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  if (ports == isolated_) return SweepReport{};
+  // A link that comes back is used at once: the engine chain from scratch (a repair only moves routes off
+  // what was lost). A new isolation is a repair, like a link that went down.
+  const bool released = !std::includes(ports.begin(), ports.end(), isolated_.begin(), isolated_.end());
+  isolated_ = std::move(ports);
+  if (!last_ || !snapshot_ || ha_.state() != SmState::kMaster) return SweepReport{};
+  const mad::TimePoint start = clock_.now();
+  auto old = snapshot_;
+  DiscoveryResult found = *last_;  // the fabric as the SM left it: nothing is read again
+  found.stats = DiscoveryStats{};
+  auto applied = apply(std::move(found), SweepReport{}, !released);
+  if (!applied) return applied;
+  applied->total = clock_.now() - start;
+  TopologyEvent ev;
+  ev.cause = cause;
+  ev.action = "isolated links: " + std::to_string(isolated_.size() / 2) + "; routes: " + applied->routes;
+  ev.lftEntriesChanged =
+      applied->routesMoved ? *applied->routesMoved : countRouteChanges(old.get(), *snapshot_);
+  ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.smps = applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
+  ev.convergence = applied->total;
+  ev.ok = applied->subnetUp;
+  logEvent(std::move(ev));
+  return applied;
+}
+
+std::vector<std::pair<std::pair<Guid, uint8_t>, mad::TimePoint>> SubnetManager::heldDownPorts() const {
+  std::vector<std::pair<std::pair<Guid, uint8_t>, mad::TimePoint>> out;
+  for (const auto& p : flaps_.active())
+    if (auto until = flaps_.heldUntil(p.first, p.second)) out.emplace_back(p, *until);
+  return out;
 }
 
 PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {

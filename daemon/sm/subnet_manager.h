@@ -139,6 +139,14 @@ class SubnetManager {
   // the blocks that change, and a new snapshot is published; the routes stay. The caller has checked them
   // (fabric::checkPartitions). Nothing is sent while not master or before the first sweep.
   PkeyReport setPartitions(std::vector<fabric::Partition> partitions);
+  // Links routed around as if they were down (the health policy's isolations), as (node GUID, port) of both
+  // ends; the ports stay up. When the set changes and the SM is master with a fabric, the routes are repaired
+  // at once (no re-discovery) and the new snapshot published; every later sweep keeps them out too.
+  fabric::Result<SweepReport> setIsolatedPorts(std::vector<std::pair<fabric::Guid, uint8_t>> ports,
+                                               const std::string& cause);
+  const std::vector<std::pair<fabric::Guid, uint8_t>>& isolatedPorts() const { return isolated_; }
+  // Ports flap damping holds down now, with the end of each hold-down.
+  std::vector<std::pair<std::pair<fabric::Guid, uint8_t>, mad::TimePoint>> heldDownPorts() const;
   // Forget what the switches are believed to hold, so the next sweep writes every LFT block again.
   void forgetSwitchTables() {
     cache_.clear();
@@ -151,6 +159,8 @@ class SubnetManager {
   fabric::Result<SweepReport> heavySweep(const std::string& cause);
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
+  // topo with the isolated links down (topo itself when none is isolated).
+  fabric::TopologyPtr routingView(const fabric::TopologyPtr& topo) const;
   void programMulticast(const fabric::Topology& topo);
   void programRebalance(RoutePlanner::Rebalance rebalance);
   // Resolves the partitions on topo, programs the P_Key tables and keeps the broadcast groups in step.
@@ -179,6 +189,7 @@ class SubnetManager {
   HaCoordinator ha_;
   UpdateQueue updates_;
   FlapDamping flaps_;
+  std::vector<std::pair<fabric::Guid, uint8_t>> isolated_;  // sorted
   TrapHandler traps_;
   LidManager lids_;
   uint64_t sweeps_ = 0;

@@ -71,6 +71,13 @@ qos:
 flap:
   hold_down_ms: 0
   max_backoff_ms: 86400000
+perfmgr:
+  interval_s: 5
+health:
+  action: isolate
+  thresholds: {symbol_error: 3, port_xmit_wait: 1000}
+  max_isolated: 2
+  clean_period_s: 30
 )";
 
 // qos.vls: auto (the default: what the links offer, at most 8) or an explicit number of VLs.
@@ -139,6 +146,13 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.qos.vlArbWeight, 255u);
   EXPECT_EQ(c.flap.holdDownMs, 0u);
   EXPECT_EQ(c.flap.maxBackoffMs, 86400000u);
+  EXPECT_EQ(c.perfmgr.intervalS, 5u);
+  EXPECT_EQ(c.health.action, HealthAction::kIsolate);
+  EXPECT_EQ(c.health.thresholds[0], 3u);                           // symbol_error
+  EXPECT_EQ(c.health.thresholds[1], 2u);                           // link_error_recovery: default kept
+  EXPECT_EQ(c.health.thresholds[kHealthCounterCount - 1], 1000u);  // port_xmit_wait
+  EXPECT_EQ(c.health.maxIsolated, 2u);
+  EXPECT_EQ(c.health.cleanPeriodS, 30u);
 }
 
 TEST(ConfigLoader, MkeyIsOffAFixedValueOrRandom) {
@@ -216,6 +230,18 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
        "ibsm.yaml:2:10: sm.m_key: expected a 64-bit M_Key (0 = off) or random, got \"-1\""},
       {"mad:\n  window: 0\n", "ibsm.yaml:2:11: mad.window: 0 is out of range 1..1024"},
       {"mad:\n  window: 1025\n", "ibsm.yaml:2:11: mad.window: 1025 is out of range 1..1024"},
+      {"health:\n  action: disable\n",
+       "ibsm.yaml:2:11: health.action: expected report or isolate, got \"disable\""},
+      {"health:\n  thresholds:\n    symbol_errors: 5\n",
+       "ibsm.yaml:3:5: health.thresholds: unknown counter \"symbol_errors\" (known: symbol_error, "
+       "link_error_recovery, link_downed, port_rcv_errors, ...)"},
+      {"health:\n  thresholds: {link_downed: -1}\n",
+       "ibsm.yaml:2:29: health.thresholds: -1 is out of range 0..1000000000"},
+      {"health:\n  thresholds: 5\n",
+       "ibsm.yaml:2:15: health.thresholds: expected a map of counter names to increases per minute, got "
+       "\"5\""},
+      {"health:\n  clean_period_s: 0\n",
+       "ibsm.yaml:2:19: health.clean_period_s: 0 is out of range 1..2592000"},
       {"mad:\n  retries: -1\n", "ibsm.yaml:2:12: mad.retries: -1 is out of range 0..20"},
       {"sweep:\n  interval_s: 99999999999999999999999\n",
        "ibsm.yaml:2:15: sweep.interval_s: 99999999999999999999999 is out of range 0..86400"},
@@ -387,7 +413,10 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 32u);
+  EXPECT_EQ(byKey.size(), 37u);
+  EXPECT_TRUE(byKey["health.action"].reloadable);
+  EXPECT_EQ(byKey["health.action"].defaultValue, "report");
+  EXPECT_EQ(byKey["perfmgr.interval_s"].defaultValue, "60");
   EXPECT_TRUE(byKey["partitions"].reloadable);
   EXPECT_EQ(byKey["partitions"].defaultValue, "[]");
   EXPECT_TRUE(byKey["qos.vls"].reloadable);

@@ -150,8 +150,9 @@ TEST(IbsmctlFormat, PathShowsSlAndVlWithVlLayers) {
 TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
   const std::set<std::string> lists = {"nodes", "switches", "lids", "links"};
   const std::set<std::string> judged = {"path", "check", "resweep", "reroute", "dump"};
-  for (const char* c : {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events",
-                        "check", "topology", "resweep", "reroute", "loglevel", "dump"}) {
+  for (const char* c :
+       {"status", "nodes", "switches", "lids", "links", "routes", "path", "ar", "events", "check", "topology",
+        "resweep", "reroute", "loglevel", "dump", "health", "health-release"}) {
     for (const json& result : {json::object(), json(nullptr)}) {
       SCOPED_TRACE(std::string(c) + " " + result.dump());
       Formatted f;
@@ -177,6 +178,43 @@ TEST(IbsmctlFormat, MissingFieldsDoNotCrash) {
   EXPECT_EQ(status.exitCode, 0);
   EXPECT_NE(status.text.find("SUBNET NOT UP"), std::string::npos) << status.text;
   EXPECT_EQ(formatResult("events", json::object(), 0).text, "no events\n");
+}
+
+TEST(IbsmctlFormat, HealthListsPortsByStateWithWhatPutThemThere) {
+  json r = {
+      {"sweeps", 6},
+      {"swept_at_ms", 0},
+      {"gmps", 256},
+      {"failed", 0},
+      {"duration_ms", 4.7},
+      {"clearing", true},
+      {"action", "isolate"},
+      {"max_isolated", 8},
+      {"counts", {{"ok", 127}, {"warning", 0}, {"isolated", 1}}},
+      {"ports",
+       {{{"state", "isolated"},
+         {"description", "spine-1"},
+         {"node_guid", "0x0000000000200009"},
+         {"port", 4},
+         {"lid", 10},
+         {"peer_guid", "0x0000000000200003"},
+         {"peer_description", "leaf-3"},
+         {"peer_port", 6},
+         {"since_ms", 1000},
+         {"errors", {{"symbol_error", 1000}, {"link_downed", 0}}},
+         {"reason", "symbol_error +29875/min (threshold 10.0/min)"}}}},
+      {"held_down", {{{"description", "leaf-0"}, {"node_guid", "0x1"}, {"port", 3}, {"remaining_s", 1.5}}}}};
+  Formatted f = formatResult("health", r, 3000);
+  EXPECT_EQ(f.exitCode, 0);
+  EXPECT_NE(f.text.find("256 GMPs, 0 port(s) not read, 4.7 ms (master: error counters cleared)"),
+            std::string::npos)
+      << f.text;
+  EXPECT_NE(f.text.find("1 isolated, 0 warning, 127 ok"), std::string::npos) << f.text;
+  EXPECT_NE(
+      f.text.find("isolated  spine-1/4   10  leaf-3/6  2s ago  symbol_error=1000  symbol_error +29875/min"),
+      std::string::npos)
+      << f.text;
+  EXPECT_NE(f.text.find("leaf-0/3, 1.5 s left"), std::string::npos) << f.text;
 }
 
 // `dump lfts` prints the path alone, so that less "$(ibsmctl dump lfts)" works.

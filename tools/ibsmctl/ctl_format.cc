@@ -329,6 +329,55 @@ std::string duration(int64_t ms) {
   return buf;
 }
 
+namespace {
+
+std::string portName(const json& p, const char* desc, const char* guid, const char* port) {
+  std::string d = text(p, desc, "");
+  return (d.empty() ? text(p, guid, "?") : d) + "/" + num(p, port);
+}
+
+// ibsmctl health: the last counter sweep, then the ports by state with what put them there.
+Formatted health(const json& r, int64_t nowMs) {
+  std::string out;
+  const json& counts = at(r, "counts");
+  const json& at0 = at(r, "swept_at_ms");
+  out += "Counter sweep " + num(r, "sweeps") +
+         (at0.is_number() ? " at " + localTime(at0.get<int64_t>()) : std::string()) + ": " + num(r, "gmps") +
+         " GMPs, " + num(r, "failed") + " port(s) not read, " + fixed1(r.value("duration_ms", 0.0)) + " ms" +
+         (r.value("clearing", false) ? " (master: error counters cleared)" : " (reading only)") + "\n";
+  out += "Policy        " + text(r, "action") + ", at most " + num(r, "max_isolated") + " isolated\n";
+  out += "Ports         " + num(counts, "isolated") + " isolated, " + num(counts, "warning") + " warning, " +
+         num(counts, "ok") + " ok\n";
+  const json& ports = at(r, "ports");
+  if (ports.is_array() && !ports.empty()) {
+    Table t({"STATE", "PORT", "LID", "PEER", "SINCE", "ERRORS", "REASON"}, {false, false, true});
+    for (const json& p : ports) {
+      std::string errors;
+      const json& e = at(p, "errors");
+      if (e.is_object())
+        for (auto it = e.begin(); it != e.end(); ++it)
+          if (it->is_number() && it->get<uint64_t>() > 0)
+            errors += (errors.empty() ? "" : ",") + it.key() + "=" + it->dump();
+      const json& since = at(p, "since_ms");
+      t.add({text(p, "state"), portName(p, "description", "node_guid", "port"), num(p, "lid"),
+             at(p, "peer_guid").is_null() ? "-" : portName(p, "peer_description", "peer_guid", "peer_port"),
+             since.is_number() ? duration(nowMs - since.get<int64_t>()) + " ago" : "-",
+             errors.empty() ? "-" : errors, text(p, "reason", "").empty() ? "-" : text(p, "reason", "")});
+    }
+    out += "\n" + t.str();
+  }
+  const json& held = at(r, "held_down");
+  if (held.is_array() && !held.empty()) {
+    out += "\nHeld down by flap damping:\n";
+    for (const json& h : held)
+      out += "  " + portName(h, "description", "node_guid", "port") + ", " +
+             fixed1(h.value("remaining_s", 0.0)) + " s left\n";
+  }
+  return {out, 0};
+}
+
+}  // namespace
+
 Formatted formatResult(const std::string& command, const json& r, int64_t nowMs) {
   try {
     if (command == "status") return status(r, nowMs);
@@ -383,7 +432,8 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
       }
       return {out, 0};
     }
-    if (command == "partition") return {r.value("message", "") + "\n", 0};
+    if (command == "partition" || command == "health-release") return {r.value("message", "") + "\n", 0};
+    if (command == "health") return health(r, nowMs);
     if (command == "loglevel")
       return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
     if (command == "dump") {

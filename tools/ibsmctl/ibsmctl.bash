@@ -7,7 +7,7 @@ _ibsmctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel dump partition help"
+  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel dump partition health help"
   local globals="--socket --json --timeout --config --help --version"
   case $prev in
     --socket|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -44,6 +44,13 @@ _ibsmctl() {
     partition)
       if [ $n -eq 0 ]; then
         COMPREPLY=($(compgen -W "list show add remove add-member remove-member" -- "$cur")); return
+      fi ;;
+    health)
+      if [ $n -eq 0 ]; then COMPREPLY=($(compgen -W "release --all --help $globals" -- "$cur")); return; fi
+      # release NODE/PORT: the isolated ports ibsmd lists.
+      if [ $n -eq 1 ]; then
+        COMPREPLY=($(compgen -W "$(ibsmctl "${sock[@]}" --timeout 2 health 2>/dev/null |
+          awk '$1 == "isolated" { print $2 }')" -- "$cur")); return
       fi ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
     resweep) COMPREPLY=($(compgen -W "--heavy --help $globals" -- "$cur")); return ;;

@@ -68,6 +68,11 @@ const std::vector<CommandSpec> kCommands = {
      "partitions are kept in the state directory (a restart and a config reload keep them). Partitions\n"
      "of the config file are changed there. A change that would name an unknown port, reuse a P_Key,\n"
      "overfill a port's P_Key table or take the SM's port out of the default partition is refused."},
+    {"health", "[--all] | release PORT",
+     "Port health from the counter sweeps (perfmgr.interval_s): the isolated and warning ports (--all: every "
+     "port) with their peer, since when, their error counter totals and the rates over the thresholds that "
+     "put them there, and the ports flap damping holds down. release PORT (NODE/PORTNUM; root or "
+     "control.group) routes an isolated link again before its clean period is over."},
     {"dump", "lfts",
      "Write opensm-lfts.dump into paths.dump_dir now and print its path once written. The file holds every "
      "switch's LFT as ibsmd programmed it (the format dump_lfts prints). With dumps.lfts: on_request (the "
@@ -246,6 +251,8 @@ int main(int argc, char** argv) {
       args["since"] = numberArg(w, value());
     else if (command == "events" && w == "--kind")
       args["kind"] = value();
+    else if (command == "health" && w == "--all")
+      args["all"] = true;
     else if (w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) != std::string::npos)
       usage(command + ": unknown option '" + w + "'");
     else
@@ -298,6 +305,14 @@ int main(int argc, char** argv) {
       usage("partition: unknown action '" + action +
             "' (list, show, add, remove, add-member, remove-member)");
     }
+  } else if (command == "health") {
+    wantPositional(0, 2);
+    if (!pos.empty()) {
+      if (pos[0] != "release" || pos.size() != 2)
+        usage("health: usage: ibsmctl health " + std::string(spec->usage));
+      command = "health-release";
+      args = json{{"port", pos[1]}};
+    }
   } else if (command == "dump") {
     wantPositional(1, 1);
     if (pos[0] != "lfts") usage("dump: the only dump on request is lfts, not '" + pos[0] + "'");
@@ -308,7 +323,8 @@ int main(int argc, char** argv) {
 
   if (socketPath.empty()) socketPath = defaultSocket(configPath, configGiven);
   // A sweep, or formatting and writing a file of switches x LIDs (after the writer's current round).
-  bool slow = command == "resweep" || command == "reroute" || command == "dump" || command == "partition";
+  bool slow = command == "resweep" || command == "reroute" || command == "dump" || command == "partition" ||
+              command == "health-release";
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>((timeoutS > 0 ? timeoutS
                                                                  : slow       ? 120
                                                                               : 10) *

@@ -154,8 +154,9 @@ TEST(ControlProtocolAccess, RootDaemonUserAndGroupMembersMayChangeState) {
   for (const CommandInfo& c : commands()) {
     // dump writes a file that grows with switches x LIDs into paths.dump_dir: only for those who may resweep.
     // partition (add/remove/members) reprograms P_Key tables; partitions (list/show) only reads.
+    // health-release routes an isolated link again; health only reads.
     bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel" || c.name == "dump" ||
-                   c.name == "partition";
+                   c.name == "partition" || c.name == "health-release";
     EXPECT_EQ(c.access == Access::kChange, changes) << c.name;
   }
 }
@@ -372,6 +373,60 @@ TEST(ControlProtocolChanges, RouteChangesAreCountedPerLftEntry) {
   b->tables.lft[0][5] = b->tables.lft[0][5] == 1 ? 2 : 1;
   b->tables.lft[1][2] = routing::kNoPort;
   EXPECT_EQ(countRouteChanges(a.get(), *b), 2u);
+}
+
+// `health`: isolated ports first, then warnings; ok ports only with all; rates null before a second read.
+TEST(ControlProtocolHealth, PortsByStateWithTheirCounters) {
+  HealthSnapshot h;
+  h.sweeps = 3;
+  h.gmps = 12;
+  h.action = "isolate";
+  h.maxIsolated = 8;
+  auto port = [](uint64_t node, uint8_t p, PortHealthState st, const char* desc) {
+    PortHealth x;
+    x.node = fabric::Guid{node};
+    x.port = p;
+    x.state = st;
+    x.description = desc;
+    return x;
+  };
+  h.ports.push_back(port(1, 1, PortHealthState::kOk, "sw-a"));
+  h.ports.push_back(port(2, 3, PortHealthState::kWarning, "sw-b"));
+  PortHealth iso = port(3, 4, PortHealthState::kIsolated, "spine-1");
+  iso.peerNode = fabric::Guid{2};
+  iso.peerPort = 6;
+  iso.peerDescription = "leaf-3";
+  iso.reason = "symbol_error +3000/min (threshold 10.0/min)";
+  iso.errors[static_cast<size_t>(mad::PerfCounter::kSymbolError)] = 1000;
+  std::array<double, mad::kPerfCounters> rates{};
+  rates[static_cast<size_t>(mad::PerfCounter::kSymbolError)] = 3000;
+  iso.errorRates = rates;
+  h.ports.push_back(iso);
+  h.heldDown.push_back({fabric::Guid{5}, 2, "leaf-9", 1.5});
+
+  Json j = healthJson(h, false);
+  EXPECT_EQ(j["counts"], (Json{{"ok", 1}, {"warning", 1}, {"isolated", 1}}));
+  ASSERT_EQ(j["ports"].size(), 2u);
+  EXPECT_EQ(j["ports"][0]["state"], "isolated");
+  EXPECT_EQ(j["ports"][0]["peer_description"], "leaf-3");
+  EXPECT_EQ(j["ports"][0]["peer_port"], 6);
+  EXPECT_EQ(j["ports"][0]["errors"]["symbol_error"], 1000);
+  EXPECT_EQ(j["ports"][0]["error_rates_per_min"]["symbol_error"], 3000.0);
+  EXPECT_EQ(j["ports"][1]["state"], "warning");
+  EXPECT_TRUE(j["ports"][1]["error_rates_per_min"].is_null());
+  EXPECT_TRUE(j["ports"][1]["peer_guid"].is_null());
+  EXPECT_EQ(j["held_down"][0]["description"], "leaf-9");
+  EXPECT_EQ(healthJson(h, true)["ports"].size(), 3u);
+  EXPECT_EQ(healthJson(h, true)["ports"][2]["state"], "ok");
+
+  ReadHandler rh;
+  ControlView v;
+  Request r{1, "health", Json::object()};
+  EXPECT_EQ(rh.handle(r, v)["error"]["code"], "unavailable");  // no counter sweep yet
+  v.health = std::make_shared<HealthSnapshot>(h);
+  EXPECT_EQ(rh.handle(r, v)["result"]["counts"]["isolated"], 1);
+  r.args = {{"all", "yes"}};
+  EXPECT_EQ(rh.handle(r, v)["error"]["code"], "bad_request");
 }
 
 }  // namespace

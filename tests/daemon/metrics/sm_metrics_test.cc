@@ -139,7 +139,7 @@ TEST(PortCounterMetrics, NamesAndLabelsOfInfinibandExporter) {
   sw.guid = fabric::Guid{0x506b4b03005d3101};
   sw.port = 3;
   sw.set(PortCounter::kSymbolError, 17);
-  sw.set(PortCounter::kXmitData, 10);  // 4-byte words
+  sw.set(PortCounter::kXmitData, 40);  // bytes
   sw.set(PortCounter::kLinkDowned, 0);
   PortCounterRow ca;
   ca.isSwitch = false;

@@ -8,6 +8,7 @@
 #include "mad/fields.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
+#include "routing/route_checker.h"
 #include "tests/daemon/sm/sm_fixture.h"
 
 namespace ibsm::daemon {
@@ -210,6 +211,67 @@ TEST(SubnetManager, TheDefaultChainUsesTheVlsTheLinksOffer) {
       EXPECT_EQ(f.fabric->received(mad::kAttrSlToVl), 0u);
     }
   }
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
+
+namespace ibsm::daemon {
+namespace {
+
+// The health policy's isolation: a link routed around as if down, without re-reading the fabric; the routes
+// come back when it is released, and a heavy sweep in between keeps it out.
+TEST(SubnetManager, IsolatedLinksAreRoutedAroundUntilReleased) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  const fabric::Topology& t = *before->topology;
+  const fabric::Link* link = nullptr;
+  for (const auto& l : t.links())
+    if (!link && t.node(l.a).isSwitch() && t.node(l.b).isSwitch()) link = &l;
+  ASSERT_TRUE(link);
+  const std::pair<fabric::Guid, uint8_t> a{t.node(link->a).guid, link->portA.value},
+      b{t.node(link->b).guid, link->portB.value};
+  // Routes crossing the link in either direction (CA destinations), from the switch tables.
+  auto crossing = [&](const SubnetSnapshot& s) {
+    size_t n = 0;
+    for (fabric::Lid lid{1}; lid.value <= s.lids.maxLid().value; ++lid.value) {
+      if (s.topology->node(s.lids.owner(lid).node).isSwitch()) continue;
+      n += s.tables.port(*s.topology->findNode(a.first), lid) == a.second;
+      n += s.tables.port(*s.topology->findNode(b.first), lid) == b.second;
+    }
+    return n;
+  };
+  ASSERT_GT(crossing(*before), 0u);
+  const uint64_t smpsBefore = f.engine->counters().sent;
+
+  auto r = f.sm->setIsolatedPorts({a, b}, "health: test");
+  ASSERT_TRUE(r) << r.error().message;
+  auto isolated = f.sm->snapshot();
+  ASSERT_NE(isolated, before);
+  EXPECT_EQ(crossing(*isolated), 0u);
+  auto n = isolated->topology->findNode(a.first);
+  EXPECT_EQ(isolated->topology->node(*n).ports[a.second].attrs.state, fabric::PortState::kDown);
+  routing::CheckReport rep = routing::checkRoutes(*isolated->topology, isolated->lids, isolated->tables);
+  EXPECT_EQ(rep.unreachable, 0u) << routing::formatReportText(rep);
+  EXPECT_EQ(rep.reachable, rep.pairs);
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_EQ(f.events[0].cause, "health: test");
+  EXPECT_NE(f.events[0].action.find("routes: repair"), std::string::npos) << f.events[0].action;
+  // Only LFT blocks were written: nothing was read again.
+  EXPECT_EQ(f.engine->counters().sent - smpsBefore, f.events[0].smps);
+  EXPECT_EQ(f.events[0].lftBlocksSent, f.events[0].smps);
+
+  ASSERT_TRUE(f.sm->sweep("resweep"));
+  EXPECT_EQ(crossing(*f.sm->snapshot()), 0u);  // a heavy sweep keeps it out
+
+  f.events.clear();
+  ASSERT_TRUE(f.sm->setIsolatedPorts({}, "health: released"));
+  EXPECT_EQ(crossing(*f.sm->snapshot()), crossing(*before));  // the engine's routes, from scratch
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_NE(f.events[0].action.find("from scratch"), std::string::npos) << f.events[0].action;
+  EXPECT_TRUE(f.sm->setIsolatedPorts({}, "again"));
+  EXPECT_EQ(f.events.size(), 1u);  // nothing changed, nothing done
 }
 
 }  // namespace
