@@ -76,7 +76,7 @@ SmMetrics::SmMetrics()
                    .Add({});
   isolated_ = &BuildGauge()
                    .Name("ibsm_isolated_ports")
-                   .Help("Ports the health policy keeps out of the routes")
+                   .Help("Ports the health policy isolated (their links are routed around)")
                    .Register(r)
                    .Add({});
   sweeps_ = &BuildCounter().Name("ibsm_sweeps_total").Help("Sweeps run, by kind (heavy, light)").Register(r);

@@ -19,7 +19,8 @@ SmMetrics::SaTotals saTotals(const SaCounters& c);
 std::shared_ptr<const FabricInfo> fabricInfo(const SubnetSnapshot& snapshot);
 // The performance manager's running totals, for infiniband_exporter's port-counter metrics.
 std::shared_ptr<const PortCounterSnapshot> portCounters(const HealthSnapshot& health);
-// Ports the health policy keeps out of the routes (both ends of each isolated link).
+// Ports the health policy isolated (the port over threshold; its link is routed around), as `ibsmctl
+// health` counts them.
 uint64_t isolatedPorts(const HealthSnapshot& health);
 
 }  // namespace ibsm::daemon

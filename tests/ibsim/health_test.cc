@@ -2,15 +2,17 @@
 // one spine port (PerformanceSet); within a counter interval ibsmd isolates that link (the switches' own
 // tables, read back with dump_lfts, route nothing through it, every pair still reachable) and `ibsmctl
 // health` shows it; after the clean period the link is routed again. perfquery is the oracle that ibsim's
-// counters are what ibsmd read and cleared.
+// counters are what ibsmd read and cleared. The Prometheus endpoint shows the isolation and the counter.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "routing/lft_dump.h"
 #include "routing/route_checker.h"
 #include "tests/ibsim/ibsim_fabric.h"
+#include "tests/support/http_get.h"
 
 namespace ibsm::testing {
 namespace {
@@ -22,6 +24,7 @@ struct HealthFixture {
   std::unique_ptr<Ibsim> sim;
   fabric::TopologyPtr built;
   pid_t sm = -1;
+  uint16_t metricsPort = 0;
 
   HealthFixture() {
     std::string net;
@@ -29,11 +32,21 @@ struct HealthFixture {
     built = parseOrFail(net, "generated");
     RunOptions o;
     o.simHost = "H-0000000000100002";  // host-1 on leaf-0
-    sm = sim->spawn({binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket",
-                     sim->dir() + "/ibsm.sock", "--set", "perfmgr.interval_s=1", "--set",
-                     "health.action=isolate", "--set", "health.clean_period_s=4", "--set", "log.level=debug"},
-                    o);
+    sm = sim->spawn(
+        {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
+         "--set", "perfmgr.interval_s=1", "--set", "health.action=isolate", "--set",
+         "health.clean_period_s=4", "--set", "log.level=debug", "--metrics", "127.0.0.1:0"},
+        o);
     EXPECT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s, 20ms)) << sim->output(sm);
+    std::smatch m;
+    std::string out = sim->output(sm);
+    static const std::regex kLine(
+        "METRICS001 serving Prometheus metrics on http://127\\.0\\.0\\.1:([0-9]+)/");
+    if (std::regex_search(out, m, kLine)) metricsPort = static_cast<uint16_t>(std::stoi(m[1]));
+    EXPECT_NE(metricsPort, 0) << out;
+  }
+  double metric(const std::string& series) {
+    return expositionSample(httpGet(metricsPort, "/metrics").body, series);
   }
   size_t count(const std::string& what) const {
     std::string out = sim->output(sm);
@@ -155,6 +168,11 @@ TEST(Health, NoisySpineLinkIsIsolatedThenRestored) {
   EXPECT_EQ(p.value("peer_description", ""), "leaf-3");
   EXPECT_GE(p["errors"].value("symbol_error", 0), 1000);
   EXPECT_NE(p.value("reason", "").find("symbol_error"), std::string::npos);
+  // The Prometheus endpoint: the port isolated, its errors in infiniband_exporter's series.
+  EXPECT_TRUE(waitUntil([&] { return f.metric("ibsm_isolated_ports") == 1; }, 5s, "ibsm_isolated_ports 1"));
+  EXPECT_GE(f.metric("infiniband_switch_port_symbol_error_total{guid=\"" + fabric::toString(spineGuid) +
+                     "\",port=\"" + std::to_string(spinePort) + "\"}"),
+            1000);
   // ibsmd cleared what it read (the master): perfquery, the oracle, reads 0 on the port now.
   RunOptions o;
   o.simHost = kDiagHost;
@@ -174,6 +192,7 @@ TEST(Health, NoisySpineLinkIsIsolatedThenRestored) {
       20s, "routes through the link again"))
       << f.sim->output(f.sm);
   EXPECT_EQ(f.ctl({"health"})["counts"].value("isolated", 1), 0);
+  EXPECT_TRUE(waitUntil([&] { return f.metric("ibsm_isolated_ports") == 0; }, 5s, "ibsm_isolated_ports 0"));
 }
 
 // `ibsmctl health release` ends an isolation at once; a port that is not isolated is an error.

@@ -39,14 +39,6 @@ uint16_t freePort() {
   return ntohs(a.sin_port);
 }
 
-// The value of an exposition sample such as `ibsm_subnet_up` or `ibsm_sweeps_total{kind="heavy"}`; -1 when
-// absent.
-double sample(const std::string& text, const std::string& series) {
-  for (size_t at = text.find(series + " "); at != std::string::npos; at = text.find(series + " ", at + 1))
-    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
-  return -1;
-}
-
 std::string urlEncode(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -101,18 +93,18 @@ TEST(IbsmdMetrics, PrometheusScrapesTheSmAndPromtoolAcceptsTheExposition) {
   EXPECT_TRUE(waitUntil(
       [&] {
         text = f.scrape();
-        return sample(text, "ibsm_sweeps_total{kind=\"heavy\"}") >= 1;
+        return expositionSample(text, "ibsm_sweeps_total{kind=\"heavy\"}") >= 1;
       },
       10s, "the first sweep in the metrics", 20ms));
-  EXPECT_EQ(sample(text, "ibsm_subnet_up"), 1) << text;
-  EXPECT_EQ(sample(text, "ibsm_sm_state"), 3) << text;
-  EXPECT_EQ(sample(text, "ibsm_sm_role{role=\"master\"}"), 1) << text;
-  EXPECT_GE(sample(text, "ibsm_sweeps_total{kind=\"heavy\"}"), 1) << text;
-  EXPECT_GE(sample(text, "ibsm_sweep_duration_seconds_count{kind=\"heavy\"}"), 1) << text;
-  EXPECT_GT(sample(text, "ibsm_lft_blocks_written_total"), 0) << text;
-  EXPECT_GT(sample(text, "ibsm_routes_changed_total"), 0) << text;
-  EXPECT_GT(sample(text, "ibsm_mads_sent_total"), 0) << text;
-  EXPECT_EQ(sample(text, "ibsm_isolated_ports"), 0) << text;
+  EXPECT_EQ(expositionSample(text, "ibsm_subnet_up"), 1) << text;
+  EXPECT_EQ(expositionSample(text, "ibsm_sm_state"), 3) << text;
+  EXPECT_EQ(expositionSample(text, "ibsm_sm_role{role=\"master\"}"), 1) << text;
+  EXPECT_GE(expositionSample(text, "ibsm_sweeps_total{kind=\"heavy\"}"), 1) << text;
+  EXPECT_GE(expositionSample(text, "ibsm_sweep_duration_seconds_count{kind=\"heavy\"}"), 1) << text;
+  EXPECT_GT(expositionSample(text, "ibsm_lft_blocks_written_total"), 0) << text;
+  EXPECT_GT(expositionSample(text, "ibsm_routes_changed_total"), 0) << text;
+  EXPECT_GT(expositionSample(text, "ibsm_mads_sent_total"), 0) << text;
+  EXPECT_EQ(expositionSample(text, "ibsm_isolated_ports"), 0) << text;
   // The fabric as infiniband_exporter's info metrics: every switch and CA, every cable from both ends.
   auto lines = [&](const std::string& prefix) {
     size_t n = 0;
@@ -146,14 +138,16 @@ TEST(IbsmdMetrics, PrometheusScrapesTheSmAndPromtoolAcceptsTheExposition) {
   (void)f.sim->run({"saquery", "NR"}, host);
   EXPECT_TRUE(waitUntil(
       [&] {
-        return sample(f.scrape(), "ibsm_sa_requests_total{attribute=\"NodeRecord\",status=\"ok\"}") >= 1;
+        return expositionSample(f.scrape(),
+                                "ibsm_sa_requests_total{attribute=\"NodeRecord\",status=\"ok\"}") >= 1;
       },
       10s, "the NodeRecord query in ibsm_sa_requests_total", 50ms))
       << f.scrape();
 
   // Light sweeps (every second) are counted as they run.
-  EXPECT_TRUE(waitUntil([&] { return sample(f.scrape(), "ibsm_sweeps_total{kind=\"light\"}") >= 1; }, 20s,
-                        "a light sweep in the metrics", 100ms));
+  EXPECT_TRUE(
+      waitUntil([&] { return expositionSample(f.scrape(), "ibsm_sweeps_total{kind=\"light\"}") >= 1; }, 20s,
+                "a light sweep in the metrics", 100ms));
 
   // A link taken away: the switches' traps, a targeted update, its convergence time.
   std::optional<fabric::Link> spine;
@@ -166,9 +160,9 @@ TEST(IbsmdMetrics, PrometheusScrapesTheSmAndPromtoolAcceptsTheExposition) {
   EXPECT_TRUE(waitUntil(
       [&] {
         std::string t = f.scrape();
-        return sample(t, "ibsm_traps_received_total{trap=\"128\"}") >= 1 &&
-               sample(t, "ibsm_event_convergence_seconds_count{trigger=\"trap\"}") +
-                       sample(t, "ibsm_event_convergence_seconds_count{trigger=\"light_sweep\"}") >=
+        return expositionSample(t, "ibsm_traps_received_total{trap=\"128\"}") >= 1 &&
+               expositionSample(t, "ibsm_event_convergence_seconds_count{trigger=\"trap\"}") +
+                       expositionSample(t, "ibsm_event_convergence_seconds_count{trigger=\"light_sweep\"}") >=
                    1;
       },
       20s, "the unlink as a trap and an event in the metrics", 100ms))

@@ -1,5 +1,6 @@
 // A minimal HTTP/1.0 GET for tests of the metrics endpoint (and of the Prometheus server the ibsim test
-// starts): one request to 127.0.0.1:port, the whole response read until the server closes.
+// starts): one request to 127.0.0.1:port, the whole response read until the server closes; and a sample's
+// value in an exposition.
 #pragma once
 
 #include <arpa/inet.h>
@@ -52,6 +53,14 @@ inline HttpResponse httpGet(uint16_t port, const std::string& target, int timeou
   r.status = std::atoi(all.c_str() + sp + 1);
   r.body = all.substr(end + 4);
   return r;
+}
+
+// The value of an exposition sample such as `ibsm_subnet_up` or `ibsm_sweeps_total{kind="heavy"}`; -1 when
+// absent.
+inline double expositionSample(const std::string& text, const std::string& series) {
+  for (size_t at = text.find(series + " "); at != std::string::npos; at = text.find(series + " ", at + 1))
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+  return -1;
 }
 
 }  // namespace ibsm::testing
