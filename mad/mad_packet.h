@@ -52,6 +52,10 @@ enum AttrId : uint16_t {
   kAttrArLft = 0xFF22,
 };
 
+// The General Services Interface (QP1) and its well-known Q_Key, for GMPs (SA, PerfMgt).
+inline constexpr uint32_t kGsiQp = 1;
+inline constexpr uint32_t kGsiQkey = 0x80010000;
+
 // Where a MAD goes or came from (host byte order). Directed-route SMPs go to the permissive LID 0xFFFF.
 struct MadAddress {
   uint16_t lid = 0xFFFF;

@@ -14,9 +14,6 @@ using fields::get64;
 using fields::set;
 using fields::set64;
 
-constexpr uint32_t kGsiQp = 1;
-constexpr uint32_t kGsiQkey = 0x80010000;
-
 struct CounterField {
   const char* name;
   MAD_FIELDS field;

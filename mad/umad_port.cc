@@ -17,7 +17,6 @@ namespace ibsm::mad {
 
 namespace {
 constexpr int kRecvPollMs = 20;  // how often the receive thread looks at the stop flag
-constexpr uint32_t kGsiQkey = 0x80010000;
 
 std::string umadError(const char* what, int rc) {
   return std::string(what) + ": " + std::strerror(rc < 0 ? -rc : errno);
