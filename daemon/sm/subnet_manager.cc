@@ -362,35 +362,58 @@ void SubnetManager::logEvent(TopologyEvent ev) {
   if (onEvent_) onEvent_(ev);
 }
 
-void SubnetManager::lightSweep() {
-  auto snap = snapshot_;
-  if (!snap) return;
-  const mad::TimePoint start = clock_.now();
-  std::vector<Guid> changed;
-  const fabric::Topology& topo = *snap->topology;
-  for (NodeIndex s : topo.switches()) {
-    const fabric::Node& n = topo.node(s);
-    Guid guid = n.guid;
-    fabric::DrPath route = n.route;
-    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrSwitchInfo, 0, route),
-                   [this, guid, route, &changed](const mad::MadResult& r) {
-                     if (!r.ok() || r.header.status != 0) {
-                       changed.push_back(guid);  // gone, or its route is broken: look closer
-                       return;
-                     }
-                     if (!mad::decodeSwitchInfo(mad::smpData(r.response)).portStateChange) return;
-                     changed.push_back(guid);
-                     // PortStateChange is write-1-to-clear: write back what we read, which has it set.
-                     mad::MadPacket clear = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, route);
-                     std::copy_n(mad::smpData(r.response), mad::kSmpDataSize, mad::smpData(clear));
-                     engine_.submit(std::move(clear), nullptr);
-                   });
+std::vector<Guid> SubnetManager::askPortStateChange(const std::vector<Guid>& switches,
+                                                    const mad::RequestOptions& attempts,
+                                                    std::vector<Guid>& changed) {
+  std::vector<Guid> silent;
+  const fabric::Topology& topo = *last_->topology;
+  for (Guid guid : switches) {
+    auto n = topo.findNode(guid);
+    if (!n) continue;  // gone since: the update that dropped it has run
+    fabric::DrPath route = topo.node(*n).route;
+    engine_.submit(
+        mad::makeDirectedSmp(mad::kGet, mad::kAttrSwitchInfo, 0, route),
+        [this, guid, route, &changed, &silent](const mad::MadResult& r) {
+          if (!r.ok() || r.header.status != 0) return silent.push_back(guid);
+          if (!mad::decodeSwitchInfo(mad::smpData(r.response)).portStateChange) return;
+          changed.push_back(guid);
+          // PortStateChange is write-1-to-clear: write back what we read, which has it set.
+          mad::MadPacket clear = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, route);
+          std::copy_n(mad::smpData(r.response), mad::kSmpDataSize, mad::smpData(clear));
+          engine_.submit(std::move(clear), nullptr);
+        },
+        attempts);
   }
   engine_.runUntilIdle();
+  return silent;
+}
+
+void SubnetManager::lightSweep() {
+  if (!snapshot_ || !last_) return;
+  const mad::TimePoint start = clock_.now();
+  std::vector<Guid> all, changed;
+  for (NodeIndex s : last_->topology->switches()) all.push_back(last_->topology->node(s).guid);
+  // One short attempt each first: a switch that does not answer is most often behind a link that just went
+  // down, on a directed route through it. The switches that report the change are updated first (which
+  // finds the dead link from its live end and routes the SM's directed routes around it); then the silent
+  // ones are asked again, with every retry, through their routes as they are now. Only those still silent
+  // are looked at closer (gone, or their route is broken). Before, each was re-read through its dead route
+  // with every retry and failed the targeted update into a heavy sweep.
+  std::vector<Guid> silent = askPortStateChange(all, mad::RequestOptions{{}, 1}, changed);
   // The light sweep has collected its switches already: no batch delay for them.
-  if (!changed.empty())
+  auto updateChanged = [&] {
+    if (changed.empty()) return;
     (void)update(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)",
                  clock_.now());
+    changed.clear();
+  };
+  updateChanged();
+  if (!silent.empty() && last_) {
+    // A trap that came in meanwhile is most often what silenced them: its update goes first.
+    if (auto batch = updates_.take()) (void)update(batch->switches, batch->cause, batch->since);
+    for (Guid g : askPortStateChange(silent, mad::RequestOptions{}, changed)) changed.push_back(g);
+    updateChanged();
+  }
   ++lightSweeps_.count;
   lightSweeps_.last = clock_.now() - start;
 }
@@ -458,13 +481,15 @@ void SubnetManager::tick() {
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as
   // written).
   if (snapshot_ && mcastGroups_.version() != mcastVersion_) programMulticast(*snapshot_->topology);
+  if (auto batch = updates_.takeDue())
+    (void)update(batch->switches, batch->cause, std::min(batch->since, clock_.now()));
+  // Not while a trap's update waits out its batch delay: the light sweep would read through the directed
+  // routes that the update is about to move off a dead link.
   const mad::TimePoint now = clock_.now();
-  if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_) {
+  if (options_.lightSweepInterval.count() > 0 && now >= nextLightSweep_ && !updates_.waiting()) {
     nextLightSweep_ = now + options_.lightSweepInterval;
     lightSweep();
   }
-  if (auto batch = updates_.takeDue())
-    (void)update(batch->switches, batch->cause, std::min(batch->since, clock_.now()));
 }
 
 void SubnetManager::onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& h) {

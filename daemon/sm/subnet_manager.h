@@ -159,6 +159,11 @@ class SubnetManager {
   fabric::Result<SweepReport> heavySweep(const std::string& cause);
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
+  // SwitchInfo of `switches` through their routes in the last topology: the ones with PortStateChange set
+  // are added to `changed` (and the bit cleared); the ones that did not answer are returned.
+  std::vector<fabric::Guid> askPortStateChange(const std::vector<fabric::Guid>& switches,
+                                               const mad::RequestOptions& attempts,
+                                               std::vector<fabric::Guid>& changed);
   // topo with the isolated links down (topo itself when none is isolated).
   fabric::TopologyPtr routingView(const fabric::TopologyPtr& topo) const;
   void programMulticast(const fabric::Topology& topo);

@@ -12,6 +12,11 @@ void UpdateQueue::queueAt(const std::vector<fabric::Guid>& switches, const std::
 
 std::optional<UpdateQueue::Batch> UpdateQueue::takeDue() {
   if (!since_ || clock_.now() < *since_ + batchDelay_) return std::nullopt;
+  return take();
+}
+
+std::optional<UpdateQueue::Batch> UpdateQueue::take() {
+  if (!waiting()) return std::nullopt;
   Batch b{std::vector<fabric::Guid>(switches_.begin(), switches_.end()), cause_, *since_};
   switches_.clear();
   cause_.clear();

@@ -32,6 +32,10 @@ class UpdateQueue {
   };
   // The batch once its delay has passed (and the queue empty again), else nothing.
   std::optional<Batch> takeDue();
+  // Whether a request has come and waits out its batch delay (not a later one queued for the future).
+  bool waiting() const { return since_ && *since_ <= clock_.now(); }
+  // The waiting batch now, without waiting out the delay, else nothing.
+  std::optional<Batch> take();
 
  private:
   const mad::Clock& clock_;

@@ -276,3 +276,46 @@ TEST(SubnetManager, IsolatedLinksAreRoutedAroundUntilReleased) {
 
 }  // namespace
 }  // namespace ibsm::daemon
+
+namespace ibsm::daemon {
+namespace {
+
+// A link on the SM's directed routes goes down and its traps are lost: the light sweep finds it from its live
+// end first, then asks the switches behind it (silent on their old routes) again on their new ones. Each is a
+// targeted update; nothing is re-read through the dead link into a heavy sweep.
+TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehindIt) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  const fabric::Topology& topo = *before->topology;
+  // The SM's leaf and its link to the first switch reached through it (a spine: all leaves but the SM's own
+  // are behind it).
+  const fabric::NodeIndex leaf = topo.node(0).ports[topo.smPort().value].peerNode;
+  std::optional<uint8_t> port;
+  for (fabric::NodeIndex s : topo.switches())
+    if (!port && topo.node(s).route.count == 2) port = topo.node(s).route.hops[2];
+  ASSERT_TRUE(port);
+  size_t behind = 0;
+  for (fabric::NodeIndex s : topo.switches())
+    behind += topo.node(s).route.count >= 2 && topo.node(s).route.hops[2] == *port;
+  ASSERT_GT(behind, 1u);
+  ASSERT_TRUE(f.fabric->linkDown(leaf, fabric::PortNum{*port}));
+  while (f.port.receive(mad::Duration::zero())) {
+  }  // the traps are lost
+  const uint64_t lost = f.fabric->lost();
+  f.sm->lightSweep();
+  ASSERT_FALSE(f.events.empty());
+  for (const auto& e : f.events) {
+    EXPECT_EQ(e.action.find("heavy sweep"), std::string::npos) << e.action;
+    EXPECT_TRUE(e.ok) << e.action;
+  }
+  EXPECT_EQ(f.events[0].linksDown, 1u);
+  // One short attempt each through the dead link, no more.
+  EXPECT_LE(f.fabric->lost() - lost, 2 * behind);
+  const auto& after = *f.sm->snapshot();
+  EXPECT_EQ(after.topology->size(), topo.size());
+  EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
+}
+
+}  // namespace
+}  // namespace ibsm::daemon

@@ -43,5 +43,21 @@ TEST(UpdateQueue, ALaterStartDelaysTheBatchAndTheEarliestWins) {
   EXPECT_EQ(b->cause, "hold-down ended");
 }
 
+// take() hands out a batch that has come, before its delay (the light sweep applies a trap's update first);
+// a batch queued for later is not waiting yet.
+TEST(UpdateQueue, AWaitingBatchCanBeTakenBeforeItsDelay) {
+  mad::FakeClock clock;
+  UpdateQueue q(clock, 20ms);
+  q.queueAt({fabric::Guid{7}}, "hold-down ended", clock.now() + 2s);
+  EXPECT_FALSE(q.waiting());
+  EXPECT_FALSE(q.take());
+  q.queue({fabric::Guid{8}}, "trap");
+  EXPECT_TRUE(q.waiting());
+  auto b = q.take();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->switches.size(), 2u);
+  EXPECT_FALSE(q.waiting());
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
