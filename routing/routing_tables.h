@@ -17,8 +17,8 @@ using PortMask = std::bitset<256>;
 
 // Adaptive-routing groups of one switch: identical port sets share one group number.
 struct ArTable {
-  std::vector<PortMask> groups;      // group number -> equal-cost egress ports
-  std::vector<uint16_t> lidToGroup;  // LID -> group number, kNoGroup when the LID has no AR group
+  std::vector<PortMask> groups;  // group number -> equal-cost egress ports
+  Blocks<uint16_t> lidToGroup;   // LID -> group number, kNoGroup when the LID has no AR group
   static constexpr uint16_t kNoGroup = 0xFFFF;
   bool capped = false;  // the group cap was reached; LIDs past it fall back to static routing
   bool operator==(const ArTable&) const = default;

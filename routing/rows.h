@@ -5,7 +5,10 @@
 // A Rows object is written by one thread (its owner); the versions it shares rows with are only read.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -76,6 +79,80 @@ class Rows {
     return kEmpty;
   }
   std::vector<std::shared_ptr<Row>> rows_;
+};
+
+// A long row as blocks of N entries that copies of it share: a copy copies N-times fewer pointers than
+// entries, and writing an entry clones its block only (copy on write, as Rows does per row). For the AR
+// tables' LID-to-group rows, of which a repair changes a few LIDs on many switches. Same threading rule as
+// Rows: written by its owner only.
+template <typename T, size_t N = 256>
+class Blocks {
+ public:
+  Blocks() = default;
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](size_t i) const { return (*blocks_[i / N])[i % N]; }
+  T& operator[](size_t i) {
+    std::shared_ptr<Block>& b = blocks_[i / N];
+    if (b.use_count() > 1) b = std::make_shared<Block>(*b);
+    return (*b)[i % N];
+  }
+  void assign(size_t n, const T& value) {
+    blocks_.clear();
+    size_ = 0;
+    resize(n, value);
+  }
+  // New entries are `value`; the blocks of a shrunk row keep their stale tail (never read).
+  void resize(size_t n, const T& value) {
+    for (size_t i = size_; i < n && i % N; ++i) (*this)[i] = value;
+    if (n > blocks_.size() * N) {
+      auto fill = std::make_shared<Block>();
+      fill->fill(value);
+      blocks_.resize((n + N - 1) / N, fill);  // shared until written
+    }
+    blocks_.resize((n + N - 1) / N);
+    size_ = n;
+  }
+
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const T*;
+    using reference = const T&;
+    const_iterator(const Blocks* b, size_t i) : b_(b), i_(i) {}
+    const T& operator*() const { return (*b_)[i_]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const Blocks* b_;
+    size_t i_;
+  };
+  using iterator = const_iterator;
+  using value_type = T;
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+
+  friend bool operator==(const Blocks& a, const Blocks& b) {
+    if (a.size_ != b.size_) return false;
+    for (size_t k = 0; k < a.blocks_.size(); ++k) {
+      if (a.blocks_[k] == b.blocks_[k]) continue;
+      for (size_t i = k * N; i < std::min(a.size_, (k + 1) * N); ++i)
+        if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
+
+ private:
+  using Block = std::array<T, N>;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  size_t size_ = 0;
 };
 
 }  // namespace ibsm::routing

@@ -250,12 +250,11 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   }
   DiscoveryResult result;
   fabric::TopologyBuilder fresh;
-  // A re-discovery usually reaches every node in the order they already have (indices that stay are what
-  // the repair and the programmers' caches like best): then the sweep's own builder is the result, links,
-  // routes and all, with no second copy of the fabric.
-  bool identity = order.size() == old.size();
-  for (size_t i = 0; identity && i < order.size(); ++i) identity = order[i] == i;
-  if (identity) {
+  // When every node is still reached (a re-discovery usually reaches them all, if not always in the order
+  // they were numbered: a link on the SM's routes that goes down reorders the walk), the nodes keep their
+  // numbers (what the repair and the programmers' caches like best): then the sweep's own builder is the
+  // result, links, routes and all, with no second copy of the fabric. The local node is number 0 either way.
+  if (order.size() == old.size()) {
     old.setSmPort(0, fabric::PortNum{sweep.smPortNum});
     auto topo = std::move(old).build();
     if (!topo) return topo.error();

@@ -1,20 +1,50 @@
 #include "daemon/sm/lid_manager.h"
 
+#include <sys/stat.h>
+
 #include "daemon/state/state_store.h"
 
 namespace ibsm::daemon {
 
+namespace {
+
+// What identifies one version of the file: written atomically (a new inode each time), or edited in place.
+std::optional<LidManager::FileStamp> stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return LidManager::FileStamp{st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+}
+
+}  // namespace
+
 fabric::Result<routing::LidAssignResult> LidManager::assign(const fabric::Topology& topo, bool keepHeld) {
-  LoadedGuid2Lid persistent;
-  if (!path_.empty()) persistent = loadGuid2Lid(path_);
-  if (keepHeld) adoptHeld(topo, persistent.map);
-  auto assigned = routing::assignLids(topo, persistent.map, lmc_);
+  // The file is read again only when somebody else wrote it since (an operator's edit), and written only
+  // when the map changes: an event that moves no LID costs no file I/O but a stat.
+  std::vector<std::string> loadWarnings;
+  if (!path_.empty() && (!stamp_ || stamp(path_) != stamp_)) {
+    LoadedGuid2Lid persistent = loadGuid2Lid(path_);
+    map_ = std::move(persistent.map);
+    loadWarnings = std::move(persistent.warnings);
+    stamp_ = stamp(path_);
+  }
+  routing::Guid2Lid held;
+  if (keepHeld) {
+    held = map_;
+    adoptHeld(topo, held);
+  }
+  auto assigned = routing::assignLids(topo, keepHeld ? held : map_, lmc_);
   if (!assigned) return fabric::makeError("LID assignment failed: " + assigned.error().message);
-  assigned->warnings.insert(assigned->warnings.begin(), std::make_move_iterator(persistent.warnings.begin()),
-                            std::make_move_iterator(persistent.warnings.end()));
-  if (!path_.empty()) {
+  assigned->warnings.insert(assigned->warnings.begin(), std::make_move_iterator(loadWarnings.begin()),
+                            std::make_move_iterator(loadWarnings.end()));
+  if (!path_.empty() && (assigned->guid2lid != map_ || !stamp_)) {
     auto saved = saveGuid2Lid(path_, assigned->guid2lid);
-    if (!saved) assigned->warnings.push_back("STATE002 " + saved.error().message);
+    if (!saved) {
+      assigned->warnings.push_back("STATE002 " + saved.error().message);
+      stamp_.reset();  // tried again next time
+    } else {
+      map_ = assigned->guid2lid;
+      stamp_ = stamp(path_);
+    }
   }
   return assigned;
 }

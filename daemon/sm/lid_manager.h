@@ -1,9 +1,11 @@
 // LID management: every sweep assigns LIDs with the persistent guid2lid map (so ports keep their LIDs across
-// restarts) and saves the map before anything is programmed (if the SM dies half-way, the next start hands
-// out the same LIDs). Taking over from another master, the LIDs the fabric holds win over the file, so a
-// takeover changes no LID.
+// restarts) and saves the map, when it changed, before anything is programmed (if the SM dies half-way, the
+// next start hands out the same LIDs). Taking over from another master, the LIDs the fabric holds win over
+// the file, so a takeover changes no LID.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "fabric/topology.h"
@@ -13,9 +15,17 @@ namespace ibsm::daemon {
 
 class LidManager {
  public:
+  // One version of the map file: inode (an atomic write makes a new one), size and modification time.
+  struct FileStamp {
+    uint64_t inode;
+    int64_t size, sec, nsec;
+    bool operator==(const FileStamp&) const = default;
+  };
+
   // guid2lidPath empty: no persistence.
   LidManager(std::string guid2lidPath, uint8_t lmc) : path_(std::move(guid2lidPath)), lmc_(lmc) {}
   void setOptions(std::string guid2lidPath, uint8_t lmc) {
+    if (guid2lidPath != path_) stamp_.reset();
     path_ = std::move(guid2lidPath);
     lmc_ = lmc;
   }
@@ -30,6 +40,8 @@ class LidManager {
 
   std::string path_;
   uint8_t lmc_;
+  routing::Guid2Lid map_;           // the file's content as last read or written
+  std::optional<FileStamp> stamp_;  // of the file as last read or written; none: read it
 };
 
 }  // namespace ibsm::daemon

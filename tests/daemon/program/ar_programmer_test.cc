@@ -199,8 +199,8 @@ TEST_F(ArTest, RejectedBlockFallsBackToPlainLfts) {
   routing::ArTable& t = changed.ar[victim];
   const uint32_t block = static_cast<uint32_t>(t.groups.size() / mad::kArGroupsPerBlock);
   t.groups.push_back(t.groups[0]);
-  for (auto& g : t.lidToGroup)
-    if (g == 0) g = static_cast<uint16_t>(t.groups.size() - 1);
+  for (size_t l = 0; l < t.lidToGroup.size(); ++l)
+    if (std::as_const(t.lidToGroup)[l] == 0) t.lidToGroup[l] = static_cast<uint16_t>(t.groups.size() - 1);
   fx.fabric->rejectArBlock(fv, mad::kAttrArGroupTable, block);
   fx.fabric->clearLog();
   ArReport r = ar.program(topo(), changed);
