@@ -238,7 +238,8 @@ void printReport(const daemon::SweepReport& r) {
   auto what = [&](const std::string& phase) -> std::string {
     char b[160] = "";
     if (phase == "pkey")
-      std::snprintf(b, sizeof b, "%zu tables read, %zu blocks set", r.pkeys.portsRead, r.pkeys.blocksSet);
+      std::snprintf(b, sizeof b, "%zu tables read, %zu at their reset content, %zu blocks set",
+                    r.pkeys.portsRead, r.pkeys.portsAtReset, r.pkeys.blocksSet);
     else if (phase == "lids")
       std::snprintf(b, sizeof b, "%zu PortInfo Sets, %zu of them arming their CA port", pr.lidsSet,
                     pr.armedWithLid);

@@ -65,6 +65,7 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
         a.vlCap = 4;
       }
       if (!node.isSwitch()) a.capMask |= 1u << 25;  // IsClientReregistrationSupported, as HCAs report
+      if (options_.pkeyNvram) a.capMask |= 1u << 8;
       if (options_.boot || !a.valid) {
         a.lid = fabric::Lid{0};
         a.smLid = fabric::Lid{0};
