@@ -27,6 +27,9 @@ constexpr uint32_t kPkeyNvram = 1u << 8;  // PortInfo CapabilityMask.IsPKeyNVRAM
 // IBA C10-123: a P_Key table not kept in non-volatile storage acts as if it held only the default P_Key, at
 // index 0, until a partition manager sets it up. A port that no SM has given a LID or an SM LID since its
 // reset (as its PortInfo from the sweep shows) has not been set up, so its table is known without reading.
+// The one case this misses: an SM that wrote P_Keys and stopped before its LIDs (OpenSM and ibsm both write
+// P_Keys first); the keys it left are overwritten where this SM's table differs in their block, and the
+// port is read again once it has been away from the topology.
 bool atReset(const fabric::PortAttrs& a) {
   return a.valid && !(a.capMask & kPkeyNvram) && a.lid.value == 0 && a.smLid.value == 0;
 }
