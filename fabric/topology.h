@@ -76,6 +76,9 @@ struct SwitchAttrs {
   uint8_t lifeTime = 0;
   bool enhancedPort0 = false;
   bool portStateChange = false;
+  // OptimizedSLtoVLMappingProgramming (IBA 1.2.1+, bit 0 of that field): SLtoVLMappingTable Sets may name
+  // all input ports and/or all output ports in the attribute modifier (mad::kSlToVlAllInputs/AllOutputs).
+  bool optimizedSlToVl = false;
 };
 
 struct Node {

@@ -274,6 +274,7 @@ fabric::SwitchAttrs decodeSwitchInfo(const uint8_t* d) {
   s.lifeTime = static_cast<uint8_t>(get(d, IB_SW_LIFE_TIME_F));
   s.portStateChange = get(d, IB_SW_STATE_CHANGE_F);
   s.enhancedPort0 = get(d, IB_SW_ENHANCED_PORT0_F);
+  s.optimizedSlToVl = get(d, IB_SW_OPT_SLTOVL_MAPPING_F) & 1;
   return s;
 }
 
@@ -285,6 +286,7 @@ void encodeSwitchInfo(const fabric::SwitchAttrs& s, uint8_t* d) {
   set(d, IB_SW_LIFE_TIME_F, s.lifeTime);
   set(d, IB_SW_STATE_CHANGE_F, s.portStateChange);
   set(d, IB_SW_ENHANCED_PORT0_F, s.enhancedPort0);
+  set(d, IB_SW_OPT_SLTOVL_MAPPING_F, s.optimizedSlToVl ? 1 : 0);
 }
 
 void applySwitchInfoSet(const SwitchInfoSet& s, uint8_t* d) {

@@ -18,8 +18,21 @@ struct ManagedPort {
   size_t blocks;
   const fabric::DrPath* route;
   std::span<const uint16_t> want;
-  bool facing = false;  // a switch external port facing a CA: written whole the first time, never read
+  bool facing = false;   // a switch external port facing a CA: written whole the first time, never read
+  bool atReset = false;  // holds its reset table (see atReset): known without reading it
 };
+
+constexpr uint32_t kPkeyNvram = 1u << 8;  // PortInfo CapabilityMask.IsPKeyNVRAM
+
+// IBA C10-123: a P_Key table not kept in non-volatile storage acts as if it held only the default P_Key, at
+// index 0, until a partition manager sets it up. A port that no SM has given a LID or an SM LID since its
+// reset (as its PortInfo from the sweep shows) has not been set up, so its table is known without reading.
+// The one case this misses: an SM that wrote P_Keys and stopped before its LIDs (OpenSM and ibsm both write
+// P_Keys first); the keys it left are overwritten where this SM's table differs in their block, and the
+// port is read again once it has been away from the topology.
+bool atReset(const fabric::PortAttrs& a) {
+  return a.valid && !(a.capMask & kPkeyNvram) && a.lid.value == 0 && a.smLid.value == 0;
+}
 
 size_t blocksOf(size_t entries) {
   return (entries + mad::kPkeyBlockEntries - 1) / mad::kPkeyBlockEntries;
@@ -34,7 +47,8 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric
     const fabric::Node& n = topo.node(i);
     if (n.isSwitch()) {
       if (n.partitionCap)
-        out.push_back({i, 0, blocksOf(n.partitionCap), &n.route, parts.keys(i, PortNum{0})});
+        out.push_back({i, 0, blocksOf(n.partitionCap), &n.route, parts.keys(i, PortNum{0}), false,
+                       atReset(n.ports[0].attrs)});
       continue;
     }
     if (!n.partitionCap) continue;
@@ -43,7 +57,8 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric
       bool local = i == topo.smNode() && p == topo.smPort().value;
       if (!port.connected() || !(port.route.count || local)) continue;
       auto want = parts.keys(i, PortNum{static_cast<uint8_t>(p)});
-      out.push_back({i, static_cast<uint8_t>(p), blocksOf(n.partitionCap), &port.route, want});
+      out.push_back({i, static_cast<uint8_t>(p), blocksOf(n.partitionCap), &port.route, want, false,
+                     atReset(port.attrs)});
       // The switch port facing it, for partition enforcement: once it needs more than the default key, or
       // when it was written before (it must follow the CA port back).
       const fabric::Node& peer = topo.node(port.peerNode);
@@ -120,11 +135,17 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo, const fabric::P
     return mad::pkeyAttrMod(topo.node(m.node).isSwitch() ? m.port : 0, static_cast<uint16_t>(block));
   };
 
-  // Read the tables of the CA ports and switch ports 0 not known yet, every block.
+  // Read the tables of the CA ports and switch ports 0 not known yet, every block (those at their reset
+  // table need no read).
   std::map<const ManagedPort*, std::vector<uint16_t>> held;
   std::set<const ManagedPort*> failed;
   for (const ManagedPort* m : unknown) {
     held[m].assign(m->blocks * mad::kPkeyBlockEntries, 0);
+    if (m->atReset) {
+      held[m][0] = mad::kDefaultPkey;
+      ++report.portsAtReset;
+      continue;
+    }
     for (size_t b = 0; b < m->blocks; ++b) {
       mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrPKeyTable, attrMod(*m, b), *m->route);
       phase.submit(std::move(smp), [&, m, b](const SmpAnswer& a) {
@@ -140,7 +161,7 @@ PkeyReport PkeyProgrammer::program(const fabric::Topology& topo, const fabric::P
   }
   phase.wait();
   for (const ManagedPort* m : unknown)
-    if (!failed.count(m)) ++report.portsRead;
+    if (!failed.count(m) && !m->atReset) ++report.portsRead;
 
   // Each port's table as it should be; Sets of the blocks that differ (every block of a facing switch port
   // seen for the first time: what it holds is not known).

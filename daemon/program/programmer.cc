@@ -169,7 +169,9 @@ void ProgramRun::setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad:
 }
 
 // Phase 1, one endport: LID, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already
-// right.
+// right. A CA port in INIT is armed by the same Set (IBA 14.2.5.6: a PortInfo Set applies its LID and its
+// PortState together; ARMED lets no data packet out, so arming before the LFTs are written is safe), which
+// saves the arm phase one SMP per host; it goes ACTIVE with the rest once its switch port is armed too.
 void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
   const fabric::Node& node = topo_.node(n);
   const fabric::Port& port = node.ports[p];
@@ -188,6 +190,9 @@ void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
   mad::PortInfoSet set;
   if (writeMkey) set.mkey = opt_.mkey;
   if (rereg) set.clientReregister = true;
+  const bool arm =
+      opt_.activate && !node.isSwitch() && port.connected() && port.attrs.state == PortState::kInit;
+  if (arm) set.state = static_cast<uint8_t>(PortState::kArmed);
   set.lid = range.base.value;
   set.lmc = range.lmc;
   set.smLid = smLid_;
@@ -198,8 +203,12 @@ void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
     set.operVls = vls(n, p);
   }
   const fabric::Guid guid = port.guid;
-  setPort(phase, n, p, set, [this, guid, writeMkey](const MadResult& r) {
+  setPort(phase, n, p, set, [this, guid, writeMkey, arm](const MadResult& r) {
     ++report_.lidsSet;
+    if (arm) {
+      ++report_.portsArmed;
+      ++report_.armedWithLid;
+    }
     if (!writeMkey) return;
     // The GetResp shows what the port holds now; an SMA without M_Key support answers with its old value.
     if (mad::decodePortInfoMkey(mad::smpData(r.response)) == opt_.mkey->key) {

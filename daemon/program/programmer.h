@@ -57,7 +57,8 @@ struct ProgramReport {
   size_t lftBlocksSent = 0;
   size_t lftBlocksSkipped = 0;  // unchanged blocks not sent
   size_t portsArmed = 0, portsActivated = 0;
-  size_t mkeysSet = 0;  // management ports whose M_Key fields were written
+  size_t armedWithLid = 0;  // of portsArmed: CA ports armed by the Set of their LID (phase "lids")
+  size_t mkeysSet = 0;      // management ports whose M_Key fields were written
   // Ports whose PortInfo Set was acknowledged without keeping the M_Key (an SMA without M_Key support, such
   // as ibsim's): counted once per port; such ports are not protected and are not asked again.
   size_t mkeyIgnored = 0;

@@ -9,6 +9,11 @@ namespace ibsm::daemon {
 
 using fabric::NodeIndex;
 
+namespace {
+// The (input, output) key of a switch's table written with the all-ports modifier bits.
+constexpr uint8_t kAllPorts = 0xFF;  // no port has this number (IBA: at most 254)
+}  // namespace
+
 mad::SlToVlTable layeredSlToVl(uint8_t layers) {
   mad::SlToVlTable t{};
   const unsigned n = layers ? layers : 1;
@@ -37,8 +42,9 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   decltype(vlArb_) heldArb;
   auto describe = [&](NodeIndex n, unsigned in, unsigned out) {
     const fabric::Node& node = topo.node(n);
-    return fabric::toString(node.guid) + " (" + node.description + ") ports " + std::to_string(in) + "->" +
-           std::to_string(out);
+    return fabric::toString(node.guid) + " (" + node.description + ") " +
+           (in == kAllPorts ? std::string("all ports")
+                            : "ports " + std::to_string(in) + "->" + std::to_string(out));
   };
   auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod) {
     auto key = std::make_tuple(topo.node(n).guid, in, out);
@@ -84,12 +90,21 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       std::vector<uint8_t> linked;
       for (unsigned p = 1; p < n.ports.size(); ++p)
         if (n.ports[p].connected()) linked.push_back(static_cast<uint8_t>(p));
+      bool anyOut = false;
       for (uint8_t out : linked) {
         if (!used.outUsed(i, out)) continue;
-        for (uint8_t in : linked)
-          if (in != out && used.used(i, in, out)) sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
+        anyOut = true;
+        if (!n.sw.optimizedSlToVl)
+          for (uint8_t in : linked)
+            if (in != out && used.used(i, in, out))
+              sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
         sendArb(i, n.route, out, out);
       }
+      // A switch that takes the all-ports modifier bits gets its whole SL-to-VL layer in one Set: every pair
+      // holds the same table then, which maps SL 0 to VL 0 as the reset table does for pairs with SL 0
+      // traffic only.
+      if (n.sw.optimizedSlToVl && anyOut)
+        sendSl2Vl(i, n.route, kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs);
       continue;
     }
     // A CA port is reached by its own directed route (the SMA answers for the port the SMP came in through).

@@ -233,14 +233,41 @@ void printReport(const daemon::SweepReport& r) {
               r.discovery.timeouts);
   std::printf("lids: %zu changed; routing: %s in %.1f ms\n", r.lidsChanged, r.engine.c_str(),
               ms(r.routingTime));
-  for (const auto& p : r.program.phases)
-    std::printf("program %-9s %7zu SMPs %5zu errors %8.1f ms\n", p.name.c_str(), p.smps, p.errors,
-                ms(p.elapsed));
-  std::printf("lft blocks: %zu sent, %zu unchanged; ports armed %zu, activated %zu\n",
-              r.program.lftBlocksSent, r.program.lftBlocksSkipped, r.program.portsArmed,
-              r.program.portsActivated);
-  std::printf("%s in %.1f ms, %zu SMPs\n", r.subnetUp ? "SUBNET UP" : "SUBNET NOT UP", ms(r.total),
-              r.discovery.smps + r.program.smps());
+  // One line per phase with its SMPs, and what they were.
+  const auto& pr = r.program;
+  auto what = [&](const std::string& phase) -> std::string {
+    char b[160] = "";
+    if (phase == "pkey")
+      std::snprintf(b, sizeof b, "%zu tables read, %zu at their reset content, %zu blocks set",
+                    r.pkeys.portsRead, r.pkeys.portsAtReset, r.pkeys.blocksSet);
+    else if (phase == "lids")
+      std::snprintf(b, sizeof b, "%zu PortInfo Sets, %zu of them arming their CA port", pr.lidsSet,
+                    pr.armedWithLid);
+    else if (phase == "switches")
+      std::snprintf(b, sizeof b, "SwitchInfo and %zu LFT blocks (%zu unchanged)", pr.lftBlocksSent,
+                    pr.lftBlocksSkipped);
+    else if (phase == "arm")
+      std::snprintf(b, sizeof b, "%zu ports armed", pr.portsArmed - pr.armedWithLid);
+    else if (phase == "activate")
+      std::snprintf(b, sizeof b, "%zu ports activated", pr.portsActivated);
+    else if (phase == "vl")
+      std::snprintf(b, sizeof b, "%zu SLtoVLMappingTable, %zu VLArbitrationTable Sets", r.vl.sl2vlSet,
+                    r.vl.vlArbSet);
+    return b;
+  };
+  for (const auto& p : pr.phases)
+    std::printf("program %-9s %7zu SMPs %5zu errors %8.1f ms  %s\n", p.name.c_str(), p.smps, p.errors,
+                ms(p.elapsed), what(p.name).c_str());
+  // AR and the MFTs after the ports are active (not in the SMPs to SUBNET UP below).
+  for (const auto& p : r.ar.phases)
+    if (p.smps)
+      std::printf("then    %-9s %7zu SMPs %5zu errors %8.1f ms\n", p.name.c_str(), p.smps, p.errors,
+                  ms(p.elapsed));
+  std::printf("then    %-9s %7zu SMPs %5zu errors %8.1f ms\n", r.mcast.phase.name.c_str(), r.mcast.phase.smps,
+              r.mcast.phase.errors, ms(r.mcast.phase.elapsed));
+  std::printf("%s in %.1f ms, %zu SMPs (sweep %zu + program %zu)\n",
+              r.subnetUp ? "SUBNET UP" : "SUBNET NOT UP", ms(r.total), r.discovery.smps + pr.smps(),
+              r.discovery.smps, pr.smps());
   std::fflush(stdout);
 }
 

@@ -162,10 +162,10 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
-  PkeyReport pkeys = programPartitions(topo);
-  for (auto& w : pkeys.warnings) report.warnings.push_back(std::move(w));
+  report.pkeys = programPartitions(topo);
+  for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
-  report.program.phases.insert(report.program.phases.begin(), pkeys.phase);
+  report.program.phases.insert(report.program.phases.begin(), report.pkeys.phase);
   // Partition enforcement after the port states: the Sets above start from the blocks as read.
   {
     std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning

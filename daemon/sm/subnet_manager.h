@@ -74,6 +74,7 @@ struct SweepReport {
   std::optional<size_t> routesMoved;  // known without comparing the tables (a repair)
   mad::Duration routingTime{};
   ProgramReport program;
+  PkeyReport pkeys;  // its phase is program.phases' first
   ArReport ar;
   VlReport vl;
   McastReport mcast;

@@ -9,6 +9,7 @@
 #include "mad/fields.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
+#include "mad/vl_tables.h"
 
 namespace ibsm::mad {
 
@@ -64,6 +65,7 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
         a.vlCap = 4;
       }
       if (!node.isSwitch()) a.capMask |= 1u << 25;  // IsClientReregistrationSupported, as HCAs report
+      if (options_.pkeyNvram) a.capMask |= 1u << 8;
       if (options_.boot || !a.valid) {
         a.lid = fabric::Lid{0};
         a.smLid = fabric::Lid{0};
@@ -87,6 +89,7 @@ FakeFabric::FakeFabric(fabric::TopologyPtr topology, FakeFabricOptions options)
       if (s.linearFdbCap == 0) s.linearFdbCap = options_.linearFdbCap;
       if (s.multicastFdbCap == 0) s.multicastFdbCap = 1024;
       if (s.partitionEnforcementCap == 0) s.partitionEnforcementCap = kSwitchPartitionEnforcementCap;
+      if (options_.optimizedSlToVl) s.optimizedSlToVl = true;
       if (options_.boot) {
         s.linearFdbTop = 0;
         s.lifeTime = 0;
@@ -499,7 +502,9 @@ FakeFabric::Answer FakeFabric::pkeyTable(Endpoint at, uint8_t method, uint32_t a
 }
 
 // As ibsim's do_sl2vl/do_vlarb: a switch's SLtoVLMappingTable is addressed by (input port << 8 | output
-// port), its VLArbitrationTable by (block << 16 | port); a CA answers for the port the SMP came in on.
+// port), its VLArbitrationTable by (block << 16 | port); a CA answers for the port the SMP came in on. With
+// FakeFabricOptions::optimizedSlToVl a Set with modifier bit 17 writes every input port's table (bit 16:
+// every output port's); a Get answers for the ports named.
 FakeFabric::Answer FakeFabric::vlTable(Endpoint at, uint8_t method, uint16_t attrId, uint32_t attrMod,
                                        const uint8_t* req) {
   const fabric::Node& node = topo_->node(at.node);
@@ -513,7 +518,12 @@ FakeFabric::Answer FakeFabric::vlTable(Endpoint at, uint8_t method, uint16_t att
       a.status = kStatusInvalidField;
       return a;
     }
-    if (method == kSet) std::copy_n(req, 8, st.slToVl[{in, out}].begin());
+    const bool allIn = options_.optimizedSlToVl && (attrMod & kSlToVlAllInputs),
+               allOut = options_.optimizedSlToVl && (attrMod & kSlToVlAllOutputs);
+    if (method == kSet)
+      for (unsigned i = allIn ? 0 : in; i <= (allIn ? node.numPorts : in); ++i)
+        for (unsigned o = allOut ? 0 : out; o <= (allOut ? node.numPorts : out); ++o)
+          std::copy_n(req, 8, st.slToVl[{i, o}].begin());
     auto t = slToVl(at.node, in, out);
     std::copy(t.begin(), t.end(), a.data.begin());
     return a;

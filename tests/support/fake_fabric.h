@@ -66,6 +66,12 @@ struct FakeFabricOptions {
   // A PortInfo Set of a switch external port keeps PartitionEnforcementInbound/Outbound, as real switches do
   // (ibsim drops them). The enforcement itself is not emulated.
   bool keepPartitionEnforcement = false;
+  // Switches report SwitchInfo OptimizedSLtoVLMappingProgramming and take the SLtoVLMappingTable modifier
+  // bits "all input ports" (17) and "all output ports" (16), as IBA 1.2.1 switches may (ibsim 0.10 does not).
+  bool optimizedSlToVl = false;
+  // Every port reports PortInfo CapabilityMask.IsPKeyNVRAM: its P_Key table may hold keys from before its
+  // reset (ibsim's ports do not set it).
+  bool pkeyNvram = false;
 };
 
 // How a switch treats the vendor AR attributes.

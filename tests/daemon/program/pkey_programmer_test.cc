@@ -1,5 +1,6 @@
 // PkeyProgrammer against FakeFabric (a 2-ary 2-tree: 4 switches, 4 hosts; P_Key tables as ibsim boots them:
-// CA ports 64 entries, switch port 0 8, switch ports 64, 0xFFFF in entry 0):
+// CA ports 64 entries, switch port 0 8, switch ports 64, 0xFFFF in entry 0; unless a test says otherwise the
+// ports report IsPKeyNVRAM, so their tables may hold anything and are read):
 //   leaf-0 -- host-0, host-1     leaf-1 -- host-2, host-3     both leaves -- spine-0, spine-1
 #include "daemon/program/pkey_programmer.h"
 
@@ -12,7 +13,8 @@ namespace {
 
 struct PkeyFixture : testing::FakeFabricFixture {
   DiscoveryResult found;
-  explicit PkeyFixture(mad::FakeFabricOptions options = {}) {
+  explicit PkeyFixture(mad::FakeFabricOptions options = {}, bool nvram = true) {
+    options.pkeyNvram = nvram;
     tools::FabricSpec spec;
     spec.k = 2;
     spec.n = 2;
@@ -82,6 +84,43 @@ TEST(PkeyProgrammer, ReadsEveryManagedPortOnceAndSendsNothingWhenTablesAreRight)
   PkeyReport again = p.program(f.topo(), f.defaults());
   EXPECT_EQ(again.phase.smps, 0u);
   EXPECT_EQ(p.tables(), tables);
+}
+
+// Ports without IsPKeyNVRAM that no SM has set up (no LID, no SM LID, as at boot) hold only the default key
+// at index 0 (IBA C10-123): nothing is read or written; a port that has a LID is read.
+TEST(PkeyProgrammer, TablesAtTheirResetContentAreNotRead) {
+  PkeyFixture f({}, false);
+  PkeyProgrammer p(*f.engine, f.clock);
+  PkeyReport r = p.program(f.topo(), f.defaults());
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  EXPECT_EQ(r.portsAtReset, 4u + 4);
+  EXPECT_EQ(r.portsRead, 0u);
+  EXPECT_EQ(r.phase.smps, 0u);
+  EXPECT_EQ(f.fabric->received(mad::kAttrPKeyTable), 0u);
+  const auto* h0 = p.tables()->find(f.topo().node(f.host(0)).guid, 1);
+  ASSERT_TRUE(h0);
+  EXPECT_EQ(*h0, f.fabric->pkeys(f.fakeIndex(f.topo(), f.host(0)), fabric::PortNum{1}));
+
+  // A port with a LID may have been set up by an SM: read (and its stale key cleared).
+  const fabric::NodeIndex h1 = f.host(1);
+  f.fabric->setPkeys(f.fakeIndex(f.topo(), h1), fabric::PortNum{1}, {0xFFFF, 0x8005});
+  mad::PortInfoSet lid;
+  lid.lid = 7;
+  uint8_t block[mad::kSmpDataSize];
+  std::copy(f.found.portInfo[h1][1].begin(), f.found.portInfo[h1][1].end(), block);
+  mad::applyPortInfoSet(lid, block);
+  mad::MadPacket smp =
+      mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, 1, f.topo().node(h1).ports[1].route);
+  std::copy_n(block, sizeof block, mad::smpData(smp));
+  f.engine->submit(std::move(smp), nullptr);
+  f.engine->runUntilIdle();
+  DiscoveryResult again = f.discover();
+  PkeyProgrammer fresh(*f.engine, f.clock);
+  PkeyReport second = fresh.program(*again.topology, fabric::PartitionMap::resolve(*again.topology, {}));
+  EXPECT_EQ(second.portsRead, 1u);
+  EXPECT_EQ(second.portsAtReset, 4u + 3);
+  EXPECT_EQ(second.blocksSet, 1u);
+  EXPECT_EQ(f.fabric->pkeys(f.fakeIndex(f.topo(), h1), fabric::PortNum{1})[1], 0);
 }
 
 TEST(PkeyProgrammer, WritesOnlyTheBlocksThatDiffer) {

@@ -12,11 +12,11 @@ namespace {
 
 struct VlFixture : testing::FakeFabricFixture {
   DiscoveryResult found;
-  VlFixture() {
+  explicit VlFixture(mad::FakeFabricOptions options = {}) {
     tools::FabricSpec spec;
     spec.k = 2;
     spec.n = 2;
-    start(testing::generate(spec));
+    start(testing::generate(spec), {32, std::chrono::milliseconds(100), 3}, options);
     found = discover();
     auto a = routing::assignLids(topo(), {}, 0);
     EXPECT_TRUE(a.ok());
@@ -113,6 +113,47 @@ TEST(VlProgrammer, WritesOnlyThePairsOfPathsAboveSl0OnceThenOnlyTheDelta) {
   EXPECT_EQ(three.sl2vlSet, r.sl2vlSet);
   EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up)[1],
             0x20);  // SL 2 -> VL 2, SL 3 -> VL 0
+}
+
+// A switch with OptimizedSLtoVLMappingProgramming (IBA 1.2.1) gets one Set with the all-input and
+// all-output modifier bits instead of one per pair: the same paths as above cost 3 Sets on the switches
+// (leaf-0, the spine, leaf-1) instead of 4, and every pair of those switches holds the layered table.
+TEST(VlProgrammer, OneSetPerSwitchWhereSwitchInfoOffersOptimizedProgramming) {
+  mad::FakeFabricOptions options;
+  options.optimizedSlToVl = true;
+  VlFixture f(options);
+  const fabric::NodeIndex leaf = f.node("leaf-0"), far = f.node("leaf-1");
+  ASSERT_TRUE(f.topo().node(leaf).sw.optimizedSlToVl);  // discovery read it from SwitchInfo
+  VlProgrammer p(*f.engine, f.clock);
+  VlProgramOptions o;
+  o.layers = 2;
+  f.setSl("leaf-0", "host-2 HCA-1", 1);
+  VlReport r = p.program(f.topo(), f.tables, o);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.sl2vlSet, 3u + 2);  // one per switch on the paths, the two sending host ports
+  EXPECT_EQ(r.vlArbSet, 1u + 1 + 1 + 2);
+  size_t allPorts = 0;
+  for (const auto& smp : f.fabric->log())
+    if (smp.attrId == mad::kAttrSlToVl && smp.attrMod == (mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs))
+      ++allPorts;
+  EXPECT_EQ(allPorts, 3u);
+  const std::array<uint8_t, 8> layered{0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01};
+  for (fabric::NodeIndex sw : {leaf, far})
+    for (unsigned in = 0; in <= f.topo().node(sw).numPorts; ++in)
+      for (unsigned out = 0; out <= f.topo().node(sw).numPorts; ++out)
+        EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), sw), in, out), layered) << in << "->" << out;
+  // The spine the paths do not cross keeps its reset tables.
+  const fabric::Lid dst = f.lids.base(f.node("host-2 HCA-1"), fabric::PortNum{1});
+  const fabric::NodeIndex used = f.topo().node(leaf).ports[f.tables.port(leaf, dst)].peerNode;
+  const fabric::NodeIndex idle = used == f.node("spine-0") ? f.node("spine-1") : f.node("spine-0");
+  EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), idle), 1, 2)[1], 0x23);
+
+  // Unchanged: nothing sent; three layers: one Set per switch again.
+  VlReport again = p.program(f.topo(), f.tables, o);
+  EXPECT_EQ(again.phase.smps, 0u);
+  o.layers = 3;
+  VlReport three = p.program(f.topo(), f.tables, o);
+  EXPECT_EQ(three.sl2vlSet, 3u + 2);
 }
 
 }  // namespace
