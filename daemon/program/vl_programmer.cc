@@ -31,7 +31,14 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   if (options.layers <= 1) return report;
   const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
   PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
-  const mad::SlToVlTable table = layeredSlToVl(options.layers);
+  const mad::SlToVlTable layered = layeredSlToVl(options.layers);
+  // The table of one output port: SL s on VL s mod layers, or what the engine maps per output port.
+  auto tableOf = [&](NodeIndex n, uint8_t out) {
+    if (tables.slToVl.empty()) return layered;
+    mad::SlToVlTable t{};
+    for (unsigned sl = 0; sl < 16; ++sl) t[sl] = tables.hopVl(n, out, static_cast<uint8_t>(sl));
+    return t;
+  };
   const mad::VlArbBlock arb = layeredVlArb(options);
   decltype(sl2vl_) heldTables;
   decltype(vlArb_) heldArb;
@@ -42,6 +49,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   };
   auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod) {
     auto key = std::make_tuple(topo.node(n).guid, in, out);
+    const mad::SlToVlTable table = tableOf(n, out);
     if (auto it = sl2vl_.find(key); it != sl2vl_.end() && it->second == table) {
       heldTables.emplace(key, table);
       ++report.sl2vlSkipped;
@@ -49,7 +57,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
     }
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSlToVl, mod, route);
     mad::encodeSlToVl(table, mad::smpData(smp));
-    phase.submit(std::move(smp), [&, key, n, in, out](const SmpAnswer& a) {
+    phase.submit(std::move(smp), [&, key, n, in, out, table](const SmpAnswer& a) {
       if (!a.ok) {
         report.errors.push_back("VL001 SLtoVLMappingTable Set on " + describe(n, in, out) + a.failure());
         return;
