@@ -276,6 +276,11 @@ class DorEngine final : public Engine {
               for (unsigned sl = 0; sl < 16; ++sl) row[port] |= uint64_t{(sl >> slBit[d]) & 1u} << (4 * sl);
       }
     }
+    // Parallel links carry the destinations in turn by their coordinates and rank behind their switch: a
+    // link's share then holds near and far targets alike, whose routes weigh differently.
+    std::vector<uint32_t> rank(S, 0), coordSum(S, 0);  // rank: destinations seen per target switch
+    for (SwitchIndex s = 0; s < S; ++s)
+      for (size_t d = 0; d < D; ++d) coordSum[s] += grid.at(s, d);
     for (uint32_t l = 1; l <= maxLid; ++l) {
       LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
       if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
@@ -291,17 +296,21 @@ class DorEngine final : public Engine {
         last = p.peerPort.value;
       }
       if (target == kNoSwitch) continue;
+      const uint32_t r = rank[target]++;
       for (SwitchIndex s = 0; s < S; ++s) {
         uint8_t port = last, sl = 0;
         bool first = true;
         for (size_t d = 0; d < D; ++d) {
           const uint32_t from = grid.at(s, d), to = grid.at(target, d), k = grid.size[d];
           if (from == to) continue;
-          // Up on a line when the target is above; in a ring the shorter way, up on a tie.
-          const bool up = grid.ring[d] ? (to + k - from) % k <= (from + k - to) % k : to > from;
+          // Up on a line when the target is above; in a ring the shorter way. On a tie (the antipode of an
+          // even ring) up from an even coordinate for the target's even destinations, the other way for its
+          // odd ones, and the reverse from an odd coordinate: both ways carry half of it.
+          const uint32_t ahead = (to + k - from) % k, back = k - ahead;
+          const bool up = grid.ring[d] ? ahead < back || (ahead == back && (from + r) % 2 == 0) : to > from;
           if (first) {
             const auto& ports = grid.ports[(s * D + d) * 2 + (up ? 0 : 1)];
-            port = ports[l % ports.size()];
+            port = ports[(coordSum[target] + r) % ports.size()];
             first = false;
           }
           if (slBit[d] >= 0 && (up ? to < from : to > from)) sl = static_cast<uint8_t>(sl | 1u << slBit[d]);
