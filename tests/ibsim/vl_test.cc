@@ -10,7 +10,9 @@
 #include <regex>
 #include <set>
 
+#include "routing/engine.h"
 #include "routing/lid_assignment.h"
+#include "routing/route_checker.h"
 #include "tests/ibsim/ibsim_fabric.h"
 
 namespace ibsm::testing {
@@ -116,6 +118,87 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   EXPECT_NE(path.out.find("engine dfsp, SL "), std::string::npos) << path.out;
   EXPECT_NE(path.out.find(" VL "), std::string::npos) << path.out;
   EXPECT_GT(sls.size(), 1u) << "only SL " << *sls.begin();
+  sim->stop(sm);
+}
+
+// A 5 x 5 torus, one host per switch, with the default chain: dor routes it in dimension order with datelines
+// (2 VLs, an SL bit per ring: the wrap links it crosses). The route checker, given the SL-to-VL tables read
+// back from the switches (smpquery sl2vl on every pair of linked ports), must find the CDG acyclic on every
+// VL, and the PathRecords must carry the SLs the engine chose, some above 0.
+TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
+  std::unique_ptr<Ibsim> sim = startFabric("--torus 5,5 --hosts-per-switch 1");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = sim->spawn(
+      {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  RunOptions diag;
+  diag.simHost = kHost;
+  diag.timeout = 20s;
+  RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("engine: dor"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("dependencies on 2 VLs, acyclic on every VL"), std::string::npos) << check.out;
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+  // The daemon's routes, computed again offline from the same topology and LIDs (dor is deterministic).
+  routing::Options o;
+  o.vlLayers = 8;
+  o.computeAr = false;
+  auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+
+  routing::SlToVlMap read, allVl0;
+  const std::regex cell("\\|\\s*([0-9]+)");
+  for (fabric::NodeIndex s : topo->switches()) {
+    const fabric::Node& n = topo->node(s);
+    const std::string lid = std::to_string(lids.base(s, fabric::PortNum{0}).value);
+    for (unsigned in = 1; in <= n.numPorts; ++in)
+      for (unsigned out = 2; out <= n.numPorts; ++out) {  // port 1: the host
+        if (in == out || !n.ports[in].connected() || !n.ports[out].connected()) continue;
+        RunResult q = sim->run({"smpquery", "sl2vl", lid, std::to_string(in), std::to_string(out)}, diag);
+        ASSERT_EQ(q.exitCode, 0) << q.err;
+        const size_t row = q.out.find("ports: in ");
+        ASSERT_NE(row, std::string::npos) << q.out;
+        std::string line = q.out.substr(q.out.find(':', q.out.find(", out", row)));
+        routing::SlToVlMap::Table t{};
+        size_t sl = 0;
+        for (std::sregex_iterator it(line.begin(), line.end(), cell), end; it != end && sl < 16; ++it)
+          t[sl++] = static_cast<uint8_t>(std::stoul((*it)[1]));
+        ASSERT_EQ(sl, 16u) << q.out;
+        read.set(s, n.numPorts, in, out, t);
+        allVl0.set(s, n.numPorts, in, out, routing::SlToVlMap::Table{});
+      }
+  }
+  routing::CheckOptions co;
+  co.slToVl = &read;
+  routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);
+  EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
+  EXPECT_EQ(c.cdgVls, 2u) << routing::formatReportText(c);
+  co.slToVl = &allVl0;  // the same paths on one VL: the rings close
+  EXPECT_FALSE(routing::checkRoutes(*topo, lids, *tables, co).cdgAcyclic);
+
+  // PathRecords from the hosts of the first row to every host: the engine's SL of each pair.
+  std::set<unsigned> sls;
+  for (fabric::NodeIndex from : topo->cas())
+    for (fabric::NodeIndex to : topo->cas()) {
+      const auto& port = topo->node(from).ports[1];
+      if (from == to || topo->node(port.peerNode).description.substr(0, 8) != "torus-0-") continue;
+      const uint16_t slid = lids.base(from, fabric::PortNum{1}).value,
+                     dlid = lids.base(to, fabric::PortNum{1}).value;
+      RunResult pr =
+          sim->run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diag);
+      ASSERT_EQ(pr.exitCode, 0) << pr.err;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
+      const unsigned sl = static_cast<unsigned>(std::stoul(m[1], nullptr, 0));
+      EXPECT_EQ(sl, tables->pathSl(port.peerNode, fabric::Lid{dlid})) << slid << " -> " << dlid;
+      sls.insert(sl);
+    }
+  EXPECT_EQ(sls, (std::set<unsigned>{0, 1, 2, 3}));
   sim->stop(sm);
 }
 
