@@ -11,9 +11,9 @@
 // Then every switch gets one coordinate per colour (its position along the colour's line or ring, carried
 // over the other colours' links), and the fabric is accepted only when those coordinates are a bijection to
 // the full grid and its links are exactly the grid's (so a torus missing a link is declined: dfsp routes it).
-// The origin is the first switch at the end of every line, dimensions are ordered by its lowest port in each
-// and the positive direction of a ring leaves it by its lower port: the generator's --torus X,Y,Z, and a
-// hypercube is routed as e-cube routing always did here.
+// The origin is the switch of lowest GUID at the end of every line, dimensions are ordered by its lowest port
+// in each and the positive direction of a ring leaves it by its lower port: the generator's --torus X,Y,Z,
+// and a hypercube is routed as e-cube routing always did here.
 //
 // Deadlocks: dependencies only go from a lower dimension to a higher one, and a line has no cycle. A ring
 // of 5 or more needs a dateline: the path's SL has bit j set iff it crosses the ring's wrap link (k-1 -> 0,
@@ -158,12 +158,14 @@ fabric::Result<Grid> detectGrid(const Topology& topo, const SwitchGraph& g) {
                        " (a missing link?)");
     }
   }
-  // Origin: the first switch at an end of every line. Dimensions in the order of its lowest port in each.
+  // Origin: of the switches at an end of every line, the one with the lowest GUID (not the first in discovery
+  // order, which may change from sweep to sweep). Dimensions in the order of its lowest port in each.
   SwitchIndex origin = kNoSwitch;
-  for (SwitchIndex s = 0; s < S && origin == kNoSwitch; ++s) {
+  for (SwitchIndex s = 0; s < S; ++s) {
     bool corner = true;
     for (size_t c = 0; c < C; ++c) corner = corner && (ring[c] || degree[s * C + c] < 2);
-    if (corner) origin = s;
+    if (corner && (origin == kNoSwitch || topo.node(g.node(s)).guid < topo.node(g.node(origin)).guid))
+      origin = s;
   }
   if (origin == kNoSwitch) return decline("no switch is at the end of every line");
   std::vector<uint32_t> dimOf(C, kUnset), colourAt;

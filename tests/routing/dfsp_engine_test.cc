@@ -18,22 +18,8 @@ using testing::torus;
 using tools::FabricSpec;
 using tools::Shape;
 
-struct Routed {
-  LidAssignment lids;
-  fabric::Result<RoutingTables> tables = fabric::makeError("not routed");
-};
-
-Routed route(const fabric::Topology& topo, const std::string& engine, uint8_t vls) {
-  Routed r;
-  auto a = assignLids(topo, {}, 0);
-  EXPECT_TRUE(a.ok());
-  r.lids = a->lids;
-  Options o;
-  o.vlLayers = vls;
-  o.computeAr = false;
-  r.tables = makeEngine(engine)->compute(topo, r.lids, o);
-  return r;
-}
+using testing::route;
+using testing::Routed;
 
 // On the non-tree shapes dfsp must reach every pair on a minimal path, stay deadlock-free per VL with the
 // layers it reports, and balance at least as well as min-hop (which is not deadlock-free there).

@@ -3,6 +3,8 @@
 // route checker proves deadlock-free on 2 VLs where the same routes on one VL are not.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "routing/engine.h"
 #include "routing/route_checker.h"
 #include "tests/routing/fabric_sketch.h"
@@ -17,29 +19,15 @@ using testing::hypercube;
 using testing::torus;
 using tools::FabricSpec;
 
-struct Routed {
-  LidAssignment lids;
-  fabric::Result<RoutingTables> tables = fabric::makeError("not routed");
-};
-
-Routed route(const fabric::Topology& topo, uint8_t vls, const std::string& engine = "dor") {
-  Routed r;
-  auto a = assignLids(topo, {}, 0);
-  EXPECT_TRUE(a.ok());
-  r.lids = a->lids;
-  Options o;
-  o.vlLayers = vls;
-  o.computeAr = false;
-  r.tables = makeEngine(engine)->compute(topo, r.lids, o);
-  return r;
-}
+using testing::route;
+using testing::Routed;
 
 // e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of
 // 4 is the 2-cube), so it is routed the same way.
 TEST(DorEngine, HypercubesArePerfectlyBalancedOnOneVl) {
   for (const FabricSpec& spec : {hypercube(5), torus({4, 4, 4}), hypercube(1)}) {
     auto topo = generate(spec);
-    Routed r = route(*topo, 1);
+    Routed r = route(*topo, "dor", 1);
     ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
     CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
     EXPECT_TRUE(c.ok()) << formatReportText(c);
@@ -77,7 +65,7 @@ TEST(DorEngine, ToriAndMeshesAreMinimalAndDeadlockFree) {
   for (const Case& k : cases) {
     ASSERT_NE(k.topo, nullptr);
     SCOPED_TRACE(k.topo->node(k.topo->switches().back()).description);
-    Routed r = route(*k.topo, 8);
+    Routed r = route(*k.topo, "dor", 8);
     ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
     const RoutingTables& t = *r.tables;
     CheckReport c = checkRoutes(*k.topo, r.lids, t);
@@ -99,7 +87,7 @@ TEST(DorEngine, ToriAndMeshesAreMinimalAndDeadlockFree) {
 //                                  two-hop paths sw0 -> sw1 -> sw2, ..., sw4 -> sw0 -> sw1 close the ring
 TEST(DorEngine, DatelinesBreakTheRingsCycleAndOneVlIsDeclined) {
   auto topo = testing::makeGrid(5, 1, 1, true);
-  Routed r = route(*topo, 2);
+  Routed r = route(*topo, "dor", 2);
   ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
   CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
   EXPECT_TRUE(c.ok()) << formatReportText(c);
@@ -124,7 +112,7 @@ TEST(DorEngine, DatelinesBreakTheRingsCycleAndOneVlIsDeclined) {
   EXPECT_FALSE(cf.cdgAcyclic);
   EXPECT_EQ(cf.cdgCycle.size(), 5u) << formatReportText(cf);
 
-  Routed one = route(*topo, 1);
+  Routed one = route(*topo, "dor", 1);
   ASSERT_FALSE(one.tables.ok());
   EXPECT_EQ(one.tables.error().message, "dor: the datelines of the 1 ring need 2 VLs; the fabric offers 1");
 }
@@ -135,7 +123,7 @@ TEST(DorEngine, ParallelLinksAreSpreadOverDestinations) {
   FabricSpec one = torus({5, 4}), two = torus({5, 4});
   two.parallel = 2;
   auto a = generate(one), b = generate(two);
-  Routed ra = route(*a, 8), rb = route(*b, 8);
+  Routed ra = route(*a, "dor", 8), rb = route(*b, "dor", 8);
   ASSERT_TRUE(ra.tables.ok() && rb.tables.ok());
   CheckReport ca = checkRoutes(*a, ra.lids, *ra.tables), cb = checkRoutes(*b, rb.lids, *rb.tables);
   EXPECT_TRUE(cb.ok()) << formatReportText(cb);
@@ -147,11 +135,47 @@ TEST(DorEngine, ParallelLinksAreSpreadOverDestinations) {
 
 TEST(DorEngine, IsDeterministic) {
   auto topo = generate(torus({5, 4, 3}));
-  Routed a = route(*topo, 8), b = route(*topo, 8);
+  Routed a = route(*topo, "dor", 8), b = route(*topo, "dor", 8);
   ASSERT_TRUE(a.tables.ok() && b.tables.ok());
   EXPECT_EQ(a.tables->lft, b.tables->lft);
   EXPECT_EQ(a.tables->sl, b.tables->sl);
   EXPECT_EQ(a.tables->slToVl, b.tables->slToVl);
+}
+
+// The coordinates do not depend on the order in which the switches were discovered: the same 5 x 3 torus
+// built in two orders (same GUIDs, cabled on the same ports) gets the same port and SL for every (switch,
+// host).
+TEST(DorEngine, DiscoveryOrderDoesNotMatter) {
+  auto build = [](bool reversed) {
+    testing::FabricSketch f;
+    std::vector<NodeIndex> sw(15), ca(15);
+    for (unsigned n = 0; n < 15; ++n) {
+      const unsigned i = reversed ? 14 - n : n;
+      sw[i] = f.addSwitch("t" + std::to_string(i), 8);
+      f.node(sw[i]).guid = fabric::Guid{0x5000u + i};
+    }
+    for (unsigned i = 0; i < 15; ++i) {
+      const unsigned x = i % 5, y = i / 5;
+      f.link(sw[i], 2, sw[y * 5 + (x + 1) % 5], 3);
+      f.link(sw[i], 4, sw[(y + 1) % 3 * 5 + x], 5);
+      ca[i] = f.addCa("h" + std::to_string(i));
+      f.link(ca[i], 1, sw[i], 1);
+    }
+    return f.build();
+  };
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<unsigned, unsigned>> seen[2];
+  for (int k = 0; k < 2; ++k) {
+    auto topo = build(k == 1);
+    Routed r = route(*topo, "dor", 8);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    for (NodeIndex s : topo->switches())
+      for (NodeIndex c : topo->cas()) {
+        const fabric::Lid lid = r.lids.base(c, fabric::PortNum{1});
+        seen[k][{topo->node(s).guid.value, topo->node(c).guid.value}] = {r.tables->port(s, lid),
+                                                                         r.tables->pathSl(s, lid)};
+      }
+  }
+  EXPECT_EQ(seen[0], seen[1]);
 }
 
 // What is not a grid is declined with the reason: dragonflies (but the one of 3 groups of 2 is a ring of 6),
@@ -178,12 +202,12 @@ TEST(DorEngine, WhatIsNoGridIsDeclined) {
   fabrics.push_back(f.build());
   for (const auto& topo : fabrics) {
     ASSERT_NE(topo, nullptr);
-    Routed r = route(*topo, 8);
+    Routed r = route(*topo, "dor", 8);
     ASSERT_FALSE(r.tables.ok()) << topo->node(topo->switches()[0]).description;
     EXPECT_TRUE(r.tables.error().message.starts_with("dor: not a mesh or torus ("))
         << r.tables.error().message;
   }
-  Routed dfsp = route(*fabrics.back(), 8, "dfsp");
+  Routed dfsp = route(*fabrics.back(), "dfsp", 8);
   EXPECT_TRUE(dfsp.tables.ok());
 }
 
