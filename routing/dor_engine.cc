@@ -1,7 +1,7 @@
 // Dimension-order routing ("dor") for meshes, tori and hypercubes: every path corrects the coordinates in
 // which source and destination switch differ, dimension 0 first, each on a minimal way (in a ring the shorter
 // direction; on a tie, at the antipode of an even ring, half of each target's destinations go each way).
-// Parallel links between two switches are spread over the destinations by their target's coordinates.
+// Parallel links between two switches take the destinations in turn, per distance to the target.
 //
 // The coordinates are detected, not configured. Two links that meet at a switch belong to different
 // dimensions exactly when they span a square without diagonals (their far ends share one more neighbour);
@@ -279,11 +279,11 @@ class DorEngine final : public Engine {
               for (unsigned sl = 0; sl < 16; ++sl) row[port] |= uint64_t{(sl >> slBit[d]) & 1u} << (4 * sl);
       }
     }
-    // Parallel links carry the destinations in turn by their coordinates and rank behind their switch: a
-    // link's share then holds near and far targets alike, whose routes weigh differently.
-    std::vector<uint32_t> rank(S, 0), coordSum(S, 0);  // rank: destinations seen per target switch
-    for (SwitchIndex s = 0; s < S; ++s)
-      for (size_t d = 0; d < D; ++d) coordSum[s] += grid.at(s, d);
+    // Parallel links take the destinations of each way in turn, counted per distance to the target: the
+    // routes towards targets at one distance weigh alike (as many sources behind them), so each link's share
+    // of every distance is even.
+    const uint32_t K = *std::max_element(grid.size.begin(), grid.size.end());
+    std::vector<uint32_t> rank(S, 0), dealt(S * D * 2 * K, 0);  // rank: destinations seen per target switch
     for (uint32_t l = 1; l <= maxLid; ++l) {
       LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
       if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
@@ -312,8 +312,9 @@ class DorEngine final : public Engine {
           const uint32_t ahead = (to + k - from) % k, back = k - ahead;
           const bool up = grid.ring[d] ? ahead < back || (ahead == back && (from + r) % 2 == 0) : to > from;
           if (first) {
-            const auto& ports = grid.ports[(s * D + d) * 2 + (up ? 0 : 1)];
-            port = ports[(coordSum[target] + r) % ports.size()];
+            const size_t way = (s * D + d) * 2 + (up ? 0 : 1);
+            const uint32_t distance = up ? ahead : back;
+            port = grid.ports[way][(distance + dealt[way * K + distance]++) % grid.ports[way].size()];
             first = false;
           }
           if (slBit[d] >= 0 && (up ? to < from : to > from)) sl = static_cast<uint8_t>(sl | 1u << slBit[d]);
