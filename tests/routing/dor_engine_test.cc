@@ -224,6 +224,14 @@ TEST(DorEngine, ChainPicksTheBetterOfDorAndDfspOnATorus) {
   EXPECT_TRUE(chain->choices[0].starts_with("dor: max link load ")) << chain->choices[0];
   EXPECT_TRUE(chain->choices[1].starts_with("dfsp: max link load ")) << chain->choices[1];
   EXPECT_TRUE(checkRoutes(*topo, lids, chain->tables).ok());
+  o.vlLayers = 1;  // neither dor's datelines nor dfsp's layers fit: the element fails (ROUTE002), updn routes
+  chain = computeChain({"ftree", "dor|dfsp", "updn", "minhop"}, *topo, lids, o);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(chain->tables.engine, "updn");
+  ASSERT_EQ(chain->fallbacks.size(), 2u);
+  EXPECT_NE(chain->fallbacks[1].find("dor: the datelines of the 2 rings need 2 VLs; the fabric offers 1"),
+            std::string::npos)
+      << chain->fallbacks[1];
 }
 
 }  // namespace
