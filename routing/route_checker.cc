@@ -388,7 +388,8 @@ void Checker::vlCdg(Partial& p, const Dest& d) {
     uint32_t prev = UINT32_MAX;
     for (SwitchIndex u = x; p.nextArc[u] != kNoArc; u = p.next[u]) {
       const uint32_t a = p.nextArc[u];
-      const uint8_t vl = opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, arcs[a].port, sl) : sl & 0xF;
+      const uint8_t vl = opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, arcs[a].port, sl)
+                                     : tables_.hopVl(g_.node(u), arcs[a].port, sl);
       const uint32_t ch = a * 16 + vl;
       if (prev != UINT32_MAX) p.vlEdges.push_back(channelEdge(prev, ch));
       prev = ch;

@@ -354,7 +354,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
   bool reached = false;
   NodeIndex sw = fabric::kNoNode;
   unsigned inPort = 0;
-  uint8_t sl = 0;  // the engine's SL for the pair; with VL layers, SL s travels on VL s mod layers
+  uint8_t sl = 0;  // the engine's SL for the pair; each hop's VL from it (RoutingTables::hopVl)
   const Node& srcNode = t.node(src->node);
   if (srcNode.isSwitch()) {
     sw = src->node;
@@ -383,7 +383,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     uint8_t out = s.tables.lft.size() > sw ? s.tables.port(sw, lid) : routing::kNoPort;
     Json hop = {{"switch", nodeRef(t, s.lids, sw)}, {"in_port", inPort}};
     hop["out_port"] = out <= node.numPorts ? Json(out) : Json(nullptr);
-    hop["vl"] = s.tables.slLayers > 1 ? sl % s.tables.slLayers : 0;
+    hop["vl"] = s.tables.slLayers > 1 && out <= node.numPorts ? s.tables.hopVl(sw, out, sl) : 0;
     auto ar = arPorts(s.tables, sw, lid);
     if (!ar.empty()) hop["ar_ports"] = ar;
     hops.push_back(std::move(hop));

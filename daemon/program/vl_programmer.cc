@@ -36,18 +36,27 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   if (options.layers <= 1) return report;
   const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
   PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
-  const mad::SlToVlTable table = layeredSlToVl(options.layers);
+  const mad::SlToVlTable layered = layeredSlToVl(options.layers);
+  // The table of one output port: SL s on VL s mod layers, or what the engine maps per output port.
+  auto tableOf = [&](NodeIndex n, uint8_t out) {
+    if (tables.slToVl.empty()) return layered;
+    mad::SlToVlTable t{};
+    for (unsigned sl = 0; sl < 16; ++sl) t[sl] = tables.hopVl(n, out, static_cast<uint8_t>(sl));
+    return t;
+  };
   const mad::VlArbBlock arb = layeredVlArb(options);
   decltype(sl2vl_) heldTables;
   decltype(vlArb_) heldArb;
   auto describe = [&](NodeIndex n, unsigned in, unsigned out) {
     const fabric::Node& node = topo.node(n);
     return fabric::toString(node.guid) + " (" + node.description + ") " +
-           (in == kAllPorts ? std::string("all ports")
-                            : "ports " + std::to_string(in) + "->" + std::to_string(out));
+           (in == kAllPorts && out == kAllPorts ? std::string("all ports")
+            : in == kAllPorts                   ? "all input ports->" + std::to_string(out)
+                                                : "ports " + std::to_string(in) + "->" + std::to_string(out));
   };
   auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod) {
     auto key = std::make_tuple(topo.node(n).guid, in, out);
+    const mad::SlToVlTable table = tableOf(n, out);
     if (auto it = sl2vl_.find(key); it != sl2vl_.end() && it->second == table) {
       heldTables.emplace(key, table);
       ++report.sl2vlSkipped;
@@ -55,7 +64,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
     }
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSlToVl, mod, route);
     mad::encodeSlToVl(table, mad::smpData(smp));
-    phase.submit(std::move(smp), [&, key, n, in, out](const SmpAnswer& a) {
+    phase.submit(std::move(smp), [&, key, n, in, out, table](const SmpAnswer& a) {
       if (!a.ok) {
         report.errors.push_back("VL001 SLtoVLMappingTable Set on " + describe(n, in, out) + a.failure());
         return;
@@ -94,16 +103,19 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       for (uint8_t out : linked) {
         if (!used.outUsed(i, out)) continue;
         anyOut = true;
-        if (!n.sw.optimizedSlToVl)
+        if (!n.sw.optimizedSlToVl) {
           for (uint8_t in : linked)
             if (in != out && used.used(i, in, out))
               sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
+        } else if (!tables.slToVl.empty()) {  // the engine's table of this output port, for every input
+          sendSl2Vl(i, n.route, kAllPorts, out, mad::kSlToVlAllInputs | out);
+        }
         sendArb(i, n.route, out, out);
       }
       // A switch that takes the all-ports modifier bits gets its whole SL-to-VL layer in one Set: every pair
       // holds the same table then, which maps SL 0 to VL 0 as the reset table does for pairs with SL 0
       // traffic only.
-      if (n.sw.optimizedSlToVl && anyOut)
+      if (n.sw.optimizedSlToVl && anyOut && tables.slToVl.empty())
         sendSl2Vl(i, n.route, kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs);
       continue;
     }

@@ -1,8 +1,9 @@
 // The VL layer of the fabric (IBA 7.6): SLtoVLMappingTable on every switch (input port, output port) pair and
 // every CA port, and the low-priority VLArbitrationTable of every output port, for routing engines that keep
 // their paths deadlock-free by putting them on different VLs (RoutingTables::sl, slLayers > 1). SL s travels
-// on VL s mod layers on every hop, so a path's layer is its VL from end to end; the arbitration table gives
-// every used VL one entry with the configured weight.
+// on VL s mod layers on every hop, so a path's layer is its VL from end to end, unless the engine maps SLs
+// per output port (RoutingTables::slToVl: dor's datelines), whose table every pair into that port then gets;
+// the arbitration table gives every used VL one entry with the configured weight.
 //
 // Nothing is sent while only one VL is used (slLayers 1): every port's reset default already maps SL 0 to VL
 // 0, and on the 11,664-host Clos one read of every table would cost about 2.2 million SMPs. Otherwise only

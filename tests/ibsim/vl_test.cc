@@ -10,7 +10,9 @@
 #include <regex>
 #include <set>
 
+#include "routing/engine.h"
 #include "routing/lid_assignment.h"
+#include "routing/route_checker.h"
 #include "tests/ibsim/ibsim_fabric.h"
 
 namespace ibsm::testing {
@@ -20,15 +22,25 @@ using namespace std::chrono_literals;
 
 constexpr const char* kHost = "H-0000000000100002";  // where the diagnostics attach (host-0)
 
-TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
-  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
-  const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = sim->spawn(
-      {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
-  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+// ibsmd as a daemon with its defaults (no periodic sweeps), its control socket at `sock`.
+pid_t startDaemon(Ibsim& sim, const std::string& sock) {
+  return sim.spawn(
+      {binPath("ibsmd"), "--state-dir", sim.dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
+}
+
+RunOptions diagnostics() {
   RunOptions diag;
   diag.simHost = kHost;
   diag.timeout = 20s;
+  return diag;
+}
+
+TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  const RunOptions diag = diagnostics();
 
   // The daemon's check of its own tables: VL-aware CDG (link x VL channels), acyclic.
   RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
@@ -119,6 +131,90 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
+// A 5 x 5 torus, one host per switch, with the default chain: dor routes it in dimension order with datelines
+// (2 VLs, an SL bit per ring: the wrap links it crosses). The route checker, given the SL-to-VL tables read
+// back from the switches (smpquery sl2vl: every input port towards every switch port), must find the CDG
+// acyclic on every VL, and the PathRecords must carry the SLs the engine chose, some above 0.
+TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
+  std::unique_ptr<Ibsim> sim = startFabric("--torus 5,5 --hosts-per-switch 1");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  const RunOptions diag = diagnostics();
+  RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("engine: dor"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("dependencies on 2 VLs, acyclic on every VL"), std::string::npos) << check.out;
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+  // The daemon's routes, computed again offline from the same topology and LIDs (dor is deterministic).
+  routing::Options o;
+  o.vlLayers = 8;
+  o.computeAr = false;
+  auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+
+  // smpquery sl2vl LID OUT prints the table of every input port towards OUT, one row each; the switch ports
+  // (2-5, port 1 is the host's) are the outputs whose VLs the CDG is about.
+  routing::SlToVlMap read, allVl0;
+  const std::regex row("ports: in +([0-9]+), out +([0-9]+): *((\\| *[0-9]+)+)\\|"), cell("[0-9]+");
+  size_t rows = 0;
+  for (fabric::NodeIndex s : topo->switches()) {
+    const fabric::Node& n = topo->node(s);
+    const std::string lid = std::to_string(lids.base(s, fabric::PortNum{0}).value);
+    for (unsigned out = 2; out <= n.numPorts; ++out) {
+      if (!n.ports[out].connected()) continue;
+      RunResult q = sim->run({"smpquery", "sl2vl", lid, std::to_string(out)}, diag);
+      ASSERT_EQ(q.exitCode, 0) << q.err;
+      for (std::sregex_iterator r(q.out.begin(), q.out.end(), row), end; r != end; ++r) {
+        const std::string cells = (*r)[3];
+        routing::SlToVlMap::Table t{};
+        size_t sl = 0;
+        for (std::sregex_iterator c(cells.begin(), cells.end(), cell); c != end && sl < 16; ++c)
+          t[sl++] = static_cast<uint8_t>(std::stoul(c->str()));
+        ASSERT_EQ(sl, 16u) << q.out;
+        const unsigned in = static_cast<unsigned>(std::stoul((*r)[1]));
+        EXPECT_EQ(std::stoul((*r)[2]), out) << q.out;
+        read.set(s, n.numPorts, in, out, t);
+        allVl0.set(s, n.numPorts, in, out, routing::SlToVlMap::Table{});
+        ++rows;
+      }
+    }
+  }
+  EXPECT_EQ(rows, 25u * 4 * 6);  // 25 switches, 4 switch ports, 6 input ports (0-5)
+  routing::CheckOptions co;
+  co.slToVl = &read;
+  routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);
+  EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
+  EXPECT_EQ(c.cdgVls, 2u) << routing::formatReportText(c);
+  co.slToVl = &allVl0;  // the same paths on one VL: the rings close
+  EXPECT_FALSE(routing::checkRoutes(*topo, lids, *tables, co).cdgAcyclic);
+
+  // PathRecords from the host of torus-0-0 to every host: the engine's SL of each pair, all four of them.
+  std::set<unsigned> sls;
+  for (fabric::NodeIndex from : topo->cas())
+    for (fabric::NodeIndex to : topo->cas()) {
+      const auto& port = topo->node(from).ports[1];
+      if (from == to || topo->node(port.peerNode).description != "torus-0-0") continue;
+      const uint16_t slid = lids.base(from, fabric::PortNum{1}).value,
+                     dlid = lids.base(to, fabric::PortNum{1}).value;
+      RunResult pr =
+          sim->run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diag);
+      ASSERT_EQ(pr.exitCode, 0) << pr.err;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
+      const unsigned sl = static_cast<unsigned>(std::stoul(m[1], nullptr, 0));
+      EXPECT_EQ(sl, tables->pathSl(port.peerNode, fabric::Lid{dlid})) << slid << " -> " << dlid;
+      sls.insert(sl);
+    }
+  EXPECT_EQ(sls, (std::set<unsigned>{0, 1, 2, 3}));
+  sim->stop(sm);
+}
+
 // With one VL (qos.vls 1) dfsp cannot make the dragonfly deadlock-free: it says so, the chain falls back to
 // updn (the daemon logs the same line as ROUTE002), and no SL-to-VL table is written.
 TEST(IbsimVl, TooFewVlsFallBack) {
@@ -134,9 +230,7 @@ TEST(IbsimVl, TooFewVlsFallBack) {
             std::string::npos)
       << log;
   EXPECT_NE(log.find("routing: updn"), std::string::npos) << log;
-  RunOptions diag;
-  diag.simHost = kHost;
-  diag.timeout = 20s;
+  const RunOptions diag = diagnostics();
   RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "3"}, diag);  // host-1's switch, as booted
   EXPECT_NE(q.out.find("| 0| 1| 2| 3|"), std::string::npos) << q.out << q.err;
 }
@@ -152,9 +246,7 @@ TEST(IbsimVl, FatTreeByDefaultUsesOneVlAndProgramsNoVlTables) {
   const std::string log = r.out + r.err;
   EXPECT_NE(log.find("routing: ftree"), std::string::npos) << log;
   EXPECT_EQ(log.find("program vl"), std::string::npos) << log;
-  RunOptions diag;
-  diag.simHost = kHost;
-  diag.timeout = 20s;
+  const RunOptions diag = diagnostics();
   RunResult q = sim->run({"smpquery", "-D", "sl2vl", "0,1", "1", "2"}, diag);  // host-1's switch
   EXPECT_NE(q.out.find("| 0| 1| 2| 3| 4| 5| 6| 7| 8|"), std::string::npos) << q.out << q.err;
 }

@@ -18,22 +18,8 @@ using testing::torus;
 using tools::FabricSpec;
 using tools::Shape;
 
-struct Routed {
-  LidAssignment lids;
-  fabric::Result<RoutingTables> tables = fabric::makeError("not routed");
-};
-
-Routed route(const fabric::Topology& topo, const std::string& engine, uint8_t vls) {
-  Routed r;
-  auto a = assignLids(topo, {}, 0);
-  EXPECT_TRUE(a.ok());
-  r.lids = a->lids;
-  Options o;
-  o.vlLayers = vls;
-  o.computeAr = false;
-  r.tables = makeEngine(engine)->compute(topo, r.lids, o);
-  return r;
-}
+using testing::route;
+using testing::Routed;
 
 // On the non-tree shapes dfsp must reach every pair on a minimal path, stay deadlock-free per VL with the
 // layers it reports, and balance at least as well as min-hop (which is not deadlock-free there).
@@ -162,28 +148,6 @@ TEST(DfspEngine, IsDeterministicForAnyThreadCount) {
   }
 }
 
-// e-cube on a hypercube: minimal, one VL, every link equally loaded. A 4x4x4 torus is the 6-cube (a ring of
-// 4 is the 2-cube), so it is recognised too; a 3x3 or 8x2 torus or a dragonfly is not.
-TEST(DorEngine, HypercubesArePerfectlyBalancedOnOneVlOthersAreDeclined) {
-  for (const FabricSpec& spec : {hypercube(5), torus({4, 4, 4}), hypercube(1)}) {
-    auto topo = generate(spec);
-    Routed r = route(*topo, "dor", 1);
-    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
-    CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
-    EXPECT_TRUE(c.ok()) << formatReportText(c);
-    EXPECT_EQ(c.cdgVls, 0u);
-    EXPECT_EQ(c.maxStretch, 0u);
-    EXPECT_EQ(c.maxLoad, c.minLoad);
-    EXPECT_EQ(r.tables->slLayers, 1u);
-  }
-  for (const FabricSpec& spec : {torus({3, 3}), dragonfly(2, 1), torus({8, 2})}) {
-    auto topo = generate(spec);
-    Routed r = route(*topo, "dor", 1);
-    ASSERT_FALSE(r.tables.ok());
-    EXPECT_TRUE(r.tables.error().message.starts_with("dor: not a hypercube (")) << r.tables.error().message;
-  }
-}
-
 // "dor|dfsp": both are computed, the lower max link load wins; a declining alternative is only noted.
 TEST(EngineChain, AlternativesPickTheLowestMaxLinkLoad) {
   EXPECT_TRUE(parseChain("ftree,dor|dfsp,updn").ok());
@@ -203,7 +167,7 @@ TEST(EngineChain, AlternativesPickTheLowestMaxLinkLoad) {
   ASSERT_TRUE(chain.ok()) << chain.error().message;
   EXPECT_EQ(chain->tables.engine, "dfsp");
   ASSERT_EQ(chain->choices.size(), 2u);
-  EXPECT_TRUE(chain->choices[0].starts_with("dor: not a hypercube")) << chain->choices[0];
+  EXPECT_TRUE(chain->choices[0].starts_with("dor: not a mesh or torus")) << chain->choices[0];
   o.vlLayers = 1;  // dfsp needs 2 here, dor declines: the element fails and updn routes
   chain = computeChain({"dor|dfsp", "updn"}, *fly, flyLids, o);
   ASSERT_TRUE(chain.ok());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabric/topology.h"
+#include "routing/engine.h"
 #include "tools/fabric_gen/generator.h"
 
 namespace ibsm::routing::testing {
@@ -58,6 +59,23 @@ inline tools::FabricSpec torus(std::vector<unsigned> dims, unsigned hostsPerSwit
   s.dims = std::move(dims);
   s.hostsPerSwitch = hostsPerSwitch;
   return s;
+}
+
+// A fabric routed by one engine (no AR) on at most `vls` VL layers, with the LIDs it was routed for.
+struct Routed {
+  LidAssignment lids;
+  fabric::Result<RoutingTables> tables = fabric::makeError("not routed");
+};
+inline Routed route(const fabric::Topology& topo, const std::string& engine, uint8_t vls) {
+  Routed r;
+  auto a = assignLids(topo, {}, 0);
+  EXPECT_TRUE(a.ok());
+  r.lids = a->lids;
+  Options o;
+  o.vlLayers = vls;
+  o.computeAr = false;
+  r.tables = makeEngine(engine)->compute(topo, r.lids, o);
+  return r;
 }
 
 }  // namespace ibsm::routing::testing

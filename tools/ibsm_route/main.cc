@@ -509,10 +509,12 @@ int main(int argc, char** argv) {
       for (const auto& row : tables.sl)
         for (uint8_t sl : row) ++perSl[sl & 0xF];
       std::string counts;
-      for (unsigned sl = 0; sl < tables.slLayers; ++sl)
-        counts +=
-            (sl ? ", " : "") + std::string("SL ") + std::to_string(sl) + ": " + std::to_string(perSl[sl]);
-      std::fprintf(out, "VL layers: %u (SL i on VL i; switch-LID pairs %s)\n", unsigned{tables.slLayers},
+      for (unsigned sl = 0; sl < 16; ++sl)
+        if (sl < tables.slLayers || perSl[sl])
+          counts +=
+              (sl ? ", " : "") + std::string("SL ") + std::to_string(sl) + ": " + std::to_string(perSl[sl]);
+      std::fprintf(out, "VL layers: %u (%s; switch-LID pairs %s)\n", unsigned{tables.slLayers},
+                   tables.slToVl.empty() ? "SL i on VL i" : "the VL of each SL per output port",
                    counts.c_str());
     }
     if (!failNote.empty()) std::fprintf(out, "%s\n", failNote.c_str());

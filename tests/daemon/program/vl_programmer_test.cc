@@ -156,5 +156,38 @@ TEST(VlProgrammer, OneSetPerSwitchWhereSwitchInfoOffersOptimizedProgramming) {
   EXPECT_EQ(three.sl2vlSet, 3u + 2);
 }
 
+// An engine that maps SLs per output port (RoutingTables::slToVl, dor's datelines): the same pairs are
+// written, each with the table of its output port; ports the engine left out send every SL on VL 0. A switch
+// with OptimizedSLtoVLMappingProgramming gets one Set per output port (all its inputs).
+TEST(VlProgrammer, PerOutputPortTablesOfTheEngine) {
+  for (bool optimized : {false, true}) {
+    SCOPED_TRACE(optimized ? "optimized" : "per pair");
+    mad::FakeFabricOptions options;
+    options.optimizedSlToVl = optimized;
+    VlFixture f(options);
+    VlProgrammer p(*f.engine, f.clock);
+    VlProgramOptions o;
+    o.layers = 2;
+    f.setSl("leaf-0", "host-2 HCA-1", 1);
+    const fabric::NodeIndex leaf = f.node("leaf-0"), host = f.node("host-0 HCA-1"), far = f.node("leaf-1");
+    const fabric::Lid dst = f.lids.base(f.node("host-2 HCA-1"), fabric::PortNum{1});
+    const uint8_t up = f.tables.port(leaf, dst), down = f.tables.port(far, dst);
+    f.tables.slToVl.resize(f.topo().size());
+    f.tables.slToVl[leaf].assign(up + 1u, 0);
+    f.tables.slToVl[leaf][up] = uint64_t{1} << 4;  // SL 1 -> VL 1, every other SL on VL 0
+    VlReport r = p.program(f.topo(), f.tables, o);
+    EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    EXPECT_EQ(r.sl2vlSet, (optimized ? 1u + 1 + 1 : 2u + 1 + 1) + 2);
+    const uint8_t hostPort = f.topo().node(host).ports[1].peerPort.value;
+    EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up),
+              (std::array<uint8_t, 8>{0x01, 0, 0, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), host), 0, 1), (std::array<uint8_t, 8>{}));
+    const fabric::NodeIndex spine = f.topo().node(leaf).ports[up].peerNode;
+    EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), far),
+                               f.topo().node(spine).ports[f.tables.port(spine, dst)].peerPort.value, down),
+              (std::array<uint8_t, 8>{}));
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
