@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "mad/smp.h"
 
@@ -54,8 +55,14 @@ class ProgramRun {
   const ProgramOptions& opt_;
   std::unordered_set<fabric::Guid>& mkeyIgnored_;
   ProgramReport report_;
-  std::vector<std::vector<fabric::PortAttrs>> attrs_;
-  std::vector<std::vector<bool>> portChanged_;
+  // What the Sets of this run changed, per (node, port), over the topology's attributes and dr's PortInfo
+  // blocks (not a copy of every port per run: an event touches a few).
+  using PortKey = std::pair<NodeIndex, unsigned>;
+  std::map<PortKey, fabric::PortAttrs> attrs_;
+  const fabric::PortAttrs& attrs(NodeIndex n, unsigned p) const {
+    auto it = attrs_.find({n, p});
+    return it != attrs_.end() ? it->second : topo_.node(n).ports[p].attrs;
+  }
   std::vector<bool> switchChanged_;
   // Switches whose LFT blocks were compared (and sent where they differ) in this run; the ones with no
   // failed block hold their row in full afterwards.
@@ -69,7 +76,12 @@ class ProgramRun {
   std::vector<bool> lftFailed_;
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
-  std::vector<std::vector<RawAttr>> raw_;
+  std::map<PortKey, RawAttr> raw_;
+  RawAttr& raw(NodeIndex n, unsigned p) { return raw_.try_emplace({n, p}, dr_.portInfo[n][p]).first->second; }
+  const RawAttr& rawOf(NodeIndex n, unsigned p) const {
+    auto it = raw_.find({n, p});
+    return it != raw_.end() ? it->second : dr_.portInfo[n][p];
+  }
   uint16_t smLid_ = 0;
 };
 
@@ -87,15 +99,8 @@ ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, Discover
       cache_(cache),
       opt_(opt),
       mkeyIgnored_(mkeyIgnored),
-      attrs_(topo_.size()),
-      portChanged_(topo_.size()),
       switchChanged_(topo_.size(), false),
-      lftFailed_(topo_.size(), false),
-      raw_(dr.portInfo) {
-  for (NodeIndex i = 0; i < topo_.size(); ++i) {
-    for (const auto& p : topo_.node(i).ports) attrs_[i].push_back(p.attrs);
-    portChanged_[i].assign(attrs_[i].size(), false);
-  }
+      lftFailed_(topo_.size(), false) {
   smLid_ = topo_.smNode() == fabric::kNoNode ? 0 : lids.base(topo_.smNode(), topo_.smPort()).value;
 }
 
@@ -136,7 +141,7 @@ uint8_t ProgramRun::vls(NodeIndex n, unsigned p) const {
 
 // Called when a PortInfo Set is acknowledged: the port now holds what was sent.
 void ProgramRun::portSetDone(NodeIndex n, unsigned p, const mad::PortInfoSet& set, const RawAttr& sent) {
-  fabric::PortAttrs& a = attrs_[n][p];
+  fabric::PortAttrs& a = attrs_.try_emplace({n, p}, topo_.node(n).ports[p].attrs).first->second;
   if (set.lid) a.lid = fabric::Lid{*set.lid};
   if (set.lmc) a.lmc = *set.lmc;
   if (set.smLid) a.smLid = fabric::Lid{*set.smLid};
@@ -144,7 +149,6 @@ void ProgramRun::portSetDone(NodeIndex n, unsigned p, const mad::PortInfoSet& se
   if (set.state) a.state = static_cast<PortState>(*set.state);
   if (set.neighborMtu) a.neighborMtu = *set.neighborMtu;
   if (set.operVls) a.operVls = *set.operVls;
-  portChanged_[n][p] = true;
   RawAttr& held = dr_.portInfo[n][p];
   held = sent;
   // On a Set the state fields are commands; what is kept is the state the port is now in.
@@ -153,19 +157,19 @@ void ProgramRun::portSetDone(NodeIndex n, unsigned p, const mad::PortInfoSet& se
 
 void ProgramRun::setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad::PortInfoSet& set,
                          OnOk onOk) {
-  mad::applyPortInfoSet(set, raw_[n][p].data());
+  RawAttr& block = raw(n, p);
+  mad::applyPortInfoSet(set, block.data());
   const fabric::Node& node = topo_.node(n);
   const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
                                     ? node.ports[p].route
                                     : node.route;
   mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
-  std::copy(raw_[n][p].begin(), raw_[n][p].end(), mad::smpData(smp));
-  mad::clearPortInfoClientReregister(raw_[n][p].data());  // a command, not kept by the port
-  send(phase, n, std::move(smp),
-       [this, n, p, set, sent = raw_[n][p], onOk = std::move(onOk)](const MadResult& r) {
-         portSetDone(n, p, set, sent);
-         onOk(r);
-       });
+  std::copy(block.begin(), block.end(), mad::smpData(smp));
+  mad::clearPortInfoClientReregister(block.data());  // a command, not kept by the port
+  send(phase, n, std::move(smp), [this, n, p, set, sent = block, onOk = std::move(onOk)](const MadResult& r) {
+    portSetDone(n, p, set, sent);
+    onOk(r);
+  });
 }
 
 // Phase 1, one endport: LID, LMC, SM LID, subnet timeout (and MTU/VLs of CA ports), skipped when already
@@ -183,7 +187,7 @@ void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
   // M_Key fields: compared with what the port reported (read with our key, so a protected port shows its real
   // key), skipped on ports whose SMA is known to drop them.
   const bool writeMkey = opt_.mkey && !mkeyIgnored_.count(port.guid) &&
-                         mad::decodePortInfoMkeyInfo(raw_[n][p].data()) != *opt_.mkey;
+                         mad::decodePortInfoMkeyInfo(rawOf(n, p).data()) != *opt_.mkey;
   if (port.attrs.lid == range.base && port.attrs.lmc == range.lmc && port.attrs.smLid.value == smLid_ &&
       port.attrs.gidPrefix == opt_.gidPrefix && !rereg && !writeMkey)
     return;
@@ -287,10 +291,9 @@ void ProgramRun::linkedPorts(const std::function<void(NodeIndex, unsigned)>& f) 
 // What the ports and switches hold now becomes dr's topology.
 void ProgramRun::publish() {
   fabric::Topology::AttrPatch patch;
+  for (const auto& [at, a] : attrs_)
+    patch.ports.emplace_back(at.first, fabric::PortNum{static_cast<uint8_t>(at.second)}, a);
   for (NodeIndex n = 0; n < topo_.size(); ++n) {
-    for (unsigned p = 0; p < attrs_[n].size(); ++p)
-      if (portChanged_[n][p])
-        patch.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, attrs_[n][p]);
     if (switchChanged_[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr_.switchInfo[n].data()));
   }
   if (!patch.empty()) dr_.topology = topo_.withAttrs(patch);
@@ -324,7 +327,7 @@ ProgramReport ProgramRun::run() {
     // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).
     phase("arm", [&](PhaseRunner& phase) {
       linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs_[n][p].state != PortState::kInit) return;
+        if (attrs(n, p).state != PortState::kInit) return;
         mad::PortInfoSet set;
         set.state = static_cast<uint8_t>(PortState::kArmed);
         set.neighborMtu = mtu(n, p);
@@ -334,7 +337,7 @@ ProgramReport ProgramRun::run() {
     });
     phase("activate", [&](PhaseRunner& phase) {
       linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs_[n][p].state != PortState::kArmed) return;
+        if (attrs(n, p).state != PortState::kArmed) return;
         mad::PortInfoSet set;
         set.state = static_cast<uint8_t>(PortState::kActive);
         setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsActivated; });

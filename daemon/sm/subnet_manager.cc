@@ -11,6 +11,25 @@ using fabric::Guid;
 using fabric::NodeIndex;
 
 namespace {
+
+// Whether b has the nodes of a, numbered alike, and every CA port with the same link, peer and state: then
+// the partitions resolve alike and every P_Key table (CA ports and the switch ports facing them) stays.
+bool sameEndPorts(const fabric::Topology& a, const fabric::Topology& b) {
+  if (a.size() != b.size()) return false;
+  for (NodeIndex n = 0; n < a.size(); ++n) {
+    const fabric::Node &x = a.node(n), &y = b.node(n);
+    if (x.guid != y.guid) return false;
+    if (x.isSwitch()) continue;
+    for (size_t p = 1; p < x.ports.size() && p < y.ports.size(); ++p) {
+      const fabric::Port &u = x.ports[p], &v = y.ports[p];
+      if (u.connected() != v.connected() || u.attrs.state != v.attrs.state) return false;
+      if (u.connected() && (a.node(u.peerNode).guid != b.node(v.peerNode).guid || u.peerPort != v.peerPort))
+        return false;
+    }
+  }
+  return true;
+}
+
 SmStateOptions smStateOptions(const SmOptions& o) {
   return {o.priority, o.smKey, o.pollInterval, o.pollRetries};
 }
@@ -161,11 +180,13 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   const uint32_t terms = ha_.machine().masterTerms();
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = terms;
-  // P_Keys first: a port's partition membership is set up before its link goes ACTIVE.
-  report.pkeys = programPartitions(topo);
+  // P_Keys first: a port's partition membership is set up before its link goes ACTIVE. An update that finds
+  // every end port as the last run left it (a link between switches changed) changes no partition table.
+  const bool samePartitions = stabilize && last_ && sameEndPorts(*last_->topology, topo);
+  if (!samePartitions) report.pkeys = programPartitions(topo);
   for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
-  report.program.phases.insert(report.program.phases.begin(), report.pkeys.phase);
+  if (!samePartitions) report.program.phases.insert(report.program.phases.begin(), report.pkeys.phase);
   // Partition enforcement after the port states: the Sets above start from the blocks as read.
   {
     std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning
