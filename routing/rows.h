@@ -23,6 +23,9 @@ class Rows {
   bool empty() const { return rows_.empty(); }
   void clear() { rows_.clear(); }
   void resize(size_t n) { rows_.resize(n); }  // new rows are empty
+  void push_back(Row row) { rows_.push_back(std::make_shared<Row>(std::move(row))); }
+  // Appends other's row j, shared.
+  void pushShared(const Rows& other, size_t j) { rows_.push_back(other.rows_[j]); }
   // n rows equal to `row`, sharing one copy until each is written.
   void assign(size_t n, const Row& row) { rows_.assign(n, std::make_shared<Row>(row)); }
 

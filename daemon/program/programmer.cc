@@ -77,10 +77,12 @@ class ProgramRun {
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
   std::map<PortKey, RawAttr> raw_;
-  RawAttr& raw(NodeIndex n, unsigned p) { return raw_.try_emplace({n, p}, dr_.portInfo[n][p]).first->second; }
+  RawAttr& raw(NodeIndex n, unsigned p) {
+    return raw_.try_emplace({n, p}, std::as_const(dr_.portInfo)[n][p]).first->second;
+  }
   const RawAttr& rawOf(NodeIndex n, unsigned p) const {
     auto it = raw_.find({n, p});
-    return it != raw_.end() ? it->second : dr_.portInfo[n][p];
+    return it != raw_.end() ? it->second : std::as_const(dr_.portInfo)[n][p];
   }
   uint16_t smLid_ = 0;
 };
@@ -364,8 +366,9 @@ PhaseStats Programmer::enforcePartitions(DiscoveryResult& dr,
   for (const auto& [guid, port] : ports) {
     auto n = topo.findNode(guid);
     if (!n || !topo.node(*n).isSwitch() || port == 0 || port >= topo.node(*n).ports.size()) continue;
-    if (*n >= dr.portInfo.size() || port >= dr.portInfo[*n].size()) continue;
-    RawAttr& held = dr.portInfo[*n][port];
+    const auto& blocks = std::as_const(dr.portInfo);
+    if (*n >= blocks.size() || port >= blocks[*n].size()) continue;
+    const RawAttr& held = blocks[*n][port];
     if (mad::portInfoPartitionEnforced(held.data())) continue;
     RawAttr sent = held;
     mad::PortInfoSet set;

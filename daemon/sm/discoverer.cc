@@ -21,7 +21,7 @@ constexpr uint8_t kLinkUp = 5;  // PortPhysicalState LinkUp
 struct Sweep {
   mad::MadEngine& engine;
   fabric::TopologyBuilder builder;
-  std::vector<std::vector<RawAttr>> portInfo;
+  routing::Rows<std::vector<RawAttr>> portInfo;
   std::vector<RawAttr> switchInfo;
   std::vector<std::string> warnings;
   std::optional<std::string> fatal;
@@ -146,7 +146,7 @@ struct Sweep {
       n.ports[info.localPort].guid = info.portGuid;
       n.ports[info.localPort].route = path;
     }
-    portInfo.emplace_back(info.numPorts + 1u, RawAttr{});
+    portInfo.push_back(std::vector<RawAttr>(info.numPorts + 1u));
     switchInfo.emplace_back();
     if (parent == fabric::kNoNode)
       smPortNum = info.localPort;
@@ -269,7 +269,7 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     fabric::Node n = old.node(o);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
     (void)fresh.addNode(std::move(n));  // GUIDs are unique in `old` already
-    result.portInfo.push_back(std::move(sweep.portInfo[o]));
+    result.portInfo.pushShared(sweep.portInfo, o);
     result.switchInfo.push_back(sweep.switchInfo[o]);
   }
   for (NodeIndex o : order) {
@@ -362,7 +362,7 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     fabric::Node n = topo.node(i);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
     (void)sweep->builder.addNode(std::move(n));
-    sweep->portInfo.push_back(previous.portInfo[i]);
+    sweep->portInfo.pushShared(previous.portInfo, i);
     sweep->switchInfo.push_back(previous.switchInfo[i]);
   }
   sweep->smPortNum = topo.smPort().value;

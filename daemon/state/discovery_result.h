@@ -11,6 +11,7 @@
 
 #include "fabric/topology.h"
 #include "mad/clock.h"
+#include "routing/rows.h"
 
 namespace ibsm::daemon {
 
@@ -28,8 +29,10 @@ struct DiscoveryResult {
   fabric::TopologyPtr topology;
   // Linked ports that are up but kept out of the topology (flap damping), as (node GUID, port).
   std::vector<std::pair<fabric::Guid, uint8_t>> heldDown;
-  // PortInfo blocks as read, [node][port]: SubnSet(PortInfo) starts from these.
-  std::vector<std::vector<RawAttr>> portInfo;
+  // PortInfo blocks as read, [node][port]: SubnSet(PortInfo) starts from these. Rows of nodes shared with
+  // the previous result (a targeted re-discovery copies only the nodes it re-reads); read them through a
+  // const reference.
+  routing::Rows<std::vector<RawAttr>> portInfo;
   // SwitchInfo blocks as read, [node] (zeros for non-switches).
   std::vector<RawAttr> switchInfo;
   DiscoveryStats stats;
