@@ -6,6 +6,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -72,11 +73,14 @@ fabric::Result<void> EventLoop::handleSignals(std::function<void(int)> onSignal)
   });
 }
 
-void EventLoop::run(std::chrono::milliseconds maxWait, const Callback& idle) {
+void EventLoop::run(std::chrono::milliseconds maxWait, const Callback& idle,
+                    const std::function<std::chrono::milliseconds()>& wait) {
   stopped_ = false;
   epoll_event events[32];
   while (!stopped_) {
-    int n = epoll_wait(epoll_, events, 32, static_cast<int>(maxWait.count()));
+    const std::chrono::milliseconds timeout =
+        wait ? std::clamp(wait(), std::chrono::milliseconds(0), maxWait) : maxWait;
+    int n = epoll_wait(epoll_, events, 32, static_cast<int>(timeout.count()));
     for (int i = 0; i < n && !stopped_; ++i) {
       auto it = callbacks_.find(events[i].data.fd);
       if (it != callbacks_.end()) {

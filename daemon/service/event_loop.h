@@ -25,8 +25,10 @@ class EventLoop {
                                Callback onExpiry);
   // Blocks SIGTERM, SIGINT and SIGHUP and delivers them through a signalfd.
   fabric::Result<void> handleSignals(std::function<void(int signo)> onSignal);
-  // Runs until stop(); each wait is at most maxWait (so `idle` runs at least that often).
-  void run(std::chrono::milliseconds maxWait, const Callback& idle);
+  // Runs until stop(); each wait is at most maxWait (so `idle` runs at least that often), and at most what
+  // `wait` says when given (work due sooner, e.g. a batch of traps).
+  void run(std::chrono::milliseconds maxWait, const Callback& idle,
+           const std::function<std::chrono::milliseconds()>& wait = {});
   void stop() { stopped_ = true; }
 
  private:

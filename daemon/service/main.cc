@@ -381,12 +381,19 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
   // Topology events (targeted updates after traps and light sweeps) reach the Service, which logs and
   // publishes them.
   // sm.tick() handles received MADs (SMInfo, traps), runs batched targeted updates and light sweeps.
-  loop.run(10ms, [&] {
-    sm.tick();
-    saAgent.poll();
-    health.tick();
-    service.idle();
-  });
+  loop.run(
+      10ms,
+      [&] {
+        sm.tick();
+        saAgent.poll();
+        health.tick();
+        service.idle();
+      },
+      [&] {
+        // A batch of traps runs when its delay is over, not at the next 10 ms wake-up.
+        auto due = sm.untilUpdateDue();
+        return due ? std::chrono::ceil<std::chrono::milliseconds>(*due) : 10ms;
+      });
   onReload = nullptr;
   notify.stopping();
   log.info("SM003", "stopping");

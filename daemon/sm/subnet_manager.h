@@ -54,7 +54,7 @@ struct SmOptions {
   // vl.weights are the VL arbitration weights programmed when more than one VL is used.
   VlProgramOptions vl;
   mad::Duration lightSweepInterval = std::chrono::seconds(10);   // 0 = no light sweeps
-  mad::Duration trapBatchDelay = std::chrono::milliseconds(20);  // traps arriving within this are one event
+  mad::Duration trapBatchDelay = std::chrono::milliseconds(5);   // traps arriving within this are one event
   mad::Duration holdDown = std::chrono::milliseconds(2000);      // flap damping: first hold-down of a port
   mad::Duration maxHoldDown = std::chrono::milliseconds(60000);  // doubling stops here
   bool ipoibBroadcast = true;  // create the IPoIB broadcast group of every IPoIB partition
@@ -101,6 +101,8 @@ class SubnetManager {
   // Installed as the engine's unsolicited handler: SA MADs, traps, SMInfo Get and Set.
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
   // Queues switches for a targeted update (control socket "resweep", tests).
+  // How long until a batched update is due (none waiting: nothing), for the event loop's wait.
+  std::optional<mad::Duration> untilUpdateDue() const { return updates_.untilDue(); }
   void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause) {
     updates_.queue(switches, cause);
   }

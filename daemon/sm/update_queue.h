@@ -3,6 +3,7 @@
 // flap reported by both of its switches costs one re-discovery.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -34,6 +35,11 @@ class UpdateQueue {
   std::optional<Batch> takeDue();
   // Whether a request has come and waits out its batch delay (not a later one queued for the future).
   bool waiting() const { return since_ && *since_ <= clock_.now(); }
+  // Time until the batch is due (zero when it is), or nothing when no request waits.
+  std::optional<mad::Duration> untilDue() const {
+    if (!since_) return std::nullopt;
+    return std::max(mad::Duration::zero(), *since_ + batchDelay_ - clock_.now());
+  }
   // The waiting batch now, without waiting out the delay, else nothing.
   std::optional<Batch> take();
 
