@@ -12,13 +12,20 @@ using fabric::NodeIndex;
 
 namespace {
 
+// Whether b has the nodes of a (GUIDs and port counts), numbered alike.
+bool sameNodes(const fabric::Topology& a, const fabric::Topology& b) {
+  if (a.size() != b.size()) return false;
+  for (NodeIndex n = 0; n < a.size(); ++n)
+    if (a.node(n).guid != b.node(n).guid || a.node(n).numPorts != b.node(n).numPorts) return false;
+  return true;
+}
+
 // Whether b has the nodes of a, numbered alike, and every CA port with the same link, peer and state: then
 // the partitions resolve alike and every P_Key table (CA ports and the switch ports facing them) stays.
 bool sameEndPorts(const fabric::Topology& a, const fabric::Topology& b) {
-  if (a.size() != b.size()) return false;
+  if (!sameNodes(a, b)) return false;
   for (NodeIndex n = 0; n < a.size(); ++n) {
     const fabric::Node &x = a.node(n), &y = b.node(n);
-    if (x.guid != y.guid) return false;
     if (x.isSwitch()) continue;
     for (size_t p = 1; p < x.ports.size() && p < y.ports.size(); ++p) {
       const fabric::Port &u = x.ports[p], &v = y.ports[p];
@@ -161,7 +168,11 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (const auto& w : found.stats.warnings) report.warnings.push_back(w);
 
   // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
-  auto assigned = lids_.assign(topo, ha_.machine().tookOver());
+  // An update that finds the same nodes under the same numbers keeps every LID: nothing to assign or save.
+  auto assigned =
+      stabilize && snapshot_ && sameNodes(*snapshot_->topology, topo)
+          ? fabric::Result<routing::LidAssignResult>(routing::LidAssignResult{snapshot_->lids, {}, {}, 0})
+          : lids_.assign(topo, ha_.machine().tookOver());
   if (!assigned) return fabric::makeError(assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
   report.lidsChanged = assigned->changed;
