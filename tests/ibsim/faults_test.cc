@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
@@ -249,6 +251,21 @@ TEST(FaultsTest, DiskFullKeepsPreviousFiles) {
   }
   const fabric::Node& host = f.built->node(f.built->cas().back());
   f.sim->console("Unlink \"" + simId(host) + "\"");
+  // guid2lid is written only when the map changes: one host's entry taken out of the file is one the SM has
+  // to write back (and, the disk being full, cannot).
+  {
+    const auto& other = f.built->node(f.built->cas().front());
+    char guid[24];
+    std::snprintf(guid, sizeof guid, "0x%016llx ",
+                  static_cast<unsigned long long>(other.ports[1].guid.value));
+    std::string kept;
+    std::istringstream lines(before["guid2lid"]);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.starts_with(guid)) kept += line + "\n";
+    ASSERT_LT(kept.size(), before["guid2lid"].size());
+    writeFile(f.state + "/guid2lid", kept);
+    before["guid2lid"] = kept;
+  }
 
   std::signal(SIGXFSZ, SIG_DFL);  // inherited by the shell and ibsmd, whatever the test runner set
   std::string cmd = "ulimit -f 1; LD_PRELOAD=" + std::string(kUmad2Sim) + " exec " + binPath("ibsmd") +

@@ -3,6 +3,7 @@
 #include "daemon/sm/lid_manager.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -108,6 +109,26 @@ TEST_F(Lids, ATakeoverKeepsTheLidsTheFabricHolds) {
   ASSERT_TRUE(fromFile);
   EXPECT_EQ(byGuid(*found.topology, fromFile->lids), unusual(*found.topology));
   EXPECT_GT(fromFile->changed, 0u);
+}
+
+// The map is written only when it changes: a second assignment of the same fabric leaves the file alone
+// (an atomic write would make a new inode).
+TEST_F(Lids, AnUnchangedMapIsNotWrittenAgain) {
+  SmFixture f;
+  f.startFabric();
+  DiscoveryResult found = f.discover();
+  LidManager lids(path, 0);
+  ASSERT_TRUE(lids.assign(*found.topology, false));
+  const auto inode = [&] {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0);
+    return st.st_ino;
+  };
+  const auto written = inode();
+  auto again = lids.assign(*found.topology, false);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->warnings.empty());
+  EXPECT_EQ(inode(), written);
 }
 
 }  // namespace
