@@ -127,6 +127,7 @@ TopologyPtr Topology::withAttrs(const AttrPatch& patch) const {
 Result<TopologyPtr> TopologyBuilder::build() && {
   auto topo = std::make_shared<Topology>();
   topo->byGuid_ = std::move(byGuid_);
+  topo->byPortGuid_.reserve(nodes_.size());
   for (NodeIndex i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     if (n.isSwitch()) {

@@ -148,6 +148,11 @@ using TopologyPtr = std::shared_ptr<const Topology>;
 // Collects nodes and links, checks them, and produces the immutable snapshot.
 class TopologyBuilder {
  public:
+  // Room for n nodes (a re-discovery adds the known ones first).
+  void reserve(size_t n) {
+    nodes_.reserve(n);
+    byGuid_.reserve(n);
+  }
   // Adds a node; ports are created (numPorts + 1 entries) if the node has none. Fails on a duplicate node
   // GUID.
   Result<NodeIndex> addNode(Node node);

@@ -358,6 +358,7 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   auto sweep = std::make_unique<Sweep>(engine_);
   sweep->failOnNoAnswer = true;
   sweep->heldDown = heldDown;
+  sweep->builder.reserve(topo.size());
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     fabric::Node n = topo.node(i);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
