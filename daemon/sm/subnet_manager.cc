@@ -20,10 +20,9 @@ bool sameNodes(const fabric::Topology& a, const fabric::Topology& b) {
   return true;
 }
 
-// Whether b has the nodes of a, numbered alike, and every CA port with the same link, peer and state: then
+// Whether every CA port of b, which has the nodes of a (sameNodes), has the same link, peer and state: then
 // the partitions resolve alike and every P_Key table (CA ports and the switch ports facing them) stays.
 bool sameEndPorts(const fabric::Topology& a, const fabric::Topology& b) {
-  if (!sameNodes(a, b)) return false;
   for (NodeIndex n = 0; n < a.size(); ++n) {
     const fabric::Node &x = a.node(n), &y = b.node(n);
     if (x.isSwitch()) continue;
@@ -169,8 +168,9 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
 
   // Taking over from another master: the LIDs the fabric holds win over our file, so no LID changes.
   // An update that finds the same nodes under the same numbers keeps every LID: nothing to assign or save.
+  const bool sameAsLast = stabilize && last_ && snapshot_ && sameNodes(*last_->topology, topo);
   auto assigned =
-      stabilize && snapshot_ && sameNodes(*snapshot_->topology, topo)
+      sameAsLast
           ? fabric::Result<routing::LidAssignResult>(routing::LidAssignResult{snapshot_->lids, {}, {}, 0})
           : lids_.assign(topo, ha_.machine().tookOver());
   if (!assigned) return fabric::makeError(assigned.error().message);
@@ -193,7 +193,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   reregisteredAt_ = terms;
   // P_Keys first: a port's partition membership is set up before its link goes ACTIVE. An update that finds
   // every end port as the last run left it (a link between switches changed) changes no partition table.
-  const bool samePartitions = stabilize && last_ && sameEndPorts(*last_->topology, topo);
+  const bool samePartitions = sameAsLast && sameEndPorts(*last_->topology, topo);
   if (!samePartitions) report.pkeys = programPartitions(topo);
   for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);

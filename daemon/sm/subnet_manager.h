@@ -100,9 +100,9 @@ class SubnetManager {
   void tick();
   // Installed as the engine's unsolicited handler: SA MADs, traps, SMInfo Get and Set.
   void onUnsolicited(const mad::MadPacket& mad, const mad::MadHeader& header);
-  // Queues switches for a targeted update (control socket "resweep", tests).
   // How long until a batched update is due (none waiting: nothing), for the event loop's wait.
   std::optional<mad::Duration> untilUpdateDue() const { return updates_.untilDue(); }
+  // Queues switches for a targeted update (control socket "resweep", tests).
   void queueUpdate(const std::vector<fabric::Guid>& switches, const std::string& cause) {
     updates_.queue(switches, cause);
   }
