@@ -137,7 +137,7 @@ class FatTreeRouter {
     lft_.resize(n_);
     for (uint32_t s = 0; s < n_; ++s) {
       tables_.lft[g.node(s)].assign(lftSize_, kNoPort);
-      lft_[s] = tables_.lft[g.node(s)].data();
+      lft_[s] = &tables_.lft[g.node(s)];
     }
     if (options.computeAr) ar_.assign(n_, ArGroupBuilder(lftSize_, options.arGroupCap));
     load_.assign(g.arcCount(), 0);
@@ -269,7 +269,7 @@ class FatTreeRouter {
   void choose(uint32_t s, uint32_t a, uint16_t lid) {
     chosen_[s] = a;
     next_[s] = arc(a).to;
-    lft_[s][lid] = arc(a).port;
+    (*lft_[s])[lid] = arc(a).port;
   }
 
   void route(const DestLid& t) {
@@ -277,7 +277,7 @@ class FatTreeRouter {
     const uint32_t d = dest_;
     const uint16_t lid = t.lid.value;
     const bool count = !t.isSwitch;
-    lft_[d][lid] = t.port;
+    (*lft_[d])[lid] = t.port;
 
     // 2. Main path up from d.
     for (auto& f : frontier_) f.clear();
@@ -521,7 +521,7 @@ class FatTreeRouter {
   const uint32_t n_;
   size_t lftSize_ = 0;
   RoutingTables tables_;
-  std::vector<uint8_t*> lft_;
+  std::vector<LftRow*> lft_;
   std::vector<ArGroupBuilder> ar_;
   std::vector<DestLid> dests_;
   std::vector<uint64_t> load_;  // per directed switch-to-switch arc: routes counted so far

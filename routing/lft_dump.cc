@@ -62,7 +62,7 @@ std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const
   char buf[160];
   for (NodeIndex sw : topo.switches()) {
     const Node& n = topo.node(sw);
-    const std::vector<uint8_t>* lft = sw < tables.lft.size() ? &tables.lft[sw] : nullptr;
+    const LftRow* lft = sw < tables.lft.size() ? &tables.lft[sw] : nullptr;
     unsigned maxLid = lft && !lft->empty() ? static_cast<unsigned>(lft->size() - 1) : lids.maxLid().value;
     std::snprintf(buf, sizeof buf, "Unicast lids [0-%u] of switch Lid %u guid 0x%016llx (", maxLid,
                   lids.base(sw, PortNum{0}).value, static_cast<unsigned long long>(n.guid.value));
@@ -132,7 +132,7 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       cur = *node;
       seenLid.assign(fabric::kMaxUnicastLid + 1u, 0);
       // Size the table from the header's range "[0-12]" / "[0x0-0xc]" when it parses; entries may extend it.
-      std::vector<uint8_t>& lft = t.lft[cur];
+      LftRow& lft = t.lft[cur];
       lft.clear();
       size_t dash = line.find('-');
       size_t close = line.find(']');
@@ -172,7 +172,7 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       if (port > 255) return fail("port " + std::to_string(port) + " is out of range");
       if (seenLid[lid]) return fail("LID " + std::to_string(lid) + " listed twice for this switch");
       seenLid[lid] = 1;
-      std::vector<uint8_t>& lft = t.lft[cur];
+      LftRow& lft = t.lft[cur];
       if (lft.size() <= lid) lft.resize(lid + 1u, kNoPort);
       lft[lid] = static_cast<uint8_t>(port);
       continue;

@@ -24,10 +24,15 @@ struct ArTable {
   bool operator==(const ArTable&) const = default;
 };
 
+// One switch's LFT in blocks of 64 entries, the unit the SM writes (LinearForwardingTable): versions of the
+// tables share the blocks a change does not touch, and the programmer skips a block it wrote that is still
+// the very same.
+using LftRow = Blocks<uint8_t, 64>;
+
 struct RoutingTables {
   std::string engine;  // which engine produced them
   // Rows (routing/rows.h): per switch, shared with other versions of the tables until written.
-  Rows<std::vector<uint8_t>> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
+  Rows<LftRow> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
   Rows<ArTable> ar;                // [node]; empty when AR was not computed
   // Service level of each path, for engines that keep their routes deadlock-free by spreading them over
   // virtual-lane layers (SL i travels on VL i on every hop, unless slToVl says otherwise): sl[switch

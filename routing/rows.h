@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <vector>
@@ -85,16 +86,24 @@ class Rows {
 };
 
 // A long row as blocks of N entries that copies of it share: a copy copies N-times fewer pointers than
-// entries, and writing an entry clones its block only (copy on write, as Rows does per row). For the AR
-// tables' LID-to-group rows, of which a repair changes a few LIDs on many switches. Same threading rule as
-// Rows: written by its owner only.
+// entries, and writing an entry clones its block only (copy on write, as Rows does per row). For the LFTs and
+// the AR tables' LID-to-group rows, of which a repair changes a few LIDs on many switches. Same threading rule
+// as Rows: written by its owner only.
 template <typename T, size_t N = 256>
 class Blocks {
  public:
+  static constexpr size_t kBlock = N;
+
   Blocks() = default;
+  Blocks(std::initializer_list<T> values) {
+    resize(values.size(), T{});
+    size_t i = 0;
+    for (const T& v : values) (*this)[i++] = v;
+  }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  void clear() { assign(0, T{}); }
   const T& operator[](size_t i) const { return (*blocks_[i / N])[i % N]; }
   T& operator[](size_t i) {
     std::shared_ptr<Block>& b = blocks_[i / N];
@@ -142,6 +151,14 @@ class Blocks {
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size_}; }
 
+  // Whether block k (entries k*N ..) is the very block k of other (then they are equal without comparing).
+  bool sameBlock(size_t k, const Blocks& other) const {
+    return k < blocks_.size() && k < other.blocks_.size() && blocks_[k] == other.blocks_[k];
+  }
+
+  friend bool operator==(const Blocks& a, const std::vector<T>& b) {
+    return a.size_ == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
   friend bool operator==(const Blocks& a, const Blocks& b) {
     if (a.size_ != b.size_) return false;
     for (size_t k = 0; k < a.blocks_.size(); ++k) {

@@ -135,10 +135,10 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
   tables.lft.resize(topo.size());
   tables.upKey.assign(topo.size(), 0);
   for (uint32_t s = 0; s < n; ++s) tables.upKey[g.node(s)] = key[s];
-  std::vector<uint8_t*> lft(n);
+  std::vector<LftRow*> lft(n);
   for (uint32_t s = 0; s < n; ++s) {
     tables.lft[g.node(s)].assign(lftSize, kNoPort);
-    lft[s] = tables.lft[g.node(s)].data();
+    lft[s] = &tables.lft[g.node(s)];
   }
   std::vector<ArGroupBuilder> ar;
   if (options.computeAr) ar.assign(n, ArGroupBuilder(lftSize, options.arGroupCap));
@@ -234,7 +234,7 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
         lastOwner = t.owner;
         lastOwnerPort = t.ownerPort;
       }
-      lft[d][t.lid.value] = t.port;
+      (*lft[d])[t.lid.value] = t.port;
       for (uint32_t s : byDist) acc[s] = 0;
       for (uint32_t s : byDist) {
         // Least-loaded equal-cost port; one the endport's earlier LIDs do not use first; then fewest LIDs;
@@ -253,7 +253,7 @@ RoutingTables route(const Topology& topo, const LidAssignment& lids, const Optio
             bestRank = r;
           }
         }
-        lft[s][t.lid.value] = g.arc(best).port;
+        (*lft[s])[t.lid.value] = g.arc(best).port;
         usedBy[best] = endportSerial;
         if (t.isSwitch) continue;
         const uint64_t w = g.hosts(s) + acc[s];

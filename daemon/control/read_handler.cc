@@ -310,7 +310,7 @@ Json doRoutes(const SubnetSnapshot& s, const Request& r) {
   NodeIndex sw = needSwitch(s, requiredArg(r, "switch"));
   const Topology& t = *s.topology;
   const Node& node = t.node(sw);
-  const std::vector<uint8_t>* lft = sw < s.tables.lft.size() ? &s.tables.lft[sw] : nullptr;
+  const routing::LftRow* lft = sw < s.tables.lft.size() ? &s.tables.lft[sw] : nullptr;
   std::vector<Lid> only;
   if (const Json* l = arg(r, "lid")) only = lidsNamed(s, *l);
   Json routes = Json::array();

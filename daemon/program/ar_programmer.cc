@@ -87,7 +87,7 @@ std::string checkGroups(const routing::ArTable& ar, const fabric::Node& node, co
 }
 
 // The group table and ARLFT blocks for routing's AR table of one switch.
-void fillBlocks(const routing::ArTable& ar, const std::vector<uint8_t>& lft, mad::ArLidState mode,
+void fillBlocks(const routing::ArTable& ar, const routing::LftRow& lft, mad::ArLidState mode,
                 uint16_t& groupTop, std::vector<mad::ArGroupBlock>& groupBlocks,
                 std::vector<mad::ArLftBlock>& lftBlocks) {
   const size_t groups = ar.groups.size();
@@ -279,7 +279,7 @@ void ArProgrammer::sendEnable(PhaseRunner& phase, const fabric::Topology& topo,
     want.subGroupsActive = 0;  // one port mask per group: two groups per ARGroupTable block
     want.bySlEnabled = false;  // AR on every SL
     want.ageingTimeUs = options_.ageingTimeUs;
-    const std::vector<uint8_t>& plain = tables.lft[p.node];
+    const routing::LftRow& plain = tables.lft[p.node];
     if (st.enabled && !st.enableUnknown && want == st.info && st.plainLft == plain) return;
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
     mad::encodeArInfo(want, mad::smpData(smp));

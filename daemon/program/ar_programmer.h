@@ -96,7 +96,7 @@ class ArProgrammer {
     KnownBlocks<mad::ArLftBlock> lft;
     bool enabled = false;
     bool enableUnknown = false;     // an enable/disable Set was not acknowledged
-    std::vector<uint8_t> plainLft;  // tables.lft[n] when AR was last enabled
+    routing::LftRow plainLft;  // tables.lft[n] when AR was last enabled
     unsigned failures = 0;
     bool parked = false;
   };

@@ -66,13 +66,13 @@ class ProgramRun {
   std::vector<bool> switchChanged_;
   // Switches whose LFT blocks were compared (and sent where they differ) in this run; the ones with no
   // failed block hold their row in full afterwards.
-  struct LftRow {
+  struct ComparedRow {
     NodeIndex node;
     SwitchTableCache::Entry* held;
-    std::shared_ptr<const std::vector<uint8_t>> row;
+    std::shared_ptr<const routing::LftRow> row;
     uint16_t top;
   };
-  std::vector<LftRow> lftRows_;
+  std::vector<ComparedRow> lftRows_;
   std::vector<bool> lftFailed_;
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
@@ -251,18 +251,26 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
 // Phase 2, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
 void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
   const fabric::Node& node = topo_.node(n);
-  const std::vector<uint8_t>& want = tables_.lft[n];
+  const routing::LftRow& want = tables_.lft[n];
+  static_assert(routing::LftRow::kBlock == mad::kLftBlockLids);
   const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
-  // The row the switch holds in full already (a repair or a rebalance shares the rows it did not change).
-  std::shared_ptr<const std::vector<uint8_t>> row = tables_.lft.row(n);
+  // The row the switch holds in full already (a repair or a rebalance shares the rows it did not change,
+  // and within a row the blocks it did not change).
+  std::shared_ptr<const routing::LftRow> row = tables_.lft.row(n);
   if (row && held.written == row && held.writtenTop == top) {
     report_.lftBlocksSkipped += blocks;
     return;
   }
+  std::shared_ptr<const routing::LftRow> was = held.writtenTop == top ? std::move(held.written) : nullptr;
   held.written = nullptr;
   if (row) lftRows_.push_back({n, &held, std::move(row), top});
   held.lft.grow(blocks);
   for (size_t b = 0; b < blocks; ++b) {
+    const size_t end = (b + 1) * mad::kLftBlockLids;
+    if (was && want.sameBlock(b, *was) && end <= want.size() && end <= was->size()) {
+      ++report_.lftBlocksSkipped;
+      continue;
+    }
     mad::LftBlock block;
     for (size_t i = 0; i < mad::kLftBlockLids; ++i) {
       size_t lid = b * mad::kLftBlockLids + i;
@@ -319,7 +327,7 @@ ProgramReport ProgramRun::run() {
       setLftBlocks(phase, n, held, top);
     }
   });
-  for (LftRow& r : lftRows_)
+  for (ComparedRow& r : lftRows_)
     if (!lftFailed_[r.node]) {
       r.held->written = std::move(r.row);
       r.held->writtenTop = r.top;

@@ -28,8 +28,9 @@ struct SwitchLftState {
   uint16_t linearFdbTop = 0;
   bool topKnown = false;
   // The routing tables' row (routing/rows.h) whose blocks up to writtenTop the switch was last known to
-  // hold in full: when the tables bring the very same row again, no block needs comparing.
-  std::shared_ptr<const std::vector<uint8_t>> written;
+  // hold in full: when the tables bring the very same row again, no block needs comparing, and of a row
+  // derived from it (a repair, a rebalance) only the blocks that are not the very same ones.
+  std::shared_ptr<const routing::LftRow> written;
   uint16_t writtenTop = 0;
 };
 class SwitchTableCache : public SwitchCache<SwitchLftState> {

@@ -96,12 +96,23 @@ RepairResult repairAndCheck(const Topology& topo, const Routed& before, const To
       EXPECT_EQ(r->loads[s][p], recount[s][p]) << what << ": switch " << s << " port " << p;
     }
   // Only entries of destinations that crossed the failure changed, and `moved` counts them.
-  // A switch whose row did not change still shares it with the old tables (nothing copied for it).
+  // A switch whose row did not change still shares it with the old tables (nothing copied for it), and a
+  // row that changed shares the blocks that did not.
   size_t moved = 0;
-  const Rows<std::vector<uint8_t>>& lft = r->tables.lft;  // read only: a write would clone the row
+  const Rows<LftRow>& lft = r->tables.lft;  // read only: a write would clone the row
   for (NodeIndex s : after.switches()) {
     size_t here = 0;
-    for (size_t lid = 0; lid < lft[s].size(); ++lid) here += lft[s][lid] != before.tables.lft[s][lid];
+    for (size_t lid = 0; lid < lft[s].size(); ++lid) {
+      const bool changed = lft[s][lid] != before.tables.lft[s][lid];
+      here += changed;
+      if (lid % LftRow::kBlock == 0) {
+        size_t blockChanged = 0;
+        for (size_t l = lid; l < std::min(lft[s].size(), lid + LftRow::kBlock); ++l)
+          blockChanged += lft[s][l] != before.tables.lft[s][l];
+        EXPECT_EQ(blockChanged == 0, lft[s].sameBlock(lid / LftRow::kBlock, before.tables.lft[s]))
+            << what << ": switch " << s << " block " << lid / LftRow::kBlock;
+      }
+    }
     EXPECT_EQ(here == 0, r->tables.lft.sameRow(s, before.tables.lft, s)) << what << ": switch " << s;
     moved += here;
   }

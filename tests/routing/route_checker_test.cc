@@ -268,7 +268,7 @@ TEST(RouteChecker, ShortOrMissingTablesAreNoRoutes) {
   EXPECT_EQ(r.noRoute, 6u);
   EXPECT_EQ(r.examples.size(), 5u);  // capped at maxExamples
   RoutingTables shortT = lineTables(l);
-  shortT.lft[l.s0].resize(2);
+  shortT.lft[l.s0].resize(2, kNoPort);
   CheckReport r2 = checkRoutes(*l.topo, l.lids, shortT);
   EXPECT_GT(r2.noRoute, 0u);
 }

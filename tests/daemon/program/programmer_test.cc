@@ -58,7 +58,7 @@ TEST(Programmer, BringsTheFabricUp) {
     }
     if (node.isSwitch()) {
       EXPECT_EQ(fx.fabric->switchAttrs(f).linearFdbTop, up.lids.maxLid().value);
-      std::vector<uint8_t> want = up.tables.lft[n];
+      routing::LftRow want = up.tables.lft[n];
       want.resize(lidCount, routing::kNoPort);
       EXPECT_EQ(held(*fx.fabric, f, lidCount), want) << node.description;
     }
@@ -372,7 +372,7 @@ TEST(Programmer, SetsWithNoAnswerGoAgainInASecondPass) {
   EXPECT_EQ(secondPass, t.switches().size());
   const size_t lidCount = up.lids.maxLid().value + 1u;
   for (NodeIndex n : t.switches()) {
-    std::vector<uint8_t> want = up.tables.lft[n];
+    routing::LftRow want = up.tables.lft[n];
     want.resize(lidCount, routing::kNoPort);
     EXPECT_EQ(held(*fx.fabric, fx.fakeIndex(t, n), lidCount), want) << t.node(n).description;
   }
