@@ -122,8 +122,8 @@ uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a cheap, well-spread hash f
 // sends all the destinations its leaves hand it out of one up-port (max link load 18x the mean on a
 // 11,664-host tree; with the hash 1.25x). On 2-level trees both give the same perfect balance.
 template <bool kLmc>
-void routeSwitch(const MinHopPlan& plan, SwitchIndex s, LftRow& lft, ArGroupBuilder* ar,
-                 uint64_t seed, Scratch& sc) {
+void routeSwitch(const MinHopPlan& plan, SwitchIndex s, LftRow& lft, ArGroupBuilder* ar, uint64_t seed,
+                 Scratch& sc) {
   const SwitchGraph& g = plan.graph;
   const size_t S = g.size();
   const uint32_t a0 = g.arcBegin(s), a1 = g.arcEnd(s);
@@ -230,8 +230,7 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, LftRow& lft, ArGroupBuil
   }
 }
 
-using RouteFn = void (*)(const MinHopPlan&, SwitchIndex, LftRow&, ArGroupBuilder*, uint64_t,
-                         Scratch&);
+using RouteFn = void (*)(const MinHopPlan&, SwitchIndex, LftRow&, ArGroupBuilder*, uint64_t, Scratch&);
 
 class MinHopEngine final : public Engine {
  public:

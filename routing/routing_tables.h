@@ -33,7 +33,7 @@ struct RoutingTables {
   std::string engine;  // which engine produced them
   // Rows (routing/rows.h): per switch, shared with other versions of the tables until written.
   Rows<LftRow> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
-  Rows<ArTable> ar;                // [node]; empty when AR was not computed
+  Rows<ArTable> ar;  // [node]; empty when AR was not computed
   // Service level of each path, for engines that keep their routes deadlock-free by spreading them over
   // virtual-lane layers (SL i travels on VL i on every hop, unless slToVl says otherwise): sl[switch
   // node][LID] is the SL of the traffic that enters the fabric at that switch (from a CA cabled to it)

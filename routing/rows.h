@@ -87,8 +87,8 @@ class Rows {
 
 // A long row as blocks of N entries that copies of it share: a copy copies N-times fewer pointers than
 // entries, and writing an entry clones its block only (copy on write, as Rows does per row). For the LFTs and
-// the AR tables' LID-to-group rows, of which a repair changes a few LIDs on many switches. Same threading rule
-// as Rows: written by its owner only.
+// the AR tables' LID-to-group rows, of which a repair changes a few LIDs on many switches. Same threading
+// rule as Rows: written by its owner only.
 template <typename T, size_t N = 256>
 class Blocks {
  public:

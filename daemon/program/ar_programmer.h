@@ -95,8 +95,8 @@ class ArProgrammer {
     KnownBlocks<mad::ArGroupBlock> groups;
     KnownBlocks<mad::ArLftBlock> lft;
     bool enabled = false;
-    bool enableUnknown = false;     // an enable/disable Set was not acknowledged
-    routing::LftRow plainLft;  // tables.lft[n] when AR was last enabled
+    bool enableUnknown = false;  // an enable/disable Set was not acknowledged
+    routing::LftRow plainLft;    // tables.lft[n] when AR was last enabled
     unsigned failures = 0;
     bool parked = false;
   };

@@ -173,7 +173,8 @@ Answer lftRecords(const Query& q, size_t maxRecords) {
     const auto& lft = q.snapshot->tables.lft[s];
     for (size_t block = 0; block * 64 < lft.size(); ++block) {
       uint8_t ports[64];
-      for (size_t i = 0; i < 64; ++i) ports[i] = block * 64 + i < lft.size() ? lft[block * 64 + i] : routing::kNoPort;
+      for (size_t i = 0; i < 64; ++i)
+        ports[i] = block * 64 + i < lft.size() ? lft[block * 64 + i] : routing::kNoPort;
       mad::encodeLftRecord(lid, static_cast<uint16_t>(block), ports, a.add());
       a.keepIfMatches(mad::kSaAttrLftRecord, q.sa.compMask, mad::saData(q.mad));
       if (a.count > maxRecords) return fail(mad::kStatusNoResources);
