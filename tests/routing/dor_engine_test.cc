@@ -165,6 +165,10 @@ TEST(DorEngine, ArGroupsAreTheParallelLinks) {
     EXPECT_GT(r.report.arEntries, 0u);
     EXPECT_LE(r.report.arEntries, overSwitchLinks);  // the checker looks at base LIDs only
     EXPECT_EQ(t.slLayers, dims[0] == 5 ? 2u : 1u);
+    // The cap (checked in routeWithAr): one group per switch, the other ways route statically.
+    testing::RoutedWithAr capped = testing::routeWithAr(*topo, "dor", 8, 1);
+    EXPECT_EQ(capped.report.arGroups, topo->switches().size());
+    EXPECT_LT(capped.report.arEntries, r.report.arEntries);
   }
 }
 
