@@ -17,6 +17,19 @@
 //    count, so the chain falls back to an engine that needs fewer.
 // Layer i is SL i, meant to be mapped to VL i on every port (RoutingTables::sl). Routes to switch LIDs carry
 // only SMPs on VL15, which are not flow controlled, so they take part in neither the load nor the CDG.
+// 3. AR groups (Options::computeAr; the LFTs and SLs are the same without). A packet keeps its SL, hence its
+//    layer, on whichever member it takes, so a member must add no dependency to that layer's CDG. Let E_L
+//    be the dependencies of the static paths of layer L. Per CA destination, switches in order of
+//    increasing distance: switch w with static arc s0 gets member b != s0 (a link one hop closer, so every
+//    member is on a shortest path) iff (i) for every static arc a into w from a child u, (a, b) is in E_L for
+//    every layer L of the paths through u, and (ii) every layer of the paths through w is in ok(b), where
+//    ok(b) = the layers L with (b, c) in E_L and L in ok(c) for every member c of b's head (all layers at the
+//    destination's switch; its members were chosen before, being closer). A switch no static path to the
+//    destination crosses keeps its LFT port alone, which leaves its upstream neighbours the most choice.
+//    Proof that every dependency of a packet on layer L is in E_L: until its first alternative it follows
+//    its static path, whose dependencies are in E_L; the first alternative b at w comes from a static state,
+//    so (i) covers its first dependency and (ii) puts L in ok(b), which by its definition covers every later
+//    hop whatever member it takes. So each layer's CDG is E_L with AR too, acyclic by step 2.
 //
 // Cost: an all-pairs BFS (S x S hops), then per pass O(LIDs x switch links); the layering walks the paths
 // of a layer once, and a broken dependency visits only the trees that have it and, in each, the sources
@@ -29,6 +42,7 @@
 #include <numeric>
 #include <string>
 
+#include "routing/ar_groups.h"
 #include "routing/engine.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
@@ -128,6 +142,8 @@ class Router {
     return n * dests_.size();
   }
   RoutingTables tables(const std::vector<uint8_t>& layerOf, uint8_t layersUsed) const;
+  // Fills tables.ar with the groups of step 3 (see the file comment).
+  void arGroups(const std::vector<uint8_t>& layerOf, RoutingTables& tables);
 
  private:
   // The arc switch s takes towards dests_[i]; kNoArc at the destination's own switch or when unreachable.
@@ -273,19 +289,28 @@ class LayerCdg {
   uint32_t epoch_ = 0;
 };
 
-// The CDG of one layer for the cycle breaking, over the dependencies minimal paths can have: arc a (into
-// switch v) can only be followed by an arc leaving v, so the dependency (a, b) has the dense id
-// base(a) + (b - arcBegin(v)) and the graph is one flat array of path counts (no per-edge search).
-class FlatCdg {
+// Dense ids of the dependencies minimal paths can have: arc a (into switch v) can only be followed by an arc
+// leaving v, so the dependency (a, b) has the id base(a) + (b - arcBegin(v)).
+class DependencyIds {
  public:
-  explicit FlatCdg(const SwitchGraph& g) : g_(g), base_(g.arcs().size() + 1, 0) {
+  explicit DependencyIds(const SwitchGraph& g) : g_(g), base_(g.arcs().size() + 1, 0) {
     const auto& arcs = g.arcs();
     for (size_t a = 0; a < arcs.size(); ++a)
       base_[a + 1] = base_[a] + (g.arcEnd(arcs[a].to) - g.arcBegin(arcs[a].to));
-    count_.assign(base_.back(), 0);
   }
   uint32_t deps() const { return base_.back(); }
   uint32_t id(uint32_t a, uint32_t b) const { return base_[a] + (b - g_.arcBegin(g_.arcs()[a].to)); }
+
+ protected:
+  const SwitchGraph& g_;
+  std::vector<uint32_t> base_;
+};
+
+// The CDG of one layer for the cycle breaking: one flat array of path counts by dependency id (no per-edge
+// search).
+class FlatCdg : public DependencyIds {
+ public:
+  explicit FlatCdg(const SwitchGraph& g) : DependencyIds(g) { count_.assign(deps(), 0); }
   uint32_t& paths(uint32_t dep) { return count_[dep]; }
   uint32_t paths(uint32_t a, uint32_t b) const { return count_[id(a, b)]; }
   // Empties the graph for the next layer.
@@ -337,8 +362,7 @@ class FlatCdg {
     uint32_t arc;
     uint32_t next;  // index of the next successor among the arcs leaving the arc's head
   };
-  const SwitchGraph& g_;
-  std::vector<uint32_t> base_, count_, cycle_;
+  std::vector<uint32_t> count_, cycle_;
   std::vector<Frame> stack_;
   std::vector<uint8_t> colour_;  // 0 new, 1 on the stack, 2 reaches no cycle
   uint32_t root_ = 0;
@@ -567,6 +591,88 @@ RoutingTables Router::tables(const std::vector<uint8_t>& layerOf, uint8_t layers
   return t;
 }
 
+void Router::arGroups(const std::vector<uint8_t>& layerOf, RoutingTables& tables) {
+  const size_t S = g_.size();
+  const auto& arcs = g_.arcs();
+  std::vector<uint32_t> srcIndex(S, UINT32_MAX);
+  uint32_t nSrc = 0;
+  for (SwitchIndex s = 0; s < S; ++s)
+    if (hosts_[s]) srcIndex[s] = nSrc++;
+  // through[u]: the layers of the static paths towards dests_[i] that cross u (from u or its subtree), as
+  // bits; returns the switches by distance to the destination.
+  std::vector<uint16_t> through(S, 0);
+  auto layersThrough = [&](size_t i) -> const std::vector<SwitchIndex>& {
+    const auto& order = byDistance(dests_[i].sw);
+    for (SwitchIndex u : order)
+      through[u] = hosts_[u] ? static_cast<uint16_t>(1u << layerOf[i * nSrc + srcIndex[u]]) : 0;
+    for (size_t k = order.size(); k-- > 1;)
+      if (uint32_t a = next(i, order[k]); a != kNoArc) through[arcs[a].to] |= through[order[k]];
+    return order;
+  };
+  // E_L for every L: the layers each dependency has static paths on.
+  DependencyIds ids(g_);
+  std::vector<uint16_t> depLayers(ids.deps(), 0);
+  for (size_t i = 0; i < dests_.size(); ++i) {
+    if (!dests_[i].toCa) continue;
+    for (SwitchIndex u : layersThrough(i))
+      if (uint32_t a = next(i, u); a != kNoArc)
+        if (uint32_t b = next(i, arcs[a].to); b != kNoArc) depLayers[ids.id(a, b)] |= through[u];
+  }
+
+  std::vector<ArGroupBuilder> builders(S, ArGroupBuilder(maxLid_ + 1u, options_.arGroupCap));
+  std::vector<uint32_t> members, memberBegin(S, 0), memberEnd(S, 0);  // members[memberBegin[w] ..)
+  std::vector<uint16_t> ok(arcs.size(), 0);
+  std::vector<uint32_t> okEpoch(arcs.size(), 0);
+  uint32_t epoch = 0;
+  SwitchIndex target = kNoSwitch;
+  // ok(b) of the file comment, memoized per destination. The recursion goes one hop closer each time.
+  auto okLayers = [&](auto&& self, uint32_t b) -> uint16_t {
+    const SwitchIndex y = arcs[b].to;
+    if (y == target) return UINT16_MAX;
+    if (okEpoch[b] == epoch) return ok[b];
+    uint16_t m = UINT16_MAX;
+    for (uint32_t j = memberBegin[y]; j < memberEnd[y] && m; ++j) {
+      m &= depLayers[ids.id(b, members[j])];
+      if (m) m &= self(self, members[j]);
+    }
+    okEpoch[b] = epoch;
+    return ok[b] = m;
+  };
+  for (size_t i = 0; i < dests_.size(); ++i) {
+    const Dest& d = dests_[i];
+    if (!d.toCa) continue;  // switch LIDs: management traffic on VL15, outside the CDG (see above)
+    const auto& order = layersThrough(i);
+    const uint16_t* dist = hops_.row(d.sw);
+    target = d.sw;
+    ++epoch;
+    members.clear();
+    for (size_t k = 1; k < order.size(); ++k) {
+      const SwitchIndex w = order[k];
+      const uint32_t s0 = next(i, w);
+      memberBegin[w] = static_cast<uint32_t>(members.size());
+      members.push_back(s0);
+      PortMask ports;
+      for (uint32_t b = g_.arcBegin(w); b < g_.arcEnd(w) && through[w]; ++b) {
+        if (b == s0 || dist[arcs[b].to] + 1u != dist[w]) continue;
+        if (through[w] & ~okLayers(okLayers, b)) continue;  // (ii)
+        bool legal = true;                                  // (i): the children's static arcs into w
+        for (uint32_t r = g_.arcBegin(w); r < g_.arcEnd(w) && legal; ++r) {
+          const SwitchIndex u = arcs[r].to;
+          const uint32_t a = dist[u] == dist[w] + 1u ? next(i, u) : kNoArc;
+          legal = a == kNoArc || arcs[a].to != w || !(through[u] & ~depLayers[ids.id(a, b)]);
+        }
+        if (!legal) continue;
+        members.push_back(b);
+        ports.set(arcs[b].port);
+      }
+      memberEnd[w] = static_cast<uint32_t>(members.size());
+      if (ports.any()) builders[w].set(d.lid, ports, arcs[s0].port);
+    }
+  }
+  tables.ar.resize(topo_.size());
+  for (SwitchIndex s = 0; s < S; ++s) tables.ar[g_.node(s)] = builders[s].build();
+}
+
 class DfspEngine final : public Engine {
  public:
   std::string_view name() const override { return "dfsp"; }
@@ -580,13 +686,18 @@ class DfspEngine final : public Engine {
     // (first-fit on a tie: it packs the low layers, cycle breaking spreads).
     std::vector<uint8_t> layerOf, firstFit;
     uint8_t layers = 1, firstFitLayers = 1;
+    auto done = [&](const std::vector<uint8_t>& chosen, uint8_t used) {
+      RoutingTables t = router.tables(chosen, used);
+      if (options.computeAr) router.arGroups(chosen, t);
+      return t;
+    };
     auto breaking = router.layer(layerOf, layers);
     if (router.pathCount() <= kFirstFitMaxPaths) {
       auto ff = router.layerFirstFit(firstFit, firstFitLayers);
-      if (ff && (!breaking || firstFitLayers <= layers)) return router.tables(firstFit, firstFitLayers);
+      if (ff && (!breaking || firstFitLayers <= layers)) return done(firstFit, firstFitLayers);
     }
     if (!breaking) return breaking.error();
-    return router.tables(layerOf, layers);
+    return done(layerOf, layers);
   }
 };
 

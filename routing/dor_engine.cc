@@ -23,12 +23,25 @@
 // ring and, being minimal (at most k/2 hops), none holds the dependency opposite the wrap link. So 2 VLs,
 // 2^(rings) SLs: at most 4 such rings (SLs are 4 bits), and fewer VLs than 2 is declined with the reason.
 //
+// AR groups (Options::computeAr; the LFTs and SLs are the same without): a switch's group for a LID is the
+// parallel links of its LFT port's way (same neighbour, hence same dimension, direction and VL for every
+// SL), nothing else. Proof: merge the parallel links of each switch pair into one channel per VL.
+// The argument above is about these merged channels (it never looks at which of the parallel links a path
+// takes), so the static paths' dependencies between them are acyclic. A packet that takes another parallel
+// link reaches the same switch, which forwards it as its static path goes on: it visits the same switches
+// on the same VLs, so each of its dependencies merges into one of its static path's. A cycle of channels
+// would merge into a cycle of merged channels: there is none. Other minimal ports would break the argument:
+// one of a dimension still to correct after the current one breaks the order (its dependencies back into
+// the lower dimension close cycles), and at an even ring's antipode the other way crosses the wrap link iff
+// the static way does not, so the packet's SL would put it on the wrong VL of that ring.
+//
 // Cost: O(switches x degree^3) for the colouring, then O(LIDs x switches x dimensions) to fill the tables
 // (the 12x12x12 torus of 6,912 hosts: about 0.4 s CPU).
 #include <algorithm>
 #include <numeric>
 #include <string>
 
+#include "routing/ar_groups.h"
 #include "routing/engine.h"
 #include "routing/switch_graph.h"
 
@@ -282,6 +295,12 @@ class DorEngine final : public Engine {
     // Parallel links take the destinations of each way in turn, counted per distance to the target: the
     // routes towards targets at one distance weigh alike (as many sources behind them), so each link's share
     // of every distance is even.
+    // AR: per way (switch, dimension, direction) its ports, a group when there are parallel links.
+    std::vector<ArGroupBuilder> ar;
+    std::vector<PortMask> wayPorts(options.computeAr ? grid.ports.size() : 0);
+    for (size_t way = 0; way < wayPorts.size(); ++way)
+      for (uint8_t port : grid.ports[way]) wayPorts[way].set(port);
+    if (options.computeAr) ar.assign(S, ArGroupBuilder(maxLid + 1u, options.arGroupCap));
     const uint32_t K = *std::max_element(grid.size.begin(), grid.size.end());
     std::vector<uint32_t> rank(S, 0), dealt(S * D * 2 * K, 0);  // rank: destinations seen per target switch
     for (uint32_t l = 1; l <= maxLid; ++l) {
@@ -316,12 +335,18 @@ class DorEngine final : public Engine {
             const uint32_t distance = up ? ahead : back;
             port = grid.ports[way][(distance + dealt[way * K + distance]++) % grid.ports[way].size()];
             first = false;
+            if (!ar.empty() && grid.ports[way].size() > 1)
+              ar[s].set(Lid{static_cast<uint16_t>(l)}, wayPorts[way], port);
           }
           if (slBit[d] >= 0 && (up ? to < from : to > from)) sl = static_cast<uint8_t>(sl | 1u << slBit[d]);
         }
         t.lft[g.node(s)][l] = port;
         if (rings > 0 && !n.isSwitch()) t.sl[g.node(s)][l] = sl;
       }
+    }
+    if (!ar.empty()) {
+      t.ar.resize(topo.size());
+      for (SwitchIndex s = 0; s < S; ++s) t.ar[g.node(s)] = ar[s].build();
     }
     return t;
   }

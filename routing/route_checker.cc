@@ -83,7 +83,8 @@ struct Partial {
   std::vector<uint64_t> load;  // by arc
   std::vector<Bits256> cdg;    // by arc: egress ports at the arc's head that follow it
   std::vector<Bits256> arCdg;
-  std::vector<uint64_t> vlEdges;  // VL-aware CDG: channelEdge(arc * 16 + VL, next arc * 16 + VL)
+  std::vector<uint64_t> vlEdges;    // VL-aware CDG: channelEdge(arc * 16 + VL, next arc * 16 + VL)
+  std::vector<uint64_t> vlArEdges;  // the same with every AR alternative
   std::array<std::vector<Example>, kKinds> examples;
   // Scratch, by switch.
   std::vector<uint8_t> state;
@@ -95,7 +96,10 @@ struct Partial {
   std::vector<uint32_t> bucket;
   std::vector<SwitchIndex> sorted;
   std::vector<Bits256> arCdgScratch;
-  bool arPrevValid = false;  // arCdgScratch holds the out sets of the previous destination
+  std::vector<uint32_t> vlArSeen;  // by channel (arc * 16 + VL): the epoch it was last reached in
+  uint32_t vlArEpoch = 0;
+  std::vector<uint32_t> vlArQueue;  // channels reached, in BFS order
+  bool arPrevValid = false;         // arCdgScratch holds the out sets of the previous destination
   SwitchIndex arPrevTarget = kNoSwitch;
   bool arPrevToCa = false;
   std::vector<uint64_t> arKey;  // by switch: the cached AR verdict's key
@@ -156,10 +160,26 @@ class Checker {
   void checkDest(Partial& p, const Dest& d);
   void walk(Partial& p, const Dest& d, SwitchIndex x);
   void checkAr(Partial& p, const Dest& d);
+  // The egress switch ports of every switch towards d (LFT port and AR members) into p.arCdgScratch; false
+  // when they equal those of this worker's previous destination (same target switch and kind).
+  bool arOuts(Partial& p, const Dest& d);
   void arCdg(Partial& p, const Dest& d);
   void vlCdg(Partial& p, const Dest& d);
+  void vlArCdg(Partial& p, const Dest& d);
+  // The VL of a packet on `sl` that entered switch u by port `in` and leaves by `out`.
+  uint8_t hopVl(SwitchIndex u, unsigned in, unsigned out, uint8_t sl) const {
+    return opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, out, sl) : tables_.hopVl(g_.node(u), out, sl);
+  }
   bool findCycle(const std::vector<Bits256>& cdg, std::vector<LinkRef>& cycle, size_t& channels,
                  size_t& edges) const;
+  // The same for the VL-aware CDG (edges sorted and unique, channels arc * 16 + VL); true when acyclic.
+  bool findVlCycle(const std::vector<uint64_t>& edges, std::vector<LinkRef>& cycle) const {
+    for (uint32_t ch : findChannelCycle(g_.arcs().size() * 16, edges)) {
+      cycle.push_back(linkRef(ch / 16));
+      cycle.back().vl = static_cast<uint8_t>(ch % 16);
+    }
+    return cycle.empty();
+  }
 
   const Topology& topo_;
   const LidAssignment& lids_;
@@ -374,7 +394,11 @@ void Checker::checkDest(Partial& p, const Dest& d) {
     }
   }
   if (haveAr_ && opt_.checkAr) checkAr(p, d);
-  if (haveAr_ && opt_.checkArCdg) arCdg(p, d);
+  if (haveAr_ && opt_.checkArCdg && vlAware_) {
+    if (d.toCa) vlArCdg(p, d);
+  } else if (haveAr_ && opt_.checkArCdg) {
+    arCdg(p, d);
+  }
 }
 
 // Per source switch (its CAs share the path and the SL), the path's channels with the VL of each hop.
@@ -388,9 +412,7 @@ void Checker::vlCdg(Partial& p, const Dest& d) {
     uint32_t prev = UINT32_MAX;
     for (SwitchIndex u = x; p.nextArc[u] != kNoArc; u = p.next[u]) {
       const uint32_t a = p.nextArc[u];
-      const uint8_t vl = opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, arcs[a].port, sl)
-                                     : tables_.hopVl(g_.node(u), arcs[a].port, sl);
-      const uint32_t ch = a * 16 + vl;
+      const uint32_t ch = a * 16 + hopVl(u, in, arcs[a].port, sl);
       if (prev != UINT32_MAX) p.vlEdges.push_back(channelEdge(prev, ch));
       prev = ch;
       in = arcs[a].peerPort;
@@ -460,8 +482,7 @@ void Checker::checkAr(Partial& p, const Dest& d) {
   }
 }
 
-// Dependencies when any AR alternative may be taken: the traffic set is closed over all members.
-void Checker::arCdg(Partial& p, const Dest& d) {
+bool Checker::arOuts(Partial& p, const Dest& d) {
   const uint32_t lid = d.lid.value;
   auto outPorts = [&](SwitchIndex x) {
     Bits256 b;
@@ -470,9 +491,6 @@ void Checker::arCdg(Partial& p, const Dest& d) {
     if (uint16_t grp = arGroup(p, x, lid); grp != ArTable::kNoGroup) b |= arBits_[g_.node(x)][grp];
     return b & switchPorts_[x];
   };
-  // The dependencies depend only on every switch's out set and on the sources. Consecutive LIDs behind one
-  // switch usually have identical out sets (the AR group contains the LFT port), so their edges are added
-  // once.
   std::vector<Bits256>& outs = p.arCdgScratch;
   outs.resize(g_.size());
   bool same = p.arPrevValid && p.arPrevTarget == d.target && p.arPrevToCa == d.toCa;
@@ -484,7 +502,16 @@ void Checker::arCdg(Partial& p, const Dest& d) {
   p.arPrevValid = true;
   p.arPrevTarget = d.target;
   p.arPrevToCa = d.toCa;
-  if (same) return;
+  return !same;
+}
+
+// Dependencies when any AR alternative may be taken: the traffic set is closed over all members.
+void Checker::arCdg(Partial& p, const Dest& d) {
+  // The dependencies depend only on every switch's out set and on the sources. Consecutive LIDs behind one
+  // switch usually have identical out sets (the AR group contains the LFT port), so their edges are added
+  // once.
+  if (!arOuts(p, d)) return;
+  const std::vector<Bits256>& outs = p.arCdgScratch;
   std::fill(p.mark.begin(), p.mark.end(), 0);
   p.stack.clear();
   for (SwitchIndex x = 0; x < g_.size(); ++x)
@@ -507,6 +534,47 @@ void Checker::arCdg(Partial& p, const Dest& d) {
       uint32_t a = g_.arcOfPort(x, q);
       p.arCdg[a] |= outs[g_.arcs()[a].to];
     });
+}
+
+// The VL-aware dependencies when any AR alternative may be taken. A packet keeps its SL whichever member it
+// takes, so per SL the channels (link, VL) that the traffic of the source switches on that SL can reach are
+// closed over all members, each hop on the VL its SL gets on that output (as vlCdg's static hops do).
+void Checker::vlArCdg(Partial& p, const Dest& d) {
+  arOuts(p, d);  // the SLs may differ from the previous destination's even when the out sets do not
+  const std::vector<Bits256>& outs = p.arCdgScratch;
+  const auto& arcs = g_.arcs();
+  auto sources = [&](SwitchIndex x) { return weight_[x] - (x == d.target ? 1u : 0u); };
+  uint32_t sls = 0;
+  for (SwitchIndex x = 0; x < g_.size(); ++x)
+    if (sources(x) > 0) sls |= 1u << (tables_.pathSl(g_.node(x), d.lid) & 0xF);
+  if (p.vlArSeen.empty()) p.vlArSeen.assign(arcs.size() * 16, 0);
+  for (; sls; sls &= sls - 1) {
+    const uint8_t sl = static_cast<uint8_t>(std::countr_zero(sls));
+    if (++p.vlArEpoch == 0) {
+      std::fill(p.vlArSeen.begin(), p.vlArSeen.end(), 0);
+      p.vlArEpoch = 1;
+    }
+    std::vector<uint32_t>& queue = p.vlArQueue;
+    queue.clear();
+    auto leave = [&](SwitchIndex u, unsigned in, uint32_t from) {
+      outs[u].forEach([&](unsigned q) {
+        const uint32_t ch = g_.arcOfPort(u, q) * 16 + hopVl(u, in, q, sl);
+        if (from != UINT32_MAX) p.vlArEdges.push_back(channelEdge(from, ch));
+        if (p.vlArSeen[ch] != p.vlArEpoch) {
+          p.vlArSeen[ch] = p.vlArEpoch;
+          queue.push_back(ch);
+        }
+      });
+    };
+    for (SwitchIndex x = 0; x < g_.size(); ++x)
+      if (sources(x) > 0 && tables_.pathSl(g_.node(x), d.lid) == sl) leave(x, ingressPort_[x], UINT32_MAX);
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const uint32_t ch = queue[head];
+      const auto& a = arcs[ch / 16];
+      leave(a.to, a.peerPort, ch);
+    }
+  }
+  if (p.vlArEdges.size() > (size_t{1} << 22)) uniqueEdges(p.vlArEdges);
 }
 
 bool Checker::findCycle(const std::vector<Bits256>& cdg, std::vector<LinkRef>& cycle, size_t& channels,
@@ -592,8 +660,10 @@ CheckReport Checker::run() {
   }
   switchPorts_.assign(S, Bits256{});
   for (const auto& a : g_.arcs()) switchPorts_[a.from].set(a.port);
-  for (const auto& t : tables_.ar)
+  for (const auto& t : tables_.ar) {
     if (!t.lidToGroup.empty()) haveAr_ = true;
+    r.arGroups += t.groups.size();
+  }
   if (haveAr_) {
     arBits_.resize(tables_.ar.size());
     for (size_t n = 0; n < tables_.ar.size(); ++n)
@@ -693,7 +763,7 @@ CheckReport Checker::run() {
   // Merge.
   std::vector<uint64_t> load(A, 0);
   std::vector<Bits256> cdg(opt_.checkCdg && !vlAware_ ? A : 0), arCdgAll(haveAr_ && opt_.checkArCdg ? A : 0);
-  std::vector<uint64_t> vlEdges;
+  std::vector<uint64_t> vlEdges, vlArEdges;
   std::array<std::vector<Example>, kKinds> examples;
   uint64_t sumHops = 0, sumStretch = 0;
   for (auto& p : parts) {
@@ -716,6 +786,8 @@ CheckReport Checker::run() {
     for (size_t a = 0; a < cdg.size(); ++a) cdg[a] |= p.cdg[a];
     vlEdges.insert(vlEdges.end(), p.vlEdges.begin(), p.vlEdges.end());
     p.vlEdges = {};
+    vlArEdges.insert(vlArEdges.end(), p.vlArEdges.begin(), p.vlArEdges.end());
+    p.vlArEdges = {};
     for (size_t a = 0; a < arCdgAll.size(); ++a) arCdgAll[a] |= p.arCdg[a];
     for (int k = 0; k < kKinds; ++k)
       examples[k].insert(examples[k].end(), p.examples[k].begin(), p.examples[k].end());
@@ -763,18 +835,19 @@ CheckReport Checker::run() {
       }
     r.cdgChannels = static_cast<size_t>(std::count(touched.begin(), touched.end(), 1));
     r.cdgVls = static_cast<uint8_t>(std::popcount(vls));
-    for (uint32_t ch : findChannelCycle(A * 16, vlEdges)) {
-      r.cdgCycle.push_back(linkRef(ch / 16));
-      r.cdgCycle.back().vl = static_cast<uint8_t>(ch % 16);
-    }
-    r.cdgAcyclic = r.cdgCycle.empty();
+    r.cdgAcyclic = findVlCycle(vlEdges, r.cdgCycle);
   } else if (opt_.checkCdg) {
     r.cdgChecked = true;
     r.cdgAcyclic = findCycle(cdg, r.cdgCycle, r.cdgChannels, r.cdgEdges);
   }
   if (haveAr_) {
     r.arChecked = opt_.checkAr;
-    if (opt_.checkArCdg) {
+    if (opt_.checkArCdg && vlAware_) {
+      r.arCdgChecked = r.arCdgVlAware = true;
+      uniqueEdges(vlArEdges);
+      r.arCdgEdges = vlArEdges.size();
+      r.arCdgAcyclic = findVlCycle(vlArEdges, r.arCdgCycle);
+    } else if (opt_.checkArCdg) {
       r.arCdgChecked = true;
       size_t channels = 0;
       r.arCdgAcyclic = findCycle(arCdgAll, r.arCdgCycle, channels, r.arCdgEdges);
@@ -865,13 +938,15 @@ std::string formatReportText(const CheckReport& r) {
     for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + "\n";
   }
   if (r.arChecked || r.arCdgChecked) {
+    line("AR groups", std::to_string(r.arGroups));
     line("AR entries", std::to_string(r.arEntries) + " (" + std::to_string(r.arMembers) + " members, " +
                            std::to_string(r.arNotShortest) + " not shortest, " +
                            std::to_string(r.arMissingStatic) + " without the LFT port)");
     if (r.arCdgChecked) {
-      line("AR CDG",
-           std::to_string(r.arCdgEdges) + " dependencies, " + (r.arCdgAcyclic ? "acyclic" : "CYCLE"));
-      for (const auto& l : r.arCdgCycle) s += "  cycle: " + linkText(l) + "\n";
+      line("AR CDG", std::to_string(r.arCdgEdges) + " dependencies" + (r.arCdgVlAware ? " (per VL)" : "") +
+                         ", " + (r.arCdgAcyclic ? "acyclic" : "CYCLE"));
+      for (const auto& l : r.arCdgCycle)
+        s += "  cycle: " + linkText(l) + (r.arCdgVlAware ? " VL " + std::to_string(l.vl) : "") + "\n";
     }
   }
   for (const auto& e : r.examples) s += "  " + e + "\n";
@@ -942,11 +1017,13 @@ std::string formatReportJson(const CheckReport& r) {
   boolean("cdgAcyclic", r.cdgAcyclic);
   links("cdgCycle", r.cdgCycle);
   boolean("arChecked", r.arChecked);
+  num("arGroups", r.arGroups);
   num("arEntries", r.arEntries);
   num("arMembers", r.arMembers);
   num("arNotShortest", r.arNotShortest);
   num("arMissingStatic", r.arMissingStatic);
   boolean("arCdgChecked", r.arCdgChecked);
+  boolean("arCdgVlAware", r.arCdgVlAware);
   num("arCdgEdges", r.arCdgEdges);
   boolean("arCdgAcyclic", r.arCdgAcyclic);
   links("arCdgCycle", r.arCdgCycle);

@@ -3,7 +3,8 @@
 // how well it does: unreachable pairs (no entry, dead link, wrong endport, loop), hop stretch against the
 // min-hop distance, route load per directed switch-to-switch link, deadlock freedom on one VL (the channel
 // dependency graph over directed switch-switch links must be acyclic) and, when the tables carry AR groups,
-// that every AR member is on a shortest remaining path and that the alternatives keep the CDG acyclic.
+// that every AR member is on a shortest remaining path and that the alternatives keep the CDG acyclic (per
+// VL when the check is VL-aware: a packet keeps its SL on whichever member it takes).
 //
 // Cost: per destination LID one memoized walk over the switches (O(switches)), so O(LIDs x switches) overall
 // rather than O(sources x LIDs x hops); the CDG is one bitset of next ports per directed link.
@@ -24,7 +25,8 @@ struct CheckOptions {
   bool allLids = false;    // every LID of each LMC range as destination, not only base LIDs
   bool checkCdg = true;    // channel dependency graph of the static routes
   bool checkAr = true;     // AR group members equal-cost (only when tables.ar is filled)
-  bool checkArCdg = true;  // CDG with every AR alternative included (only when tables.ar is filled)
+  bool checkArCdg = true;  // CDG with every AR alternative included (only when tables.ar is filled); VL-aware
+                           // like checkCdg: each member hop on the VL the path's SL gets on that output
   size_t maxExamples = 5;  // per kind of problem
   unsigned threads = 1;
   // SL-to-VL tables of the fabric (e.g. read back from the switches). With these, or when the tables carry
@@ -89,11 +91,13 @@ struct CheckReport {
 
   // Adaptive routing (only when tables.ar was filled).
   bool arChecked = false;
+  size_t arGroups = 0;         // groups over all switches (identical port sets of one switch share one)
   size_t arEntries = 0;        // (switch, LID) pairs with an AR group
   size_t arMembers = 0;        // ports in those groups, summed
   size_t arNotShortest = 0;    // members not on a shortest remaining path (or leading nowhere useful)
   size_t arMissingStatic = 0;  // groups that do not contain the LFT port
   bool arCdgChecked = false;
+  bool arCdgVlAware = false;  // channels are (link, VL), CA destinations only, as in the VL-aware CDG
   size_t arCdgEdges = 0;
   bool arCdgAcyclic = true;
   std::vector<LinkRef> arCdgCycle;

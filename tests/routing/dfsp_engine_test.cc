@@ -134,18 +134,76 @@ TEST(DfspEngine, IsDeterministicForAnyThreadCount) {
     ASSERT_TRUE(a.tables.ok() && b.tables.ok());
     EXPECT_EQ(a.tables->lft, b.tables->lft);
     EXPECT_EQ(a.tables->sl, b.tables->sl);
+    Rows<ArTable> arOnce;  // with AR (the others are without): the same groups for every thread count
     for (unsigned threads : {2u, 3u, 8u}) {
       Options o;
       o.vlLayers = 8;
-      o.computeAr = false;
       o.threads = threads;
       auto t = makeEngine("dfsp")->compute(*topo, a.lids, o);
       ASSERT_TRUE(t.ok());
       EXPECT_EQ(t->lft, a.tables->lft) << threads << " threads";
       EXPECT_EQ(t->sl, a.tables->sl) << threads << " threads";
       EXPECT_EQ(t->slLayers, a.tables->slLayers);
+      if (threads == 2u) arOnce = t->ar;
+      EXPECT_EQ(t->ar, arOnce) << threads << " threads";
     }
   }
+}
+
+// AR groups: the equal-cost alternatives whose dependencies every layer that uses them already has give real
+// groups on every shape; with them the CDG of every VL is exactly the static one (the same dependencies, so
+// acyclic: the route checker closes each SL's traffic over all members).
+TEST(DfspEngine, ArGroupsAddNoDependencyToAnyLayer) {
+  for (const FabricSpec& spec : {dragonfly(4, 2), testing::mesh(30, 4, 1), testing::mesh(40, 5, 2),
+                                 hypercube(4), torus({3, 3, 3}), torus({4, 4})}) {
+    auto topo = generate(spec);
+    ASSERT_NE(topo, nullptr);
+    SCOPED_TRACE(topo->node(topo->switches()[0]).description);
+    testing::RoutedWithAr r = testing::routeWithAr(*topo, "dfsp", 8);
+    ASSERT_TRUE(r.routed.tables.ok());
+    const CheckReport& c = r.report;
+    EXPECT_GE(r.routed.tables->slLayers, 2u);
+    EXPECT_EQ(c.arCdgEdges, c.cdgEdges) << formatReportText(c);
+    EXPECT_GE(testing::largestArGroup(*r.routed.tables), 2u);
+    EXPECT_GT(c.arEntries, 0u);
+  }
+}
+
+// The rule is needed: dfsp's paths with every shortest port as AR member (min-hop's groups) deadlock on
+// some VL, and the checker finds it.
+TEST(DfspEngine, AllShortestPortsAsArGroupsWouldCloseACycle) {
+  auto topo = generate(dragonfly(4, 2));
+  Routed r = route(*topo, "dfsp", 8);
+  ASSERT_TRUE(r.tables.ok());
+  Options o;
+  auto minhop = makeEngine("minhop")->compute(*topo, r.lids, o);
+  ASSERT_TRUE(minhop.ok());
+  RoutingTables t = *r.tables;
+  t.ar = minhop->ar;
+  CheckReport c = checkRoutes(*topo, r.lids, t);
+  EXPECT_TRUE(c.cdgAcyclic);
+  EXPECT_EQ(c.arNotShortest, 0u);
+  EXPECT_TRUE(c.arCdgVlAware);
+  EXPECT_FALSE(c.arCdgAcyclic);
+  EXPECT_FALSE(c.arCdgCycle.empty());
+}
+
+// The group cap: a switch holds at most that many groups, LIDs past it route statically (still safe: fewer
+// members only take dependencies away).
+TEST(DfspEngine, ArGroupCapIsRespected) {
+  auto topo = generate(dragonfly(4, 2));
+  testing::RoutedWithAr full = testing::routeWithAr(*topo, "dfsp", 8);
+  testing::RoutedWithAr capped = testing::routeWithAr(*topo, "dfsp", 8, 1);
+  ASSERT_TRUE(full.routed.tables.ok() && capped.routed.tables.ok());
+  bool anyCapped = false;
+  for (const ArTable& ar : capped.routed.tables->ar) anyCapped = anyCapped || ar.capped;
+  EXPECT_TRUE(anyCapped);
+  EXPECT_LE(capped.report.arGroups, topo->switches().size());
+  EXPECT_GT(full.report.arGroups, capped.report.arGroups);
+  EXPECT_GT(capped.report.arEntries, 0u);
+  EXPECT_LT(capped.report.arEntries, full.report.arEntries);
+  testing::RoutedWithAr none = testing::routeWithAr(*topo, "dfsp", 8, 0);
+  EXPECT_EQ(none.report.arEntries, 0u);
 }
 
 // "dor|dfsp": both are computed, the lower max link load wins; a declining alternative is only noted.

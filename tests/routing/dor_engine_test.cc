@@ -133,6 +133,67 @@ TEST(DorEngine, ParallelLinksAreSpreadOverDestinations) {
   EXPECT_LE(cb.maxLoad, (ca.maxLoad + 1) / 2);
 }
 
+// AR groups are the parallel links of the LFT port's way, nothing else: every (switch, LID) routed over a
+// switch link has a group of exactly its 2 parallel links, and the CDG per VL stays acyclic with them.
+TEST(DorEngine, ArGroupsAreTheParallelLinks) {
+  for (std::vector<unsigned> dims : {std::vector<unsigned>{5, 4}, std::vector<unsigned>{3, 2, 2}}) {
+    FabricSpec spec = torus(dims);
+    spec.parallel = 2;
+    auto topo = generate(spec);
+    ASSERT_NE(topo, nullptr);
+    testing::RoutedWithAr r = testing::routeWithAr(*topo, "dor", 8);
+    ASSERT_TRUE(r.routed.tables.ok());
+    const RoutingTables& t = *r.routed.tables;
+    size_t overSwitchLinks = 0;
+    for (NodeIndex n : topo->switches())
+      for (uint32_t l = 1; l <= r.routed.lids.maxLid().value; ++l) {
+        const uint8_t q = t.port(n, Lid{static_cast<uint16_t>(l)});
+        if (q == kNoPort || q == 0 || !topo->node(topo->node(n).ports[q].peerNode).isSwitch()) continue;
+        ++overSwitchLinks;
+        const ArTable& ar = t.ar[n];
+        ASSERT_NE(ar.lidToGroup[l], ArTable::kNoGroup);
+        const PortMask& g = ar.groups[ar.lidToGroup[l]];
+        EXPECT_EQ(g.count(), 2u);
+        EXPECT_TRUE(g.test(q));
+        for (unsigned p = 0; p < g.size(); ++p) {  // both lead to the LFT port's neighbour
+          if (g.test(p)) {
+            EXPECT_EQ(topo->node(n).ports[p].peerNode, topo->node(n).ports[q].peerNode);
+          }
+        }
+      }
+    EXPECT_EQ(r.report.arMembers, 2 * r.report.arEntries);
+    EXPECT_GT(r.report.arEntries, 0u);
+    EXPECT_LE(r.report.arEntries, overSwitchLinks);  // the checker looks at base LIDs only
+    EXPECT_EQ(t.slLayers, dims[0] == 5 ? 2u : 1u);
+    // The cap (checked in routeWithAr): one group per switch, the other ways route statically.
+    testing::RoutedWithAr capped = testing::routeWithAr(*topo, "dor", 8, 1);
+    EXPECT_EQ(capped.report.arGroups, topo->switches().size());
+    EXPECT_LT(capped.report.arEntries, r.report.arEntries);
+  }
+}
+
+// Without parallel links no port is safe beside the LFT's, so there is no group; and the other minimal
+// ports (min-hop's groups) would indeed close a cycle on a hypercube and a torus, which the checker finds.
+TEST(DorEngine, NoParallelLinksNoArGroupsAndOtherMinimalPortsWouldCloseACycle) {
+  for (const FabricSpec& spec : {hypercube(4), torus({5, 4}), torus({6, 3})}) {
+    auto topo = generate(spec);
+    ASSERT_NE(topo, nullptr);
+    testing::RoutedWithAr r = testing::routeWithAr(*topo, "dor", 8);
+    ASSERT_TRUE(r.routed.tables.ok());
+    EXPECT_EQ(testing::largestArGroup(*r.routed.tables), 0u);
+    EXPECT_EQ(r.report.arEntries, 0u);
+
+    RoutingTables t = *r.routed.tables;
+    auto minhop = makeEngine("minhop")->compute(*topo, r.routed.lids, Options{});
+    ASSERT_TRUE(minhop.ok());
+    t.ar = minhop->ar;
+    CheckReport c = checkRoutes(*topo, r.routed.lids, t);
+    EXPECT_TRUE(c.cdgAcyclic);
+    EXPECT_EQ(c.arNotShortest, 0u);
+    EXPECT_FALSE(c.arCdgAcyclic) << formatReportText(c);
+  }
+}
+
 TEST(DorEngine, IsDeterministic) {
   auto topo = generate(torus({5, 4, 3}));
   Routed a = route(*topo, "dor", 8), b = route(*topo, "dor", 8);

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "fabric/topology.h"
 #include "routing/engine.h"
+#include "routing/route_checker.h"
 #include "tools/fabric_gen/generator.h"
 
 namespace ibsm::routing::testing {
@@ -45,6 +48,18 @@ inline tools::FabricSpec dragonfly(unsigned a, unsigned h, unsigned hostsPerSwit
   return s;
 }
 
+// Random connected mesh of `switches` switches with up to `degree` switch neighbours each.
+inline tools::FabricSpec mesh(unsigned switches, unsigned degree, uint64_t seed,
+                              unsigned hostsPerSwitch = 2) {
+  tools::FabricSpec s;
+  s.shape = tools::Shape::kMesh;
+  s.switches = switches;
+  s.degree = degree;
+  s.seed = seed;
+  s.hostsPerSwitch = hostsPerSwitch;
+  return s;
+}
+
 inline tools::FabricSpec hypercube(unsigned d, unsigned hostsPerSwitch = 2) {
   tools::FabricSpec s;
   s.shape = tools::Shape::kHypercube;
@@ -76,6 +91,52 @@ inline Routed route(const fabric::Topology& topo, const std::string& engine, uin
   o.computeAr = false;
   r.tables = makeEngine(engine)->compute(topo, r.lids, o);
   return r;
+}
+
+// Routes like route() but with AR groups (at most `cap` per switch) and checks what every engine promises
+// for them: the LFTs, SLs and SL-to-VL tables are those routed without AR, every member is on a shortest
+// path, every group holds the LFT port, and the CDG with every member included is acyclic (per VL when the
+// paths carry SLs). Returns the check of the tables with AR.
+struct RoutedWithAr {
+  Routed routed;
+  CheckReport report;
+};
+inline RoutedWithAr routeWithAr(const fabric::Topology& topo, const std::string& engine, uint8_t vls,
+                                uint32_t cap = Options{}.arGroupCap) {
+  RoutedWithAr out;
+  Routed plain = route(topo, engine, vls);
+  out.routed.lids = plain.lids;
+  Options o;
+  o.vlLayers = vls;
+  o.arGroupCap = cap;
+  out.routed.tables = makeEngine(engine)->compute(topo, plain.lids, o);
+  EXPECT_TRUE(plain.tables.ok() && out.routed.tables.ok());
+  if (!plain.tables.ok() || !out.routed.tables.ok()) return out;
+  const RoutingTables &off = *plain.tables, &on = *out.routed.tables;
+  EXPECT_TRUE(off.ar.empty());
+  EXPECT_EQ(on.ar.size(), topo.size());
+  EXPECT_EQ(on.lft, off.lft);
+  EXPECT_EQ(on.sl, off.sl);
+  EXPECT_EQ(on.slLayers, off.slLayers);
+  EXPECT_EQ(on.slToVl, off.slToVl);
+  for (const ArTable& ar : on.ar) EXPECT_LE(ar.groups.size(), cap);
+  out.report = checkRoutes(topo, plain.lids, on);
+  const CheckReport& r = out.report;
+  EXPECT_TRUE(r.arChecked && r.arCdgChecked);
+  EXPECT_EQ(r.arCdgVlAware, on.slLayers > 1);
+  EXPECT_EQ(r.arNotShortest, 0u) << formatReportText(r);
+  EXPECT_EQ(r.arMissingStatic, 0u);
+  EXPECT_TRUE(r.arCdgAcyclic) << formatReportText(r);
+  EXPECT_TRUE(r.ok()) << formatReportText(r);
+  return out;
+}
+
+// The largest AR group of any switch (0 when there is none).
+inline size_t largestArGroup(const RoutingTables& t) {
+  size_t most = 0;
+  for (const ArTable& ar : t.ar)
+    for (const PortMask& g : ar.groups) most = std::max(most, g.count());
+  return most;
 }
 
 }  // namespace ibsm::routing::testing

@@ -211,13 +211,12 @@ TEST(RouteChecker, CatchesChannelDependencyCycleAndStretch) {
   EXPECT_TRUE(ok.ok());
 }
 
-TEST(RouteChecker, ArMembersMustBeShortestAndKeepTheCdgAcyclic) {
-  Ring g = makeRing();
+// sw_i -> h_(i+1): shortest is port 1 (one hop clockwise); the AR alternative port 2 goes the long way
+// round, where sw_(i-1) sends it on counter-clockwise (port 2) too. Every alternative adds a dependency
+// ccw(i) -> ccw(i-1), and the three close a cycle the static routes do not have.
+RoutingTables ringWithLongWayAr(const Ring& g) {
   RoutingTables t = ringTables(g, /*clockwiseOnly=*/false);
   t.ar.resize(g.topo->size());
-  // sw_i -> h_(i+1): shortest is port 1 (one hop clockwise); the AR alternative port 2 goes the long way
-  // round, where sw_(i-1) sends it on counter-clockwise (port 2) too. Every alternative adds a dependency
-  // ccw(i) -> ccw(i-1), and the three close a cycle the static routes do not have.
   PortMask both;
   both.set(1).set(2);
   for (int i = 0; i < 3; ++i) {
@@ -226,6 +225,12 @@ TEST(RouteChecker, ArMembersMustBeShortestAndKeepTheCdgAcyclic) {
     at.groups.push_back(both);
     at.lidToGroup[g.lids.base(g.h[(i + 1) % 3], PortNum{1}).value] = 0;
   }
+  return t;
+}
+
+TEST(RouteChecker, ArMembersMustBeShortestAndKeepTheCdgAcyclic) {
+  Ring g = makeRing();
+  RoutingTables t = ringWithLongWayAr(g);
   CheckReport r = checkRoutes(*g.topo, g.lids, t);
   EXPECT_TRUE(r.arChecked);
   EXPECT_EQ(r.arEntries, 3u);
@@ -243,6 +248,40 @@ TEST(RouteChecker, ArMembersMustBeShortestAndKeepTheCdgAcyclic) {
   CheckReport r2 = checkRoutes(*g.topo, g.lids, t, noArCdg);
   EXPECT_FALSE(r2.arCdgChecked);
   EXPECT_TRUE(r2.arCdgAcyclic);
+}
+
+// With path SLs the AR check is VL-aware too: a packet keeps its SL on the alternative, so each alternative's
+// dependency is on the VL of its path's SL, and the ring's cycle exists only when all three share one VL.
+TEST(RouteChecker, ArCdgIsPerVlWhenPathsCarrySls) {
+  Ring g = makeRing();
+  RoutingTables t = ringWithLongWayAr(g);
+  t.slLayers = 2;
+  t.sl.resize(g.topo->size());
+  for (NodeIndex s : g.s) t.sl[s].assign(g.lids.maxLid().value + 1u, 0);
+  CheckReport r = checkRoutes(*g.topo, g.lids, t);
+  EXPECT_TRUE(r.arCdgChecked && r.arCdgVlAware);
+  EXPECT_FALSE(r.arCdgAcyclic);
+  ASSERT_EQ(r.arCdgCycle.size(), 3u);
+  for (const LinkRef& l : r.arCdgCycle) EXPECT_EQ(l.vl, 0u);
+  EXPECT_NE(formatReportText(r).find("VL 0"), std::string::npos);
+
+  // sw0's host sends to h1 on SL 1: its alternative's dependency moves to VL 1, and the chain on VL 0 is
+  // open.
+  t.sl[g.s[0]][g.lids.base(g.h[1], PortNum{1}).value] = 1;
+  r = checkRoutes(*g.topo, g.lids, t);
+  EXPECT_TRUE(r.arCdgVlAware);
+  EXPECT_TRUE(r.arCdgAcyclic) << formatReportText(r);
+  EXPECT_EQ(r.arCdgEdges, 3u);
+  EXPECT_TRUE(r.cdgAcyclic);
+
+  // The VL is the one the SL-to-VL tables give: all on VL 0, the cycle is back.
+  SlToVlMap allVl0;
+  for (NodeIndex n : g.s)
+    for (unsigned in = 0; in <= 4; ++in)
+      for (unsigned out = 0; out <= 4; ++out) allVl0.set(n, 4, in, out, SlToVlMap::Table{});
+  CheckOptions co;
+  co.slToVl = &allVl0;
+  EXPECT_FALSE(checkRoutes(*g.topo, g.lids, t, co).arCdgAcyclic);
 }
 
 TEST(RouteChecker, AllLidsChecksEveryLidOfAnLmcRange) {
