@@ -297,6 +297,10 @@ const std::vector<OptionDoc> kDocs = {
      "A file of root switch GUIDs, one per line ('#' starts a comment), instead of roots.", "roots.txt",
      "none"},
     {"routing.lmc", "", "LID mask control: each port gets 2^lmc LIDs (more paths, more LIDs).", "", ""},
+    {"routing.threads", "",
+     "Worker threads for the routing engines, the link loads of a repair or rebalance and the route check "
+     "(`ibsmctl check`); the routes are the same for any number. The ibsmd flag --threads N overrides it.",
+     "8", "the number of online cores"},
     {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
     {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
     {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
@@ -584,6 +588,9 @@ std::vector<Option> makeTable() {
       [](auto& c) -> auto& { return c.sweep.intervalS; }));
   t.push_back(uintOption(
       "sm.priority", true, &ConfigDiff::sm, 0, 15, [](auto& c) -> auto& { return c.sm.priority; }));
+  t.push_back(uintOption(
+      "routing.threads", false, nullptr, 1, kMaxRoutingThreads,
+      [](auto& c) -> auto& { return c.routing.threads; }));
   t.push_back({"sm.key", false, nullptr,
                [](const RawValue& v, Config& c) {
                  return parseUint(v, 0, std::numeric_limits<uint64_t>::max(), c.sm.key);
