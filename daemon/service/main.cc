@@ -73,7 +73,8 @@ constexpr const char* kUsage =
     "  --sweep-interval S        sweep.interval_s: seconds between sweeps, 0 = none (default 10)\n"
     "  --socket PATH             control.socket (also $IBSM_SOCKET)\n"
     "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
-    "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
+    "  --mad-timeout-ms MS       mad.timeout_ms: longest wait per attempt (default 100; shorter once round\n"
+    "                            trips were measured)\n"
     "  --mad-retries N           mad.retries: retries after a timeout (default 7)\n"
     "  --partitions-conf FILE    paths.partitions_conf: OpenSM's partitions.conf, read as it is\n"
     "  --metrics ADDR:PORT       metrics.listen: serve Prometheus metrics on http://ADDR:PORT/metrics, e.g.\n"
@@ -97,8 +98,8 @@ Args parseArgs(int argc, char** argv) {
       {"--port-guid", "port_guid"},
       {"--routing", "routing.engines"},
       {"--lmc", "routing.lmc"},
-      {"--state-dir", "paths.state_dir"},
       {"--threads", "routing.threads"},
+      {"--state-dir", "paths.state_dir"},
       {"--priority", "sm.priority"},
       {"--sweep-interval", "sweep.interval_s"},
       {"--socket", "control.socket"},
