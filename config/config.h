@@ -3,10 +3,12 @@
 // afterwards; a reload builds a new one. This header is free of yaml-cpp on purpose.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "fabric/ids.h"
@@ -17,6 +19,12 @@ namespace ibsm::config {
 using fabric::Guid;
 
 inline constexpr std::string_view kDefaultConfigPath = "/etc/ibsm/ibsm.yaml";
+
+// routing.threads: at most this many; by default the online cores (at least 1).
+inline constexpr unsigned kMaxRoutingThreads = 1024;
+inline unsigned defaultRoutingThreads() {
+  return std::clamp(std::thread::hardware_concurrency(), 1u, kMaxRoutingThreads);
+}
 
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
 std::string_view toString(LogLevel level);  // "error", "warn", "info", "debug"
@@ -32,6 +40,8 @@ struct RoutingConfig {
   std::vector<Guid> roots;
   std::optional<std::string> rootsFile;  // exclusive with a non-default `roots`
   uint8_t lmc = 0;                       // 0..7: 2^lmc LIDs per port
+  // Workers for routing, route checks and link loads; the results are the same for any number.
+  unsigned threads = defaultRoutingThreads();
   bool operator==(const RoutingConfig&) const = default;
 };
 

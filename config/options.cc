@@ -297,6 +297,10 @@ const std::vector<OptionDoc> kDocs = {
      "A file of root switch GUIDs, one per line ('#' starts a comment), instead of roots.", "roots.txt",
      "none"},
     {"routing.lmc", "", "LID mask control: each port gets 2^lmc LIDs (more paths, more LIDs).", "", ""},
+    {"routing.threads", "",
+     "Worker threads for the routing engines, the link loads of a repair or rebalance and the route check "
+     "(`ibsmctl check`); the routes are the same for any number. The ibsmd flag --threads N overrides it.",
+     "8", "the number of online cores"},
     {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
     {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
     {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
@@ -317,7 +321,12 @@ const std::vector<OptionDoc> kDocs = {
     {"sm.poll_interval_ms", "", "A standby SM polls the master every poll_interval_ms milliseconds.", "", ""},
     {"sm.poll_retries", "", "A standby SM takes over after poll_retries unanswered polls.", "", ""},
     {"mad.window", "", "MADs in flight.", "", ""},
-    {"mad.timeout_ms", "", "Timeout of one attempt in milliseconds.", "", ""},
+    {"mad.timeout_ms", "",
+     "The longest wait for the answer to one attempt, in milliseconds, and the wait until answers were "
+     "measured. Per path length (hop count of a directed-route SMP; LID-routed SMPs and GMPs together) "
+     "ibsmd waits the smoothed round trip of answered MADs plus four times its variation (as TCP does), at "
+     "least 10 ms, and each resend of a MAD waits twice as long as the attempt before, up to this.",
+     "", ""},
     {"mad.retries", "",
      "Resends after the first attempt. Loss compounds along a directed route (10% per switch port is about "
      "40% "
@@ -579,6 +588,9 @@ std::vector<Option> makeTable() {
                }});
   t.push_back(uintOption(
       "routing.lmc", true, &ConfigDiff::reassignLids, 0, 7, [](auto& c) -> auto& { return c.routing.lmc; }));
+  t.push_back(uintOption(
+      "routing.threads", false, nullptr, 1, kMaxRoutingThreads,
+      [](auto& c) -> auto& { return c.routing.threads; }));
   t.push_back(uintOption(
       "sweep.interval_s", true, &ConfigDiff::sweepTimer, 0, 86400,
       [](auto& c) -> auto& { return c.sweep.intervalS; }));

@@ -12,6 +12,37 @@ constexpr size_t kMaxDrainPerPoll = 4096;     // bound the work of one poll so t
 MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options)
     : port_(port), clock_(clock), options_(options) {
   options_.window = std::max(1u, options_.window);
+  options_.minTimeout = std::min(options_.minTimeout, options_.timeout);
+}
+
+void MadEngine::Rtt::sample(Duration rtt) {
+  if (!sampled) {
+    sampled = true;
+    srtt = rtt;
+    rttvar = rtt / 2;
+    return;
+  }
+  Duration error = srtt > rtt ? srtt - rtt : rtt - srtt;
+  rttvar = (3 * rttvar + error) / 4;
+  srtt = (7 * srtt + rtt) / 8;
+}
+
+unsigned MadEngine::bucketOf(const MadPacket& mad) {
+  return mad.bytes[1] == kClassSmiDirected ? mad.bytes[7] & 0x3F : kLidRouted;
+}
+
+Duration MadEngine::adaptiveTimeout(unsigned bucket) const {
+  const Rtt& r = rtt_[std::min(bucket, kLidRouted)];
+  if (!r.sampled) return options_.timeout;
+  return std::clamp(r.srtt + 4 * r.rttvar, options_.minTimeout, options_.timeout);
+}
+
+// The adaptive wait doubles with every resend, up to the configured timeout.
+Duration MadEngine::attemptTimeout(const Request& r) const {
+  if (r.timeout) return *r.timeout;
+  Duration t = adaptiveTimeout(r.bucket);
+  for (unsigned i = 1; i < r.attempts && t < options_.timeout; ++i) t *= 2;
+  return std::min(t, options_.timeout);
 }
 
 void MadEngine::stampMkey(MadPacket& mad) const {
@@ -25,8 +56,9 @@ void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions opt
   r.packet = std::move(request);
   stampMkey(r.packet);
   r.done = std::move(done);
-  r.timeout = options.timeout.value_or(options_.timeout);
+  r.timeout = options.timeout;
   r.retries = options.retries.value_or(options_.retries);
+  r.bucket = static_cast<uint8_t>(bucketOf(r.packet));
   const uint8_t* b = r.packet.bytes.data();
   r.mgmtClass = b[1];
   r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
@@ -59,7 +91,8 @@ void MadEngine::transmit(Request r) {
   if (nextTid_ == 0) nextTid_ = 1;
   setTid(r.packet, tid);
   ++r.attempts;
-  auto sent = port_.send(r.packet, r.timeout);
+  const Duration timeout = attemptTimeout(r);
+  auto sent = port_.send(r.packet, timeout);
   if (!sent) {
     ++counters_.sendErrors;
     MadResult res;
@@ -69,7 +102,8 @@ void MadEngine::transmit(Request r) {
     return;
   }
   ++counters_.sent;
-  timers_.push(Timer{clock_.now() + r.timeout, tid});
+  r.sentAt = clock_.now();
+  timers_.push(Timer{r.sentAt + timeout, tid});
   inFlight_.emplace(tid, std::move(r));
   maxInFlight_ = std::max(maxInFlight_, inFlight_.size());
 }
@@ -132,6 +166,7 @@ void MadEngine::handle(const MadPacket& mad) {
   Request r = std::move(it->second);
   inFlight_.erase(it);
   ++counters_.responses;
+  if (r.attempts == 1) rtt_[r.bucket].sample(clock_.now() - r.sentAt);  // Karn: first attempts only
   MadResult res;
   res.status = MadStatus::kOk;
   res.response = mad;

@@ -4,8 +4,17 @@
 // asked for to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a
 // response) whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it.
 // Single-threaded: call poll() from the event loop; completions run inside poll().
+//
+// Timeouts adapt to the fabric: per path length (the hop count of a directed-route SMP; LID-routed SMPs and
+// GMPs share one bucket) the engine keeps a smoothed round-trip time and its variation (Jacobson/Karels as
+// in TCP, RFC 6298) from the MADs answered at their first attempt (Karn's rule: an answer to a resent MAD
+// may belong to either attempt), and waits srtt + 4 * rttvar, never less than minTimeout nor more than the
+// configured timeout, which is also the wait until a bucket has its first sample. Each resend of a request
+// waits twice as long as the attempt before (up to the configured timeout), so a burst of loss is outlasted
+// rather than met by every retry at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -21,12 +30,14 @@ namespace ibsm::mad {
 
 struct MadEngineOptions {
   unsigned window = 32;
-  Duration timeout = std::chrono::milliseconds(100);
-  unsigned retries = 7;  // config mad.retries
+  Duration timeout = std::chrono::milliseconds(100);  // config mad.timeout_ms: the first and the longest wait
+  unsigned retries = 7;                               // config mad.retries
+  Duration minTimeout = std::chrono::milliseconds(10);  // the shortest adaptive wait
 };
 
 // Per-request overrides of the engine's timeout and retries, e.g. one short attempt for a capability probe
-// that an SMA may silently drop. Unset fields take the engine's options.
+// that an SMA may silently drop. Unset fields take the engine's options; a timeout given here is used for
+// every attempt as it is (no adaptation, no backoff).
 struct RequestOptions {
   std::optional<Duration> timeout;
   std::optional<unsigned> retries;
@@ -88,15 +99,29 @@ class MadEngine {
   const MadCounters& counters() const { return counters_; }
   const MadEngineOptions& options() const { return options_; }
 
+  // Round-trip buckets: 0..63 the hop count of a directed-route SMP, kLidRouted everything else.
+  static constexpr unsigned kLidRouted = 64;
+  static unsigned bucketOf(const MadPacket& mad);
+  // The wait of a first attempt in `bucket` now.
+  Duration adaptiveTimeout(unsigned bucket) const;
+
  private:
+  // Smoothed round-trip time of one bucket (RFC 6298, 2.2 and 2.3).
+  struct Rtt {
+    bool sampled = false;
+    Duration srtt{}, rttvar{};
+    void sample(Duration rtt);
+  };
   struct Request {
     MadPacket packet;
     MadCompletion done;
     unsigned attempts = 0;
-    Duration timeout{};
+    std::optional<Duration> timeout;  // the caller's, else adaptive
     unsigned retries = 0;
     uint8_t mgmtClass = 0;
     uint16_t attrId = 0;
+    uint8_t bucket = kLidRouted;
+    TimePoint sentAt{};  // of the latest attempt
   };
   struct Timer {
     TimePoint deadline;
@@ -111,6 +136,7 @@ class MadEngine {
   void expireTimers();
   void attemptFailed(uint32_t tid);
   void complete(Request& request, MadResult result);
+  Duration attemptTimeout(const Request& request) const;
 
   MadPort& port_;
   const Clock& clock_;
@@ -123,6 +149,7 @@ class MadEngine {
   MadCounters counters_;
   size_t maxInFlight_ = 0;
   uint64_t mkey_ = 0;
+  std::array<Rtt, kLidRouted + 1> rtt_{};
 };
 
 }  // namespace ibsm::mad

@@ -190,6 +190,7 @@ std::string formatDot(const SubnetSnapshot& snap, const std::vector<std::vector<
 // snapshot they belong to, so fifty clients asking `check` cost one check. Not thread-safe: one per thread.
 class ReadHandler {
  public:
+  explicit ReadHandler(unsigned checkThreads = 1) : checkThreads_(checkThreads) {}
   // A complete response (ok or error), never throws.
   Json handle(const Request& request, const ControlView& view);
 
@@ -197,6 +198,7 @@ class ReadHandler {
   Json dispatch(const Request& request, const ControlView& view);
   Json check(const SubnetSnapshot& snap);
   Json topology(const SubnetSnapshot& snap, const Request& request);
+  unsigned checkThreads_;
   const SubnetSnapshot* cachedFor_ = nullptr;
   std::weak_ptr<const SubnetSnapshot> cachedSnap_;
   std::optional<Json> check_;

@@ -160,7 +160,7 @@ struct ControlServer::Impl {
 
   Impl(const ControlServerOptions& o, const StatePublisher& s, const EventLog& e, Logger& l,
        const mad::Clock& c, ChangeHandler h)
-      : options(o), state(s), events(e), log(l), clock(c), onChange(std::move(h)) {}
+      : options(o), state(s), events(e), log(l), clock(c), onChange(std::move(h)), reader(o.checkThreads) {}
 
   ~Impl() {
     for (auto& [id, c] : conns) ::close(c.fd);

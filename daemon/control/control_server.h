@@ -52,6 +52,7 @@ class StatePublisher {
 struct ControlServerOptions {
   std::string path;                  // absolute, at most 107 bytes
   std::optional<std::string> group;  // control.group: owner group of the socket and who may change state
+  unsigned checkThreads = 1;         // routing.threads: workers of the route check (`ibsmctl check`)
   mode_t mode = 0660;
   // Connections beyond these limits are answered "busy" and closed. One user (a peer UID other than root's)
   // holds at most maxClientsPerUid, and the last reservedForRoot of the pool are for root alone, so a client

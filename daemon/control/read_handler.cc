@@ -544,7 +544,9 @@ void ReadHandler::resetCacheFor(const std::shared_ptr<const SubnetSnapshot>& sna
 // The route checker's verdict on the live tables, computed once per snapshot.
 Json ReadHandler::check(const SubnetSnapshot& s) {
   if (!check_) {
-    routing::CheckReport rep = routing::checkRoutes(*s.topology, s.lids, s.tables);
+    routing::CheckOptions co;
+    co.threads = checkThreads_;
+    routing::CheckReport rep = routing::checkRoutes(*s.topology, s.lids, s.tables, co);
     Json report = Json::parse(routing::formatReportJson(rep), nullptr, false);
     if (report.is_discarded()) throw Failure(ErrorCode::kInternal, "route checker report is not JSON");
     check_ = Json{{"ok", rep.ok()}, {"report", std::move(report)}, {"text", routing::formatReportText(rep)}};

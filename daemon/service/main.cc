@@ -66,12 +66,15 @@ constexpr const char* kUsage =
     "  --port-guid GUID          port_guid: local port to bind (default: first port with link up)\n"
     "  --routing ENGINES         routing.engines (default ftree,dor|dfsp,updn,minhop)\n"
     "  --lmc N                   routing.lmc: LID mask control 0..7 (default 0)\n"
+    "  --threads N               routing.threads: worker threads for routing and route checks (default:\n"
+    "                            the online cores; the routes are the same for any number)\n"
     "  --state-dir DIR           paths.state_dir: persistent state, guid2lid (default /var/lib/ibsm)\n"
     "  --priority N              sm.priority 0..15 (default 0)\n"
     "  --sweep-interval S        sweep.interval_s: seconds between sweeps, 0 = none (default 10)\n"
     "  --socket PATH             control.socket (also $IBSM_SOCKET)\n"
     "  --mad-window N            mad.window: SMPs in flight (default 32)\n"
-    "  --mad-timeout-ms MS       mad.timeout_ms: per-attempt timeout (default 100)\n"
+    "  --mad-timeout-ms MS       mad.timeout_ms: longest wait per attempt (default 100; shorter once round\n"
+    "                            trips were measured)\n"
     "  --mad-retries N           mad.retries: retries after a timeout (default 7)\n"
     "  --partitions-conf FILE    paths.partitions_conf: OpenSM's partitions.conf, read as it is\n"
     "  --metrics ADDR:PORT       metrics.listen: serve Prometheus metrics on http://ADDR:PORT/metrics, e.g.\n"
@@ -95,6 +98,7 @@ Args parseArgs(int argc, char** argv) {
       {"--port-guid", "port_guid"},
       {"--routing", "routing.engines"},
       {"--lmc", "routing.lmc"},
+      {"--threads", "routing.threads"},
       {"--state-dir", "paths.state_dir"},
       {"--priority", "sm.priority"},
       {"--sweep-interval", "sweep.interval_s"},
@@ -362,7 +366,7 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
         m.setIsolatedPorts(daemon::isolatedPorts(*h));
       });
   auto server = daemon::ControlServer::start(
-      {args.cfg.control.socket, args.cfg.control.group}, state, events, log, clock,
+      {args.cfg.control.socket, args.cfg.control.group, args.cfg.routing.threads}, state, events, log, clock,
       [&service](daemon::Request r, daemon::PeerCredentials p, daemon::ControlServer::Reply reply) {
         service.onChangeRequest(std::move(r), std::move(p), std::move(reply));
       });

@@ -40,6 +40,7 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.routing.roots = c.routing.roots;
   o.routing.computeAr = c.ar.enable;
   o.routing.arGroupCap = c.ar.groupCap;
+  o.routing.threads = c.routing.threads;
   // auto: at most 8 here, and the route planner caps it by what every link offers.
   o.routing.vlLayers =
       static_cast<uint8_t>(c.qos.vls == config::QosConfig::kAuto ? config::QosConfig::kAutoVls : c.qos.vls);

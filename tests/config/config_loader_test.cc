@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace ibsm::config {
 namespace {
@@ -37,6 +38,7 @@ routing:
   engines: updn, minhop
   roots: [0x10, 0x20]
   lmc: 2
+  threads: 1024
 sweep:
   interval_s: 0
 sm:
@@ -104,6 +106,7 @@ TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dor|dfsp", "updn", "minhop"}));
   EXPECT_EQ(d.qos.vls, QosConfig::kAuto);
   EXPECT_EQ(d.routing.lmc, 0);
+  EXPECT_EQ(d.routing.threads, std::max(1u, std::thread::hardware_concurrency()));  // the online cores
   EXPECT_EQ(d.sweep.intervalS, 10u);
   EXPECT_EQ(d.mad.window, 32u);
   EXPECT_EQ(d.paths.guid2lid, "/var/lib/ibsm/guid2lid");
@@ -121,6 +124,7 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.routing.roots, (std::vector<Guid>{Guid{0x10}, Guid{0x20}}));
   EXPECT_FALSE(c.routing.rootsFile);
   EXPECT_EQ(c.routing.lmc, 2);
+  EXPECT_EQ(c.routing.threads, 1024u);
   EXPECT_EQ(c.sweep.intervalS, 0u);
   EXPECT_EQ(c.sm.priority, 15);
   EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
@@ -220,6 +224,9 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"# header\nrouting:\n  engines: [ftree]\n  lmc: 9\n",
        "ibsm.yaml:4:8: routing.lmc: 9 is out of range 0..7"},
       {"sm:\n  priority: 16\n", "ibsm.yaml:2:13: sm.priority: 16 is out of range 0..15"},
+      {"routing:\n  threads: 0\n", "ibsm.yaml:2:12: routing.threads: 0 is out of range 1..1024"},
+      {"routing:\n  threads: -4\n", "ibsm.yaml:2:12: routing.threads: -4 is out of range 1..1024"},
+      {"routing:\n  threads: all\n", "ibsm.yaml:2:12: routing.threads: expected an integer, got \"all\""},
       {"sm:\n  m_key_protection_level: 4\n",
        "ibsm.yaml:2:27: sm.m_key_protection_level: 4 is out of range 0..3"},
       {"sm:\n  m_key_lease_period: 65536\n",
@@ -413,7 +420,8 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 37u);
+  EXPECT_EQ(byKey.size(), 38u);
+  EXPECT_FALSE(byKey["routing.threads"].reloadable);
   EXPECT_TRUE(byKey["health.action"].reloadable);
   EXPECT_EQ(byKey["health.action"].defaultValue, "report");
   EXPECT_EQ(byKey["perfmgr.interval_s"].defaultValue, "60");
@@ -453,6 +461,9 @@ TEST(ConfigOverrides, AppliedOnTopAndValidatedTheSameWay) {
 
   const Override range[] = {{"sm.priority", "16"}};
   EXPECT_EQ(errorOf("", range), "command line: sm.priority: 16 is out of range 0..15");
+  const Override threads[] = {{"routing.threads", "0"}};  // ibsmd --threads 0
+  EXPECT_EQ(errorOf("routing:\n  threads: 2\n", threads),
+            "command line: routing.threads: 0 is out of range 1..1024");
   const Override typo[] = {{"sm.prority", "1"}};
   EXPECT_EQ(errorOf("", typo), "command line: sm.prority: unknown key (did you mean sm.priority?)");
   // ibsmd --set dumps.lfts=on_change, over a file that asks for the default.

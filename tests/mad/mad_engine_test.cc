@@ -256,5 +256,135 @@ TEST_F(EngineTest, CompletionMaySubmitMore) {
   EXPECT_EQ(depth, 100);
 }
 
+// A NodeInfo Get along `hops` hops (port 1 each).
+MadPacket nodeInfoAt(unsigned hops) {
+  fabric::DrPath path;
+  for (unsigned i = 0; i < hops; ++i) path = *path.extended(1);
+  return makeDirectedSmp(kGet, kAttrNodeInfo, 0, path);
+}
+
+// Adaptive timeouts. A responder that holds every request, so the test decides when (and whether) each is
+// answered; `answerAfter` answers the last one held after `rtt` of simulated time.
+struct AdaptiveTest : EngineTest {
+  std::vector<MadPacket> held;
+  std::vector<TimePoint> sentAt;
+  AdaptiveTest() {
+    options.minTimeout = 1ms;
+    port.setResponder([this](const MadPacket& req) {
+      held.push_back(req);
+      sentAt.push_back(clock.now());
+      return std::vector<MadPacket>{};
+    });
+  }
+  void answerAfter(MadEngine& engine, Duration rtt) {
+    clock.advance(rtt);
+    port.inject(makeResponse(held.back()));
+    engine.poll(0ms);
+  }
+  // n requests, each answered at its first attempt after rtt.
+  void train(MadEngine& engine, const MadPacket& mad, Duration rtt, int n = 40) {
+    for (int i = 0; i < n; ++i) {
+      bool ok = false;
+      engine.submit(mad, [&](const MadResult& r) { ok = r.ok(); });
+      answerAfter(engine, rtt);
+      EXPECT_TRUE(ok);
+    }
+  }
+};
+
+Duration near(Duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d);
+}
+
+TEST_F(AdaptiveTest, TimeoutFollowsTheRoundTripTimeOfEachHopCount) {
+  MadEngine engine(port, clock, options);
+  EXPECT_EQ(engine.adaptiveTimeout(1), 100ms);  // the configured timeout until a bucket has a sample
+  train(engine, nodeInfoAt(1), 2ms);
+  train(engine, nodeInfoAt(3), 6ms);
+  train(engine, makeLidRoutedSmp(kGet, kAttrNodeInfo, 0, 5), 3ms);
+  // A steady round trip leaves rttvar near 0: the timeout converges to the round trip itself.
+  EXPECT_EQ(near(engine.adaptiveTimeout(1)), 2ms);
+  EXPECT_EQ(near(engine.adaptiveTimeout(3)), 6ms);
+  EXPECT_EQ(near(engine.adaptiveTimeout(MadEngine::kLidRouted)), 3ms);
+  EXPECT_EQ(engine.adaptiveTimeout(2), 100ms);  // no sample of 2 hops yet
+  // Jitter widens it (4 rttvar), and the first attempt of a 3-hop SMP now times out after that.
+  for (int i = 0; i < 20; ++i) train(engine, nodeInfoAt(3), i % 2 ? 2ms : 10ms, 1);
+  const Duration jittery = engine.adaptiveTimeout(3);
+  EXPECT_GT(jittery, 10ms);
+  EXPECT_LT(jittery, 30ms);
+  // Never below the floor nor above the configured timeout.
+  train(engine, nodeInfoAt(4), 0ms);
+  EXPECT_EQ(engine.adaptiveTimeout(4), 1ms);
+  train(engine, nodeInfoAt(5), 500ms, 3);
+  EXPECT_EQ(engine.adaptiveTimeout(5), 100ms);
+  held.clear();
+  sentAt.clear();
+  MadResult result;
+  engine.submit(nodeInfoAt(3), [&](const MadResult& r) { result = r; });
+  engine.poll(100ms);
+  ASSERT_EQ(sentAt.size(), 2u);  // timed out and resent
+  EXPECT_EQ(sentAt[1] - sentAt[0], jittery);
+}
+
+// Karn's rule: an answer to a resent request may belong to any of its attempts, so it is no sample.
+TEST_F(AdaptiveTest, OnlyAnswersToFirstAttemptsAreSamples) {
+  MadEngine engine(port, clock, options);
+  MadResult result;
+  engine.submit(nodeInfoAt(2), [&](const MadResult& r) { result = r; });
+  engine.poll(100ms);  // the first attempt times out
+  ASSERT_EQ(held.size(), 2u);
+  answerAfter(engine, 1ms);  // the retry is answered
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result.attempts, 2u);
+  EXPECT_EQ(engine.adaptiveTimeout(2), 100ms);  // still unsampled
+  train(engine, nodeInfoAt(2), 4ms, 1);
+  EXPECT_EQ(engine.adaptiveTimeout(2), 12ms);  // first sample: srtt 4, rttvar 2
+}
+
+// Each resend waits twice as long as the attempt before, up to the configured timeout.
+TEST_F(AdaptiveTest, RetriesBackOffUpToTheConfiguredTimeout) {
+  options.retries = 7;
+  MadEngine engine(port, clock, options);
+  train(engine, nodeInfoAt(1), 5ms);
+  const Duration rto = engine.adaptiveTimeout(1);
+  held.clear();
+  sentAt.clear();
+  MadResult result;
+  engine.submit(nodeInfoAt(1), [&](const MadResult& r) { result = r; });
+  engine.runUntilIdle();  // nothing answers
+  EXPECT_EQ(result.status, MadStatus::kTimeout);
+  ASSERT_EQ(sentAt.size(), 8u);
+  for (size_t i = 1; i < sentAt.size(); ++i)
+    EXPECT_EQ(sentAt[i] - sentAt[i - 1], std::min<Duration>(rto * (1 << (i - 1)), 100ms)) << i;
+  // A caller's own timeout is kept for every attempt.
+  sentAt.clear();
+  engine.submit(
+      nodeInfoAt(1), [&](const MadResult& r) { result = r; }, RequestOptions{30ms, 2u});
+  engine.runUntilIdle();
+  ASSERT_EQ(sentAt.size(), 3u);
+  EXPECT_EQ(sentAt[1] - sentAt[0], 30ms);
+  EXPECT_EQ(sentAt[2] - sentAt[1], 30ms);
+}
+
+// With the defaults (100 ms, 7 retries, 10 ms floor) and a fabric that answered at once so far (the timeout
+// at its floor), 300 ms of total loss are outlasted: without the backoff the 8 attempts would span 80 ms.
+TEST_F(AdaptiveTest, ABurstOfLossIsSurvivedWithTheDefaults) {
+  options = MadEngineOptions{};
+  MadEngine engine(port, clock, options);
+  train(engine, nodeInfoAt(2), 0ms);
+  ASSERT_EQ(engine.adaptiveTimeout(2), 10ms);
+  const TimePoint burstEnd = clock.now() + 300ms;
+  port.setResponder([&](const MadPacket& req) {
+    if (clock.now() < burstEnd) return std::vector<MadPacket>{};
+    return std::vector<MadPacket>{makeResponse(req)};
+  });
+  int ok = 0;
+  for (int i = 0; i < 32; ++i) engine.submit(nodeInfoAt(2), [&](const MadResult& r) { ok += r.ok(); });
+  engine.runUntilIdle();
+  EXPECT_EQ(ok, 32);
+  EXPECT_EQ(engine.counters().failed, 0u);
+  EXPECT_LT(clock.now() - (burstEnd - 300ms), 800ms);  // and sooner than fixed 100 ms timeouts would give up
+}
+
 }  // namespace
 }  // namespace ibsm::mad

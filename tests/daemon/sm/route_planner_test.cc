@@ -1,0 +1,98 @@
+// RoutePlanner with routing.threads: the engine chain from scratch, a repair after a link went down and the
+// rebalancing run after it give the same tables (and link loads) with 4 workers as with one.
+#include "daemon/sm/route_planner.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/routing/generated_fabrics.h"
+
+namespace ibsm::daemon {
+namespace {
+
+using routing::testing::generate;
+
+// Everything the SM programs or the planner keeps from one planning round.
+struct Outcome {
+  RoutePlanner::Plan fromScratch, repair, rebalance;
+};
+
+// From scratch on `topo`; then, with the first switch-to-switch link down, a repair and (in the background)
+// the rebalancing run.
+Outcome planAll(const fabric::TopologyPtr& topo, unsigned threads) {
+  mad::FakeClock clock;
+  RoutePlanner planner(clock, /*background=*/true);
+  routing::Options options;
+  options.threads = threads;
+  options.vlLayers = 4;
+  planner.setOptions({"ftree", "dor|dfsp", "updn", "minhop"}, options);
+  auto lids = routing::assignLids(*topo, {}, 0);
+  EXPECT_TRUE(lids.ok());
+  // Plans for `t` (a repair of `previous` when given) and publishes the plan as the SM does.
+  auto planAndPublish = [&](const fabric::TopologyPtr& t, const SubnetSnapshot* previous,
+                            RoutePlanner::Plan& plan) {
+    auto planned = planner.plan(previous, *t, lids->lids, previous != nullptr);
+    EXPECT_TRUE(planned.ok()) << planned.error().message;
+    plan = *planned;
+    auto snap = std::make_shared<SubnetSnapshot>();
+    snap->topology = t;
+    snap->lids = lids->lids;
+    snap->tables = planned->tables;
+    planner.published(snap, *planned);  // starts the loads or the rebalance in the background
+    return snap;
+  };
+  Outcome out;
+  auto before = planAndPublish(topo, nullptr, out.fromScratch);
+
+  fabric::Topology::AttrPatch down;
+  for (fabric::NodeIndex s : topo->switches()) {
+    for (unsigned p = 1; p < topo->node(s).ports.size() && down.ports.empty(); ++p) {
+      const fabric::Port& port = topo->node(s).ports[p];
+      if (!port.connected() || !topo->node(port.peerNode).isSwitch()) continue;
+      for (auto [n, num] : {std::pair{s, p}, std::pair{port.peerNode, unsigned(port.peerPort.value)}}) {
+        fabric::PortAttrs a = topo->node(n).ports[num].attrs;
+        a.valid = true;
+        a.state = fabric::PortState::kDown;
+        down.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(num)}, a);
+      }
+    }
+  }
+  auto current = planAndPublish(topo->withAttrs(down), before.get(), out.repair);
+  planner.wait();
+  auto rebalance = planner.takeRebalance(current.get());
+  EXPECT_EQ(rebalance.has_value(), out.repair.repaired);  // a from-scratch plan has nothing to rebalance
+  if (rebalance) out.rebalance = std::move(rebalance->plan);
+  return out;
+}
+
+void expectSame(const RoutePlanner::Plan& one, const RoutePlanner::Plan& many, const std::string& what) {
+  EXPECT_EQ(many.tables.engine, one.tables.engine) << what;
+  EXPECT_TRUE(many.tables.lft == one.tables.lft) << what;
+  EXPECT_TRUE(many.tables.ar == one.tables.ar) << what;
+  EXPECT_EQ(many.tables.sl, one.tables.sl) << what;
+  EXPECT_EQ(many.tables.slToVl, one.tables.slToVl) << what;
+  EXPECT_EQ(many.how, one.how) << what;
+  ASSERT_EQ(!many.loads, !one.loads) << what;
+  if (one.loads) {
+    EXPECT_EQ(*many.loads, *one.loads) << what;
+  }
+}
+
+TEST(RoutePlanner, FourThreadsRouteAsOne) {
+  // ftree on a fat tree, dor|dfsp on a torus, updn on a dragonfly (dfsp/dor decline or need more VLs).
+  for (const auto& spec : {routing::testing::fatTree(2, 12), routing::testing::torus({4, 4}),
+                           routing::testing::dragonfly(4, 2)}) {
+    fabric::TopologyPtr topo = generate(spec);
+    ASSERT_TRUE(topo);
+    Outcome one = planAll(topo, 1), four = planAll(topo, 4);
+    SCOPED_TRACE(one.fromScratch.tables.engine);
+    if (spec.shape == tools::Shape::kFatTree) {
+      EXPECT_TRUE(one.repair.repaired) << one.repair.how;
+    }
+    expectSame(one.fromScratch, four.fromScratch, "from scratch");
+    expectSame(one.repair, four.repair, "repair");
+    expectSame(one.rebalance, four.rebalance, "rebalance");
+  }
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
