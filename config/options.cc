@@ -322,10 +322,10 @@ const std::vector<OptionDoc> kDocs = {
     {"sm.poll_retries", "", "A standby SM takes over after poll_retries unanswered polls.", "", ""},
     {"mad.window", "", "MADs in flight.", "", ""},
     {"mad.timeout_ms", "",
-     "The longest wait for the answer to one attempt, in milliseconds, and the wait until answers were "
-     "measured. Per path length (hop count of a directed-route SMP; LID-routed SMPs and GMPs together) "
-     "ibsmd waits the smoothed round trip of answered MADs plus four times its variation (as TCP does), at "
-     "least 10 ms, and each resend of a MAD waits twice as long as the attempt before, up to this.",
+     "The wait for the answer to a first attempt, in milliseconds, until answers were measured, and the "
+     "longest one then. Per path length (hop count of a directed-route SMP; LID-routed SMPs and GMPs "
+     "together) ibsmd waits the smoothed round trip of answered MADs plus four times its variation (as TCP "
+     "does), at least 10 ms; each resend waits twice as long as the one before, up to twice this.",
      "", ""},
     {"mad.retries", "",
      "Resends after the first attempt. Loss compounds along a directed route (10% per switch port is about "

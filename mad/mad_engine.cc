@@ -37,12 +37,15 @@ Duration MadEngine::adaptiveTimeout(unsigned bucket) const {
   return std::clamp(r.srtt + 4 * r.rttvar, options_.minTimeout, options_.timeout);
 }
 
-// The adaptive wait doubles with every resend, up to the configured timeout.
+// The adaptive wait doubles with every resend, up to twice the configured timeout: a burst of loss is
+// waited out at least as long as with the configured timeout on every attempt, while the first attempts of
+// a MAD that was merely lost are resent after a few round-trip times.
 Duration MadEngine::attemptTimeout(const Request& r) const {
   if (r.timeout) return *r.timeout;
+  const Duration cap = 2 * options_.timeout;
   Duration t = adaptiveTimeout(r.bucket);
-  for (unsigned i = 1; i < r.attempts && t < options_.timeout; ++i) t *= 2;
-  return std::min(t, options_.timeout);
+  for (unsigned i = 1; i < r.attempts && t < cap; ++i) t *= 2;
+  return std::min(t, cap);
 }
 
 void MadEngine::stampMkey(MadPacket& mad) const {

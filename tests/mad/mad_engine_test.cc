@@ -341,8 +341,8 @@ TEST_F(AdaptiveTest, OnlyAnswersToFirstAttemptsAreSamples) {
   EXPECT_EQ(engine.adaptiveTimeout(2), 12ms);  // first sample: srtt 4, rttvar 2
 }
 
-// Each resend waits twice as long as the attempt before, up to the configured timeout.
-TEST_F(AdaptiveTest, RetriesBackOffUpToTheConfiguredTimeout) {
+// Each resend waits twice as long as the attempt before, up to twice the configured timeout.
+TEST_F(AdaptiveTest, RetriesBackOffUpToTwiceTheConfiguredTimeout) {
   options.retries = 7;
   MadEngine engine(port, clock, options);
   train(engine, nodeInfoAt(1), 5ms);
@@ -355,7 +355,7 @@ TEST_F(AdaptiveTest, RetriesBackOffUpToTheConfiguredTimeout) {
   EXPECT_EQ(result.status, MadStatus::kTimeout);
   ASSERT_EQ(sentAt.size(), 8u);
   for (size_t i = 1; i < sentAt.size(); ++i)
-    EXPECT_EQ(sentAt[i] - sentAt[i - 1], std::min<Duration>(rto * (1 << (i - 1)), 100ms)) << i;
+    EXPECT_EQ(sentAt[i] - sentAt[i - 1], std::min<Duration>(rto * (1 << (i - 1)), 200ms)) << i;
   // A caller's own timeout is kept for every attempt.
   sentAt.clear();
   engine.submit(
@@ -384,6 +384,22 @@ TEST_F(AdaptiveTest, ABurstOfLossIsSurvivedWithTheDefaults) {
   EXPECT_EQ(ok, 32);
   EXPECT_EQ(engine.counters().failed, 0u);
   EXPECT_LT(clock.now() - (burstEnd - 300ms), 800ms);  // and sooner than fixed 100 ms timeouts would give up
+}
+
+// With the defaults and the timeout at its floor, a MAD that is never answered is given up no sooner than
+// with fixed 100 ms timeouts (8 x 100 ms): the backoff loses none of the old burst tolerance.
+TEST_F(AdaptiveTest, AnUnansweredMadIsWaitedForAsLongAsWithFixedTimeouts) {
+  options = MadEngineOptions{};
+  MadEngine engine(port, clock, options);
+  train(engine, nodeInfoAt(2), 0ms);
+  ASSERT_EQ(engine.adaptiveTimeout(2), 10ms);
+  port.setResponder([](const MadPacket&) { return std::vector<MadPacket>{}; });
+  MadResult result;
+  const TimePoint start = clock.now();
+  engine.submit(nodeInfoAt(2), [&](const MadResult& r) { result = r; });
+  engine.runUntilIdle();
+  EXPECT_EQ(result.status, MadStatus::kTimeout);
+  EXPECT_GE(clock.now() - start, 800ms);
 }
 
 }  // namespace
