@@ -31,8 +31,9 @@ namespace ibsm::mad {
 
 struct MadEngineOptions {
   unsigned window = 32;
-  Duration timeout = std::chrono::milliseconds(100);  // config mad.timeout_ms: the first wait; resends up to 2x
-  unsigned retries = 7;                               // config mad.retries
+  Duration timeout =
+      std::chrono::milliseconds(100);  // config mad.timeout_ms: the first wait; resends up to 2x
+  unsigned retries = 7;                // config mad.retries
   Duration minTimeout = std::chrono::milliseconds(10);  // the shortest adaptive wait
 };
 
