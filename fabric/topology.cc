@@ -1,6 +1,8 @@
 #include "fabric/topology.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 namespace ibsm::fabric {
 
@@ -50,6 +52,11 @@ std::string DrPath::toString() const {
   return s;
 }
 
+NodeIndex Topology::checked(NodeIndex i) const {
+  if (i >= nodes_.size()) throw std::out_of_range("Topology::node: no node " + std::to_string(i));
+  return i;
+}
+
 std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
   auto it = byGuid_.find(nodeGuid);
   if (it == byGuid_.end()) return std::nullopt;
@@ -64,8 +71,25 @@ std::optional<std::pair<NodeIndex, PortNum>> Topology::findPort(Guid portGuid) c
 
 std::optional<NodeIndex> Topology::findByDescription(std::string_view desc) const {
   for (NodeIndex i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].description == desc) return i;
+    if (node(i).description == desc) return i;
   return std::nullopt;
+}
+
+TopologyBuilder::TopologyBuilder(const Topology& base)
+    : nodes_(base.nodes_),
+      byGuid_(base.byGuid_),
+      smNode_(base.smNode_),
+      smPort_(base.smPort_),
+      sizeHint_{base.switches_.size(), base.cas_.size(), base.links_.size()} {}
+
+Node& TopologyBuilder::node(NodeIndex i) {
+  if (i >= nodes_.size()) throw std::out_of_range("TopologyBuilder::node: no node " + std::to_string(i));
+  return nodes_[i];
+}
+
+const Node& TopologyBuilder::node(NodeIndex i) const {
+  if (i >= nodes_.size()) throw std::out_of_range("TopologyBuilder::node: no node " + std::to_string(i));
+  return nodes_[i];
 }
 
 Result<NodeIndex> TopologyBuilder::addNode(Node node) {
@@ -90,8 +114,8 @@ std::optional<NodeIndex> TopologyBuilder::findNode(Guid guid) const {
 
 Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb) {
   if (a >= nodes_.size() || b >= nodes_.size()) return makeError("connect: no such node");
-  Node& na = nodes_[a];
-  Node& nb = nodes_[b];
+  const Node& na = std::as_const(nodes_)[a];
+  const Node& nb = std::as_const(nodes_)[b];
   auto describe = [](const Node& n, PortNum p) {
     return toString(n.guid) + "[" + std::to_string(p.value) + "]";
   };
@@ -102,25 +126,40 @@ Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, Port
     return makeError("port " + describe(nb, pb) + " is out of range (1.." + std::to_string(nb.numPorts) +
                      ")");
   if (a == b && pa == pb) return makeError("port " + describe(na, pa) + " linked to itself");
-  Port& x = na.ports[pa.value];
-  Port& y = nb.ports[pb.value];
+  const Port& x = na.ports[pa.value];
+  const Port& y = nb.ports[pb.value];
   if (x.connected() && (x.peerNode != b || x.peerPort != pb))
     return makeError("port " + describe(na, pa) + " is already linked to " +
-                     describe(nodes_[x.peerNode], x.peerPort));
+                     describe(node(x.peerNode), x.peerPort));
   if (y.connected() && (y.peerNode != a || y.peerPort != pa))
     return makeError("port " + describe(nb, pb) + " is already linked to " +
-                     describe(nodes_[y.peerNode], y.peerPort));
-  x.peerNode = b;
-  x.peerPort = pb;
-  y.peerNode = a;
-  y.peerPort = pa;
+                     describe(node(y.peerNode), y.peerPort));
+  if (x.connected() && y.connected()) return {};  // linked already: the nodes stay shared
+  Port& px = nodes_[a].ports[pa.value];
+  px.peerNode = b;
+  px.peerPort = pb;
+  Port& py = nodes_[b].ports[pb.value];
+  py.peerNode = a;
+  py.peerPort = pa;
   return {};
+}
+
+void TopologyBuilder::disconnect(NodeIndex n, PortNum p) {
+  const Port& port = node(n).ports.at(p.value);
+  if (!port.connected()) return;
+  const auto [peer, peerPort] = std::pair{port.peerNode, port.peerPort};
+  Port& back = nodes_[peer].ports[peerPort.value];
+  back.peerNode = kNoNode;
+  back.peerPort = PortNum{};
+  Port& here = nodes_[n].ports[p.value];
+  here.peerNode = kNoNode;
+  here.peerPort = PortNum{};
 }
 
 TopologyPtr Topology::withAttrs(const AttrPatch& patch) const {
   auto copy = std::make_shared<Topology>(*this);
-  for (const auto& [n, p, attrs] : patch.ports) copy->nodes_.at(n).ports.at(p.value).attrs = attrs;
-  for (const auto& [n, sw] : patch.switches) copy->nodes_.at(n).sw = sw;
+  for (const auto& [n, p, attrs] : patch.ports) copy->nodes_[checked(n)].ports.at(p.value).attrs = attrs;
+  for (const auto& [n, sw] : patch.switches) copy->nodes_[checked(n)].sw = sw;
   return copy;
 }
 
@@ -128,25 +167,31 @@ Result<TopologyPtr> TopologyBuilder::build() && {
   auto topo = std::make_shared<Topology>();
   topo->byGuid_ = std::move(byGuid_);
   topo->byPortGuid_.reserve(nodes_.size());
+  topo->switches_.reserve(sizeHint_.switches);
+  topo->cas_.reserve(sizeHint_.cas);
+  topo->links_.reserve(sizeHint_.links);
   for (NodeIndex i = 0; i < nodes_.size(); ++i) {
-    Node& n = nodes_[i];
+    const Node& n = std::as_const(nodes_)[i];
     if (n.isSwitch()) {
       topo->switches_.push_back(i);
-      if (n.ports[0].guid.value == 0) n.ports[0].guid = n.guid;
-      for (auto& p : n.ports) p.guid = n.ports[0].guid;
-      if (!topo->byPortGuid_.emplace(n.ports[0].guid, std::pair{i, PortNum{0}}).second)
-        return makeError("duplicate port GUID " + toString(n.ports[0].guid));
+      // Every port of a switch carries its port GUID (the node GUID when NodeInfo gave none).
+      const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
+      if (std::any_of(n.ports.begin(), n.ports.end(), [&](const Port& p) { return p.guid != portGuid; }))
+        for (auto& p : nodes_[i].ports) p.guid = portGuid;  // n is not read again
+      if (!topo->byPortGuid_.emplace(portGuid, std::pair{i, PortNum{0}}).second)
+        return makeError("duplicate port GUID " + toString(portGuid));
     } else {
       if (n.type == NodeType::kCa) topo->cas_.push_back(i);
       for (unsigned p = 1; p <= n.numPorts; ++p) {
-        Port& port = n.ports[p];
+        const Port& port = n.ports[p];
         if (port.guid.value == 0) continue;
         if (!topo->byPortGuid_.emplace(port.guid, std::pair{i, PortNum{static_cast<uint8_t>(p)}}).second)
           return makeError("duplicate port GUID " + toString(port.guid));
       }
     }
-    for (unsigned p = 1; p <= n.numPorts; ++p) {
-      const Port& port = n.ports[p];
+    const Node& linked = std::as_const(nodes_)[i];
+    for (unsigned p = 1; p <= linked.numPorts; ++p) {
+      const Port& port = linked.ports[p];
       if (!port.connected()) continue;
       if (std::pair{i, p} < std::pair{port.peerNode, static_cast<unsigned>(port.peerPort.value)})
         topo->links_.push_back(Link{i, PortNum{static_cast<uint8_t>(p)}, port.peerNode, port.peerPort});

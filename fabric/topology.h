@@ -14,6 +14,7 @@
 
 #include "fabric/ids.h"
 #include "fabric/result.h"
+#include "fabric/rows.h"
 
 namespace ibsm::fabric {
 
@@ -108,8 +109,9 @@ struct Link {
 
 class Topology {
  public:
-  const std::vector<Node>& nodes() const { return nodes_; }
-  const Node& node(NodeIndex i) const { return nodes_.at(i); }
+  // Versions of a topology share the nodes neither changed (fabric/rows.h).
+  const Rows<Node>& nodes() const { return nodes_; }
+  const Node& node(NodeIndex i) const { return nodes_[checked(i)]; }
   size_t size() const { return nodes_.size(); }
   std::optional<NodeIndex> findNode(Guid nodeGuid) const;
   // A CA port GUID or a switch's port GUID -> (node, port).
@@ -134,7 +136,8 @@ class Topology {
 
  private:
   friend class TopologyBuilder;
-  std::vector<Node> nodes_;
+  NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
+  Rows<Node> nodes_;
   std::unordered_map<Guid, NodeIndex> byGuid_;
   std::unordered_map<Guid, std::pair<NodeIndex, PortNum>> byPortGuid_;
   std::vector<NodeIndex> switches_, cas_;
@@ -148,20 +151,22 @@ using TopologyPtr = std::shared_ptr<const Topology>;
 // Collects nodes and links, checks them, and produces the immutable snapshot.
 class TopologyBuilder {
  public:
-  // Room for n nodes (a re-discovery adds the known ones first).
-  void reserve(size_t n) {
-    nodes_.reserve(n);
-    byGuid_.reserve(n);
-  }
+  TopologyBuilder() = default;
+  // Starts from base's nodes, links and routes (its nodes shared until written: a re-discovery).
+  explicit TopologyBuilder(const Topology& base);
+
   // Adds a node; ports are created (numPorts + 1 entries) if the node has none. Fails on a duplicate node
   // GUID.
   Result<NodeIndex> addNode(Node node);
   std::optional<NodeIndex> findNode(Guid guid) const;
-  Node& node(NodeIndex i) { return nodes_.at(i); }
+  Node& node(NodeIndex i);  // for writing: the node is this builder's own from here on
+  const Node& node(NodeIndex i) const;
   size_t size() const { return nodes_.size(); }
   // Connects two ports; fails if a port number is out of range, a port is already linked elsewhere, or a CA
   // port 0 / switch port 0 is used.
   Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);
+  // Unlinks port p of node n and its peer's port, if linked.
+  void disconnect(NodeIndex n, PortNum p);
   void setSmPort(NodeIndex node, PortNum port) {
     smNode_ = node;
     smPort_ = port;
@@ -170,10 +175,13 @@ class TopologyBuilder {
   Result<TopologyPtr> build() &&;
 
  private:
-  std::vector<Node> nodes_;
+  Rows<Node> nodes_;
   std::unordered_map<Guid, NodeIndex> byGuid_;
   NodeIndex smNode_ = kNoNode;
   PortNum smPort_;
+  struct {
+    size_t switches = 0, cas = 0, links = 0;
+  } sizeHint_;  // of the base topology: what build() reserves
 };
 
 // Link width/speed as ibnetdiscover prints them ("4xQDR"); empty when unknown.

@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "fabric/rows.h"
 #include "fabric/topology.h"
-#include "routing/rows.h"
 
 namespace ibsm::routing {
+
+using fabric::Blocks;
+using fabric::Rows;
 
 inline constexpr uint8_t kNoPort = 0xFF;  // LFT entry: drop
 using PortMask = std::bitset<256>;
@@ -31,7 +34,7 @@ using LftRow = Blocks<uint8_t, 64>;
 
 struct RoutingTables {
   std::string engine;  // which engine produced them
-  // Rows (routing/rows.h): per switch, shared with other versions of the tables until written.
+  // Rows (fabric/rows.h): per switch, shared with other versions of the tables until written.
   Rows<LftRow> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
   Rows<ArTable> ar;  // [node]; empty when AR was not computed
   // Service level of each path, for engines that keep their routes deadlock-free by spreading them over

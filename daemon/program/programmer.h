@@ -27,7 +27,7 @@ struct SwitchLftState {
   KnownBlocks<mad::LftBlock> lft;
   uint16_t linearFdbTop = 0;
   bool topKnown = false;
-  // The routing tables' row (routing/rows.h) whose blocks up to writtenTop the switch was last known to
+  // The routing tables' row (fabric/rows.h) whose blocks up to writtenTop the switch was last known to
   // hold in full: when the tables bring the very same row again, no block needs comparing, and of a row
   // derived from it (a repair, a rebalance) only the blocks that are not the very same ones.
   std::shared_ptr<const routing::LftRow> written;

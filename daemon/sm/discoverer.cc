@@ -21,7 +21,7 @@ constexpr uint8_t kLinkUp = 5;  // PortPhysicalState LinkUp
 struct Sweep {
   mad::MadEngine& engine;
   fabric::TopologyBuilder builder;
-  routing::Rows<std::vector<RawAttr>> portInfo;
+  fabric::Rows<std::vector<RawAttr>> portInfo;
   std::vector<RawAttr> switchInfo;
   std::vector<std::string> warnings;
   std::optional<std::string> fatal;
@@ -227,25 +227,28 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   fabric::TopologyBuilder& old = sweep.builder;
   std::vector<NodeIndex> order, newIndex(old.size(), fabric::kNoNode);
   const NodeIndex root = 0;  // the local node is always the first one added
+  const fabric::TopologyBuilder& read =
+      old;  // nodes a re-discovery shares are written only where they change
   order.push_back(root);
   newIndex[root] = 0;
-  old.node(root).route = DrPath{};
+  if (read.node(root).route != DrPath{}) old.node(root).route = DrPath{};
   for (size_t head = 0; head < order.size(); ++head) {
-    fabric::Node& n = old.node(order[head]);
+    const fabric::Node& n = read.node(order[head]);
     bool local = head == 0;
     if (!n.isSwitch() && !local) continue;
     for (unsigned p = 1; p <= n.numPorts; ++p) {
-      fabric::Port& port = n.ports[p];
+      const fabric::Port& port = n.ports[p];
       if (!port.connected()) continue;
       if (!n.isSwitch() && p != sweep.smPortNum) continue;
       auto route = n.route.extended(static_cast<uint8_t>(p));
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
-      fabric::Node& peer = old.node(port.peerNode);
-      if (!peer.isSwitch()) peer.ports[port.peerPort.value].route = *route;
+      const fabric::Node& peer = read.node(port.peerNode);
+      if (!peer.isSwitch() && peer.ports[port.peerPort.value].route != *route)
+        old.node(port.peerNode).ports[port.peerPort.value].route = *route;
       if (newIndex[port.peerNode] != fabric::kNoNode) continue;
       newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
       order.push_back(port.peerNode);
-      peer.route = *route;
+      if (read.node(port.peerNode).route != *route) old.node(port.peerNode).route = *route;
     }
   }
   DiscoveryResult result;
@@ -354,31 +357,26 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     return result;
   }
 
-  // Something changed: patch the previous topology, exploring from the changed switches' ports.
+  // Something changed: patch the previous topology, exploring from the changed switches' ports. The nodes,
+  // their PortInfo and the links of the others are shared with it, not copied.
   auto sweep = std::make_unique<Sweep>(engine_);
   sweep->failOnNoAnswer = true;
   sweep->heldDown = heldDown;
-  sweep->builder.reserve(topo.size());
-  for (NodeIndex i = 0; i < topo.size(); ++i) {
-    fabric::Node n = topo.node(i);
-    for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
-    (void)sweep->builder.addNode(std::move(n));
-    sweep->portInfo.pushShared(previous.portInfo, i);
-    sweep->switchInfo.push_back(previous.switchInfo[i]);
-  }
+  sweep->builder = fabric::TopologyBuilder(topo);
+  sweep->portInfo = previous.portInfo;
+  sweep->switchInfo = previous.switchInfo;
   sweep->smPortNum = topo.smPort().value;
-  for (const auto& l : topo.links())
-    if (!isChanged[l.a] && !isChanged[l.b]) sweep->links.push_back({l.a, l.portA.value, l.b, l.portB.value});
   for (NodeIndex i = 0; i < topo.size(); ++i) {
     if (!isChanged[i]) continue;
     const fabric::Node& n = topo.node(i);
     // A port still ACTIVE keeps its known peer; every other one is explored again: the one towards the SM
-    // included (its link may be what changed).
+    // included (its link may be what changed). Either way the link is unlinked here and comes back as found.
     for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
       const fabric::Port& port = n.ports[p];
       if (port.connected() && port.attrs.valid && port.attrs.state == fabric::PortState::kActive)
         sweep->activeLinks[{i, static_cast<uint8_t>(p)}] = {i, static_cast<uint8_t>(p), port.peerNode,
                                                             port.peerPort.value};
+      sweep->builder.disconnect(i, fabric::PortNum{static_cast<uint8_t>(p)});
     }
   }
   // The answers already read are used as they are; a port that did not answer is asked again.

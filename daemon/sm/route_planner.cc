@@ -69,7 +69,10 @@ void RoutePlanner::start(Job job) {
   }
   running_ = job;
   rebalanceStart_ = clock_.now();
-  future_ = std::async(std::launch::async, [engines = engines_, options = options_, job]() {
+  // Background work leaves one core to the event loop (and, with it, to the MADs of the next event).
+  routing::Options options = options_;
+  options.threads = std::max(1u, options.threads - 1);
+  future_ = std::async(std::launch::async, [engines = engines_, options, job]() {
     const SubnetSnapshot& s = *job.snap;
     Done d;
     if (!job.rebalance) {

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/rows.h"
 #include "fabric/topology.h"
 #include "mad/clock.h"
-#include "routing/rows.h"
 
 namespace ibsm::daemon {
 
@@ -32,7 +32,7 @@ struct DiscoveryResult {
   // PortInfo blocks as read, [node][port]: SubnSet(PortInfo) starts from these. Rows of nodes shared with
   // the previous result (a targeted re-discovery copies only the nodes it re-reads); read them through a
   // const reference.
-  routing::Rows<std::vector<RawAttr>> portInfo;
+  fabric::Rows<std::vector<RawAttr>> portInfo;
   // SwitchInfo blocks as read, [node] (zeros for non-switches).
   std::vector<RawAttr> switchInfo;
   DiscoveryStats stats;

@@ -14,7 +14,7 @@ size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& aft
     if (before && before->topology)
       if (auto n = before->topology->findNode(t.node(sw).guid); n && *n < before->tables.lft.size()) {
         if (sw < after.tables.lft.size() && after.tables.lft.sameRow(sw, before->tables.lft, *n))
-          continue;  // the very same row (routing/rows.h): nothing changed
+          continue;  // the very same row (fabric/rows.h): nothing changed
         old = &before->tables.lft[*n];
       }
     size_t len = std::max(now.size(), old ? old->size() : 0);

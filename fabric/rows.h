@@ -1,7 +1,8 @@
-// Per-switch rows (an LFT, an AR table, an SL row) that versions of the routing tables share: copying Rows
-// copies pointers, and a row is cloned only when it is written while another version holds it (copy on
-// write). A repair that moves the routes of a few switches thus costs their rows only, and the tables
-// published to the programmers, the SA, the control socket and the rebalancing run share all the others.
+// Per-switch rows (an LFT, an AR table, an SL row) that versions of the routing tables share, and the nodes
+// that versions of a topology share: copying Rows copies pointers, and a row is cloned only when it is
+// written while another version holds it (copy on write). A repair that moves the routes of a few switches
+// thus costs their rows only, and the tables published to the programmers, the SA, the control socket and
+// the rebalancing run share all the others; a re-discovery copies only the nodes it changes.
 // A Rows object is written by one thread (its owner); the versions it shares rows with are only read.
 #pragma once
 
@@ -13,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-namespace ibsm::routing {
+namespace ibsm::fabric {
 
 template <typename Row>
 class Rows {
@@ -23,6 +24,7 @@ class Rows {
   size_t size() const { return rows_.size(); }
   bool empty() const { return rows_.empty(); }
   void clear() { rows_.clear(); }
+  void reserve(size_t n) { rows_.reserve(n); }
   void resize(size_t n) { rows_.resize(n); }  // new rows are empty
   void push_back(Row row) { rows_.push_back(std::make_shared<Row>(std::move(row))); }
   // Appends other's row j, shared.
@@ -175,4 +177,4 @@ class Blocks {
   size_t size_ = 0;
 };
 
-}  // namespace ibsm::routing
+}  // namespace ibsm::fabric

@@ -1,13 +1,13 @@
 // Rows: copies share rows; a write makes only that row the writer's own; readers of the other version see it
 // unchanged.
-#include "routing/rows.h"
+#include "fabric/rows.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-namespace ibsm::routing {
+namespace ibsm::fabric {
 namespace {
 
 using Row = std::vector<uint8_t>;
@@ -49,4 +49,4 @@ TEST(Rows, AssignSharesOneRowAndShareTakesAnotherVersionsRow) {
 }
 
 }  // namespace
-}  // namespace ibsm::routing
+}  // namespace ibsm::fabric
