@@ -410,8 +410,8 @@ class Repairer {
     return {};
   }
 
-  // AR groups of the broken switches and of the switches next to them (whose equal-cost sets may have lost a
-  // broken switch whose way got longer).
+  // AR groups of the broken switches and of the switches next to them whose group leads to one (a broken
+  // switch's way only gets longer, so it may leave a neighbour's equal-cost set but never joins one).
   void updateGroups() {
     if (out_.tables.ar.empty()) return;
     // Ways to a switch LID: static routes only around the repair (the engine may have filled some with
@@ -419,12 +419,19 @@ class Repairer {
     for (uint32_t x : b_) dest_.isSwitch ? setGroup(x, lid_, {}) : groupFor(x, ddown_[x], dany_[x]);
     for (uint32_t x : b_)
       for (const auto& a : g_.arcs(x)) {
-        if (inB_[a.to] == serial_ || !intact(a.to)) continue;
+        if (inB_[a.to] == serial_ || !groupHas(a.to, g_.arc(a.reverse).port) || !intact(a.to)) continue;
         if (dest_.isSwitch)
           setGroup(a.to, lid_, {});
         else
           groupFor(a.to, downOnly_[a.to] ? len_[a.to] : kInf, len_[a.to]);
       }
+  }
+  // Whether s's group for this LID has `port` (true past the cap: the group s should have is not known).
+  bool groupHas(uint32_t s, uint8_t port) const {
+    const ArTable& t = std::as_const(out_.tables.ar)[g_.node(s)];
+    if (t.capped) return true;
+    const uint16_t g = lid_ < t.lidToGroup.size() ? t.lidToGroup[lid_] : ArTable::kNoGroup;
+    return g != ArTable::kNoGroup && t.groups[g].test(port);
   }
   void groupFor(uint32_t s, uint32_t down, uint32_t any) {
     if (s == dest_.sw) return;

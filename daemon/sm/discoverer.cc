@@ -214,8 +214,25 @@ struct Sweep {
 
 namespace {
 
-// Applies the links, drops nodes the SM cannot reach any more, recomputes every directed route breadth-first
-// from the SM's port (a DR SMP never passes through a CA) and builds the snapshot.
+// Whether the directed route leads from the SM's node (node 0) over linked ports to `node`, arriving on
+// `port` unless that is 0 (a DR SMP is forwarded by switches only).
+bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex node, fabric::PortNum port) {
+  if (route.count == 0) return false;
+  NodeIndex at = 0;
+  fabric::PortNum arrived{};
+  for (uint8_t i = 0; i < route.count; ++i) {
+    const fabric::Node& n = b.node(at);
+    const uint8_t p = route.hops[i];
+    if ((i > 0 && !n.isSwitch()) || p == 0 || p > n.numPorts || !n.ports[p].connected()) return false;
+    at = n.ports[p].peerNode;
+    arrived = n.ports[p].peerPort;
+  }
+  return at == node && (port.value == 0 || arrived == port);
+}
+
+// Applies the links, drops nodes the SM cannot reach any more, gives every node a directed route that leads to
+// it (breadth-first from the SM's port where its old one does not; a DR SMP never passes through a CA) and
+// builds the snapshot.
 fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   if (sweep.fatal) return fabric::makeError(*sweep.fatal);
   if (sweep.builder.size() == 0) return fabric::makeError("discovery found no node");
@@ -223,12 +240,14 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     auto linked = sweep.builder.connect(l.a, fabric::PortNum{l.pa}, l.b, fabric::PortNum{l.pb});
     if (!linked) sweep.warnings.push_back("DISC005 inconsistent link: " + linked.error().message);
   }
-  // Breadth-first from the SM node; `order` becomes the new node numbering.
+  // Breadth-first from the SM node; `order` becomes the new node numbering. A node (or CA port) keeps the
+  // directed route it has while that still leads to it (a re-discovery then writes only the routes that ran
+  // over a changed link); otherwise it gets its breadth-first one.
   fabric::TopologyBuilder& old = sweep.builder;
   std::vector<NodeIndex> order, newIndex(old.size(), fabric::kNoNode);
+  std::vector<DrPath> bfs(old.size());
   const NodeIndex root = 0;  // the local node is always the first one added
-  const fabric::TopologyBuilder& read =
-      old;  // nodes a re-discovery shares are written only where they change
+  const fabric::TopologyBuilder& read = old;  // nodes a re-discovery shares are written only where they change
   order.push_back(root);
   newIndex[root] = 0;
   if (read.node(root).route != DrPath{}) old.node(root).route = DrPath{};
@@ -240,15 +259,18 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       const fabric::Port& port = n.ports[p];
       if (!port.connected()) continue;
       if (!n.isSwitch() && p != sweep.smPortNum) continue;
-      auto route = n.route.extended(static_cast<uint8_t>(p));
+      auto route = bfs[order[head]].extended(static_cast<uint8_t>(p));
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
       const fabric::Node& peer = read.node(port.peerNode);
-      if (!peer.isSwitch() && peer.ports[port.peerPort.value].route != *route)
-        old.node(port.peerNode).ports[port.peerPort.value].route = *route;
+      const fabric::PortNum at = port.peerPort;
+      if (!peer.isSwitch() && !leadsTo(read, peer.ports[at.value].route, port.peerNode, at))
+        old.node(port.peerNode).ports[at.value].route = *route;
       if (newIndex[port.peerNode] != fabric::kNoNode) continue;
       newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
       order.push_back(port.peerNode);
-      if (read.node(port.peerNode).route != *route) old.node(port.peerNode).route = *route;
+      bfs[port.peerNode] = *route;
+      if (!leadsTo(read, peer.route, port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
+        old.node(port.peerNode).route = *route;
     }
   }
   DiscoveryResult result;
