@@ -230,8 +230,8 @@ bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex no
   return at == node && (port.value == 0 || arrived == port);
 }
 
-// Applies the links, drops nodes the SM cannot reach any more, gives every node a directed route that leads to
-// it (breadth-first from the SM's port where its old one does not; a DR SMP never passes through a CA) and
+// Applies the links, drops nodes the SM cannot reach any more, gives every node a directed route that leads
+// to it (breadth-first from the SM's port where its old one does not; a DR SMP never passes through a CA) and
 // builds the snapshot.
 fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   if (sweep.fatal) return fabric::makeError(*sweep.fatal);
@@ -247,7 +247,8 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   std::vector<NodeIndex> order, newIndex(old.size(), fabric::kNoNode);
   std::vector<DrPath> bfs(old.size());
   const NodeIndex root = 0;  // the local node is always the first one added
-  const fabric::TopologyBuilder& read = old;  // nodes a re-discovery shares are written only where they change
+  const fabric::TopologyBuilder& read =
+      old;  // nodes a re-discovery shares are written only where they change
   order.push_back(root);
   newIndex[root] = 0;
   if (read.node(root).route != DrPath{}) old.node(root).route = DrPath{};
