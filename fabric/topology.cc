@@ -52,9 +52,23 @@ std::string DrPath::toString() const {
   return s;
 }
 
-NodeIndex Topology::checked(NodeIndex i) const {
-  if (i >= nodes_.size()) throw std::out_of_range("Topology::node: no node " + std::to_string(i));
+namespace {
+NodeIndex checkedIndex(NodeIndex i, size_t size, const char* who) {
+  if (i >= size) throw std::out_of_range(std::string(who) + ": no node " + std::to_string(i));
   return i;
+}
+const DrPath& portRouteOf(const NodeRoutes& r, PortNum p) {
+  static const DrPath kNone;
+  return p.value < r.ports.size() ? r.ports[p.value] : kNone;
+}
+}  // namespace
+
+NodeIndex Topology::checked(NodeIndex i) const {
+  return checkedIndex(i, nodes_.size(), "Topology::node");
+}
+
+const DrPath& Topology::portRoute(NodeIndex i, PortNum p) const {
+  return portRouteOf(routes_[checked(i)], p);
 }
 
 std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
@@ -77,19 +91,41 @@ std::optional<NodeIndex> Topology::findByDescription(std::string_view desc) cons
 
 TopologyBuilder::TopologyBuilder(const Topology& base)
     : nodes_(base.nodes_),
+      routes_(base.routes_),
       byGuid_(base.byGuid_),
       smNode_(base.smNode_),
       smPort_(base.smPort_),
       sizeHint_{base.switches_.size(), base.cas_.size(), base.links_.size()} {}
 
+NodeIndex TopologyBuilder::checked(NodeIndex i) const {
+  return checkedIndex(i, nodes_.size(), "TopologyBuilder::node");
+}
+
 Node& TopologyBuilder::node(NodeIndex i) {
-  if (i >= nodes_.size()) throw std::out_of_range("TopologyBuilder::node: no node " + std::to_string(i));
-  return nodes_[i];
+  return nodes_[checked(i)];
 }
 
 const Node& TopologyBuilder::node(NodeIndex i) const {
-  if (i >= nodes_.size()) throw std::out_of_range("TopologyBuilder::node: no node " + std::to_string(i));
-  return nodes_[i];
+  return std::as_const(nodes_)[checked(i)];
+}
+
+const DrPath& TopologyBuilder::portRoute(NodeIndex i, PortNum p) const {
+  return portRouteOf(std::as_const(routes_)[checked(i)], p);
+}
+
+void TopologyBuilder::setRoute(NodeIndex i, const DrPath& route) {
+  if (this->route(i) != route) routes_[i].node = route;
+}
+
+void TopologyBuilder::setPortRoute(NodeIndex i, PortNum p, const DrPath& route) {
+  if (portRoute(i, p) == route) return;
+  NodeRoutes& r = routes_[i];
+  if (r.ports.size() <= p.value) r.ports.resize(p.value + 1u);
+  r.ports[p.value] = route;
+}
+
+void TopologyBuilder::shareRoutes(NodeIndex i, const TopologyBuilder& other, NodeIndex j) {
+  routes_.share(checked(i), other.routes_, other.checked(j));
 }
 
 Result<NodeIndex> TopologyBuilder::addNode(Node node) {
@@ -103,6 +139,7 @@ Result<NodeIndex> TopologyBuilder::addNode(Node node) {
   NodeIndex i = static_cast<NodeIndex>(nodes_.size());
   byGuid_.emplace(node.guid, i);
   nodes_.push_back(std::move(node));
+  routes_.resize(nodes_.size());  // none yet
   return i;
 }
 
@@ -130,10 +167,10 @@ Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, Port
   const Port& y = nb.ports[pb.value];
   if (x.connected() && (x.peerNode != b || x.peerPort != pb))
     return makeError("port " + describe(na, pa) + " is already linked to " +
-                     describe(node(x.peerNode), x.peerPort));
+                     describe(std::as_const(*this).node(x.peerNode), x.peerPort));
   if (y.connected() && (y.peerNode != a || y.peerPort != pa))
     return makeError("port " + describe(nb, pb) + " is already linked to " +
-                     describe(node(y.peerNode), y.peerPort));
+                     describe(std::as_const(*this).node(y.peerNode), y.peerPort));
   if (x.connected() && y.connected()) return {};  // linked already: the nodes stay shared
   Port& px = nodes_[a].ports[pa.value];
   px.peerNode = b;
@@ -145,7 +182,7 @@ Result<void> TopologyBuilder::connect(NodeIndex a, PortNum pa, NodeIndex b, Port
 }
 
 void TopologyBuilder::disconnect(NodeIndex n, PortNum p) {
-  const Port& port = node(n).ports.at(p.value);
+  const Port& port = std::as_const(*this).node(n).ports.at(p.value);
   if (!port.connected()) return;
   const auto [peer, peerPort] = std::pair{port.peerNode, port.peerPort};
   Port& back = nodes_[peer].ports[peerPort.value];
@@ -198,6 +235,7 @@ Result<TopologyPtr> TopologyBuilder::build() && {
     }
   }
   topo->nodes_ = std::move(nodes_);
+  topo->routes_ = std::move(routes_);
   topo->smNode_ = smNode_;
   topo->smPort_ = smPort_;
   return TopologyPtr(std::move(topo));

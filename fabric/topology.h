@@ -63,9 +63,6 @@ struct Port {
   PortAttrs attrs;
   NodeIndex peerNode = kNoNode;
   PortNum peerPort;
-  // CA ports: the directed route that enters the node through this port (an SMA may refuse a Set of one
-  // port's PortInfo arriving through another); empty when unknown.
-  DrPath route;
   bool connected() const { return peerNode != kNoNode; }
 };
 
@@ -94,9 +91,17 @@ struct Node {
   uint8_t numPorts = 0;
   std::vector<Port> ports;  // ports[p] is port p; ports[0] is a switch's management port (unused on a CA)
   SwitchAttrs sw;           // meaningful when type == kSwitch
-  DrPath route;             // directed route from the SM port (empty for topologies read from a file)
   bool isSwitch() const { return type == NodeType::kSwitch; }
   const Port& port(PortNum p) const { return ports.at(p.value); }
+};
+
+// Directed routes from the SM's port to one node (empty for topologies read from a file). They are kept
+// beside the nodes, not in them, so a change of routes (a link on the SM's routes went down) copies no node.
+struct NodeRoutes {
+  DrPath node;
+  // CA ports: the route that enters the node through port p (an SMA may refuse a Set of one port's PortInfo
+  // arriving through another); empty when unknown.
+  std::vector<DrPath> ports;
 };
 
 // One physical link, stored once with a < b (or a == b and portA < portB).
@@ -113,6 +118,9 @@ class Topology {
   const Rows<Node>& nodes() const { return nodes_; }
   const Node& node(NodeIndex i) const { return nodes_[checked(i)]; }
   size_t size() const { return nodes_.size(); }
+  // Directed route from the SM's port to node i, and to a CA's port p (empty when unknown: see NodeRoutes).
+  const DrPath& route(NodeIndex i) const { return routes_[checked(i)].node; }
+  const DrPath& portRoute(NodeIndex i, PortNum p) const;
   std::optional<NodeIndex> findNode(Guid nodeGuid) const;
   // A CA port GUID or a switch's port GUID -> (node, port).
   std::optional<std::pair<NodeIndex, PortNum>> findPort(Guid portGuid) const;
@@ -138,6 +146,7 @@ class Topology {
   friend class TopologyBuilder;
   NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
   Rows<Node> nodes_;
+  Rows<NodeRoutes> routes_;  // as many as nodes
   std::unordered_map<Guid, NodeIndex> byGuid_;
   std::unordered_map<Guid, std::pair<NodeIndex, PortNum>> byPortGuid_;
   std::vector<NodeIndex> switches_, cas_;
@@ -162,6 +171,13 @@ class TopologyBuilder {
   Node& node(NodeIndex i);  // for writing: the node is this builder's own from here on
   const Node& node(NodeIndex i) const;
   size_t size() const { return nodes_.size(); }
+  const DrPath& route(NodeIndex i) const { return routes_[checked(i)].node; }
+  const DrPath& portRoute(NodeIndex i, PortNum p) const;
+  // Writes a route (nothing when it is the same one).
+  void setRoute(NodeIndex i, const DrPath& route);
+  void setPortRoute(NodeIndex i, PortNum p, const DrPath& route);
+  // Node i's routes become other's node j's, shared.
+  void shareRoutes(NodeIndex i, const TopologyBuilder& other, NodeIndex j);
   // Connects two ports; fails if a port number is out of range, a port is already linked elsewhere, or a CA
   // port 0 / switch port 0 is used.
   Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);
@@ -175,7 +191,9 @@ class TopologyBuilder {
   Result<TopologyPtr> build() &&;
 
  private:
+  NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
   Rows<Node> nodes_;
+  Rows<NodeRoutes> routes_;  // as many as nodes
   std::unordered_map<Guid, NodeIndex> byGuid_;
   NodeIndex smNode_ = kNoNode;
   PortNum smPort_;

@@ -130,7 +130,7 @@ void ArProgrammer::probe(PhaseRunner& phase, const fabric::Topology& topo, ArRep
     SwitchState& st = switches_[node.guid];  // references stay valid: unordered_map nodes do not move
     if (st.capability != ArCapability::kUnknown) continue;
     ++report.probed;
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrArInfo, 0, node.route);
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kGet, mad::kAttrArInfo, 0, topo.route(n));
     auto done = [&, n](const SmpAnswer& a) {
       const mad::MadResult& r = a.result;
       const fabric::Node& nd = topo.node(n);
@@ -209,8 +209,9 @@ void ArProgrammer::sendGroups(PhaseRunner& phase, const fabric::Topology& topo, 
         ++report.groupBlocksSkipped;
         continue;
       }
-      mad::MadPacket smp = mad::makeDirectedSmp(
-          mad::kSet, mad::kAttrArGroupTable, mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), node.route);
+      mad::MadPacket smp =
+          mad::makeDirectedSmp(mad::kSet, mad::kAttrArGroupTable,
+                               mad::arGroupTableAttrMod(static_cast<uint32_t>(b)), topo.route(p.node));
       mad::encodeArGroupBlock(p.groups[b], mad::smpData(smp));
       sendSet(phase, node, std::move(smp), "ARGroupTable block " + std::to_string(b), report,
               [&, b, block = p.groups[b]](bool ok) {
@@ -239,8 +240,8 @@ void ArProgrammer::sendLft(PhaseRunner& phase, const fabric::Topology& topo, std
         ++report.lftBlocksSkipped;
         continue;
       }
-      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArLft,
-                                                mad::arLftAttrMod(static_cast<uint32_t>(b)), node.route);
+      mad::MadPacket smp = mad::makeDirectedSmp(
+          mad::kSet, mad::kAttrArLft, mad::arLftAttrMod(static_cast<uint32_t>(b)), topo.route(p.node));
       mad::encodeArLftBlock(p.lft[b], mad::smpData(smp));
       sendSet(phase, node, std::move(smp), "ARLinearForwardingTable block " + std::to_string(b), report,
               [&, b, block = p.lft[b]](bool ok) {
@@ -281,7 +282,7 @@ void ArProgrammer::sendEnable(PhaseRunner& phase, const fabric::Topology& topo,
     want.ageingTimeUs = options_.ageingTimeUs;
     const routing::LftRow& plain = tables.lft[p.node];
     if (st.enabled && !st.enableUnknown && want == st.info && st.plainLft == plain) return;
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, topo.route(p.node));
     mad::encodeArInfo(want, mad::smpData(smp));
     sendSet(phase, node, std::move(smp), "AdaptiveRoutingInfo enable", report, [&, want, plain](bool ok) {
       if (!ok) {
@@ -299,7 +300,7 @@ void ArProgrammer::sendEnable(PhaseRunner& phase, const fabric::Topology& topo,
     });
   } else if (st.enabled || st.enableUnknown) {
     want.enabled = false;
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, node.route);
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrArInfo, 0, topo.route(p.node));
     mad::encodeArInfo(want, mad::smpData(smp));
     sendSet(phase, node, std::move(smp), "AdaptiveRoutingInfo disable", report, [&, want](bool ok) {
       if (!ok) return void(st.enableUnknown = true);

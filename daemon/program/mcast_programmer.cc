@@ -69,7 +69,7 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
         continue;
       }
       if (h == held.end() && !fresh && block == mad::MftBlock{}) continue;  // never written, nothing to clear
-      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrMft, mod, node.route);
+      mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrMft, mod, topo.route(n));
       mad::encodeMftBlock(block, mad::smpData(smp));
       held.erase(mod);  // unknown until acknowledged
       std::string what = "MCAST002 Set of MFT block " + std::to_string(mod & 0x1FF) + " position " +

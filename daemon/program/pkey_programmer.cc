@@ -47,7 +47,7 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric
     const fabric::Node& n = topo.node(i);
     if (n.isSwitch()) {
       if (n.partitionCap)
-        out.push_back({i, 0, blocksOf(n.partitionCap), &n.route, parts.keys(i, PortNum{0}), false,
+        out.push_back({i, 0, blocksOf(n.partitionCap), &topo.route(i), parts.keys(i, PortNum{0}), false,
                        atReset(n.ports[0].attrs)});
       continue;
     }
@@ -55,10 +55,11 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric
     for (unsigned p = 1; p < n.ports.size(); ++p) {
       const fabric::Port& port = n.ports[p];
       bool local = i == topo.smNode() && p == topo.smPort().value;
-      if (!port.connected() || !(port.route.count || local)) continue;
+      const fabric::DrPath& route = topo.portRoute(i, fabric::PortNum{static_cast<uint8_t>(p)});
+      if (!port.connected() || !(route.count || local)) continue;
       auto want = parts.keys(i, PortNum{static_cast<uint8_t>(p)});
-      out.push_back({i, static_cast<uint8_t>(p), blocksOf(n.partitionCap), &port.route, want, false,
-                     atReset(port.attrs)});
+      out.push_back(
+          {i, static_cast<uint8_t>(p), blocksOf(n.partitionCap), &route, want, false, atReset(port.attrs)});
       // The switch port facing it, for partition enforcement: once it needs more than the default key, or
       // when it was written before (it must follow the CA port back).
       const fabric::Node& peer = topo.node(port.peerNode);
@@ -66,7 +67,7 @@ std::vector<ManagedPort> managedPorts(const fabric::Topology& topo, const fabric
       bool onlyDefault = want.size() == 1 && want[0] == mad::kDefaultPkey;
       if (onlyDefault && !known.find(peer.guid, port.peerPort.value)) continue;
       out.push_back({port.peerNode, port.peerPort.value, blocksOf(peer.sw.partitionEnforcementCap),
-                     &peer.route, want, true});
+                     &topo.route(port.peerNode), want, true});
     }
   }
   return out;

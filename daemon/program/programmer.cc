@@ -162,9 +162,9 @@ void ProgramRun::setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad:
   RawAttr& block = raw(n, p);
   mad::applyPortInfoSet(set, block.data());
   const fabric::Node& node = topo_.node(n);
-  const fabric::DrPath& route = !node.isSwitch() && p < node.ports.size() && node.ports[p].route.count
-                                    ? node.ports[p].route
-                                    : node.route;
+  const fabric::PortNum at{static_cast<uint8_t>(p)};
+  const fabric::DrPath& route =
+      !node.isSwitch() && topo_.portRoute(n, at).count ? topo_.portRoute(n, at) : topo_.route(n);
   mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
   std::copy(block.begin(), block.end(), mad::smpData(smp));
   mad::clearPortInfoClientReregister(block.data());  // a command, not kept by the port
@@ -233,7 +233,7 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
     held.topKnown = true;  // discovery just read it
   }
   if (held.linearFdbTop == top && node.sw.lifeTime == opt_.switchLifeTime) return;
-  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, node.route);
+  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, topo_.route(n));
   uint8_t* d = mad::smpData(smp);
   std::copy(dr_.switchInfo[n].begin(), dr_.switchInfo[n].end(), d);
   // PortStateChange is write-1-to-clear: cleared on the switch, 0 in what it holds afterwards.
@@ -250,7 +250,7 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
 
 // Phase 2, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
 void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
-  const fabric::Node& node = topo_.node(n);
+  const fabric::DrPath& route = topo_.route(n);
   const routing::LftRow& want = tables_.lft[n];
   static_assert(routing::LftRow::kBlock == mad::kLftBlockLids);
   const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
@@ -280,7 +280,7 @@ void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache:
       ++report_.lftBlocksSkipped;
       continue;
     }
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), node.route);
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), route);
     mad::encodeLftBlock(block, mad::smpData(smp));
     send(phase, n, std::move(smp), [this, &held, b, block](const MadResult&) {
       held.lft.store(b, block);
@@ -382,7 +382,7 @@ PhaseStats Programmer::enforcePartitions(DiscoveryResult& dr,
     mad::PortInfoSet set;
     set.partitionEnforce = true;
     mad::applyPortInfoSet(set, sent.data());  // PortState and PhysState: no change
-    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, port, topo.node(*n).route);
+    mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, port, topo.route(*n));
     std::copy(sent.begin(), sent.end(), mad::smpData(smp));
     const NodeIndex node = *n;
     const uint8_t p = port;

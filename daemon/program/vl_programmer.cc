@@ -106,26 +106,26 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
         if (!n.sw.optimizedSlToVl) {
           for (uint8_t in : linked)
             if (in != out && used.used(i, in, out))
-              sendSl2Vl(i, n.route, in, out, mad::slToVlAttrMod(in, out));
+              sendSl2Vl(i, topo.route(i), in, out, mad::slToVlAttrMod(in, out));
         } else if (!tables.slToVl.empty()) {  // the engine's table of this output port, for every input
-          sendSl2Vl(i, n.route, kAllPorts, out, mad::kSlToVlAllInputs | out);
+          sendSl2Vl(i, topo.route(i), kAllPorts, out, mad::kSlToVlAllInputs | out);
         }
-        sendArb(i, n.route, out, out);
+        sendArb(i, topo.route(i), out, out);
       }
       // A switch that takes the all-ports modifier bits gets its whole SL-to-VL layer in one Set: every pair
       // holds the same table then, which maps SL 0 to VL 0 as the reset table does for pairs with SL 0
       // traffic only.
       if (n.sw.optimizedSlToVl && anyOut && tables.slToVl.empty())
-        sendSl2Vl(i, n.route, kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs);
+        sendSl2Vl(i, topo.route(i), kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs);
       continue;
     }
     // A CA port is reached by its own directed route (the SMA answers for the port the SMP came in through).
     for (unsigned p = 1; p < n.ports.size(); ++p) {
-      const fabric::Port& port = n.ports[p];
+      const fabric::DrPath& route = topo.portRoute(i, fabric::PortNum{static_cast<uint8_t>(p)});
       bool local = i == topo.smNode() && p == topo.smPort().value;
-      if (!port.connected() || (!port.route.count && !local) || !used.used(i, 0, p)) continue;
-      sendSl2Vl(i, port.route, 0, static_cast<uint8_t>(p), 0);
-      sendArb(i, port.route, static_cast<uint8_t>(p), 0);
+      if (!n.ports[p].connected() || (!route.count && !local) || !used.used(i, 0, p)) continue;
+      sendSl2Vl(i, route, 0, static_cast<uint8_t>(p), 0);
+      sendArb(i, route, static_cast<uint8_t>(p), 0);
     }
   }
   report.phase = phase.finish();

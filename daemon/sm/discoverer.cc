@@ -114,9 +114,8 @@ struct Sweep {
       }
       // A CA met again through another of its ports: NodeInfo tells that port's GUID.
       if (!n.isSwitch()) {
-        fabric::Port& port = builder.node(*known).ports[info.localPort];
-        port.guid = info.portGuid;
-        port.route = path;
+        builder.node(*known).ports[info.localPort].guid = info.portGuid;
+        builder.setPortRoute(*known, fabric::PortNum{info.localPort}, path);
       }
       if (parent != fabric::kNoNode) links.push_back({parent, parentPort, *known, info.localPort});
       // Targeted mode: the far end of a re-read link may have changed too (a replugged host is back in INIT).
@@ -132,19 +131,19 @@ struct Sweep {
     node.revision = info.revision;
     node.partitionCap = info.partitionCap;
     node.numPorts = info.numPorts;
-    node.route = path;
     auto added = builder.addNode(std::move(node));
     if (!added) {
       warnings.push_back("DISC004 " + added.error().message);
       return;
     }
     NodeIndex idx = *added;
+    builder.setRoute(idx, path);
     fabric::Node& n = builder.node(idx);
-    if (info.type == fabric::NodeType::kSwitch)
+    if (info.type == fabric::NodeType::kSwitch) {
       n.ports[0].guid = info.portGuid;
-    else {
+    } else {
       n.ports[info.localPort].guid = info.portGuid;
-      n.ports[info.localPort].route = path;
+      builder.setPortRoute(idx, fabric::PortNum{info.localPort}, path);
     }
     portInfo.push_back(std::vector<RawAttr>(info.numPorts + 1u));
     switchInfo.emplace_back();
@@ -220,10 +219,10 @@ bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex no
   if (route.count == 0) return false;
   NodeIndex at = 0;
   fabric::PortNum arrived{};
-  for (uint8_t i = 0; i < route.count; ++i) {
+  for (uint8_t i = 1; i <= route.count; ++i) {  // hops[1..count]
     const fabric::Node& n = b.node(at);
     const uint8_t p = route.hops[i];
-    if ((i > 0 && !n.isSwitch()) || p == 0 || p > n.numPorts || !n.ports[p].connected()) return false;
+    if ((i > 1 && !n.isSwitch()) || p == 0 || p > n.numPorts || !n.ports[p].connected()) return false;
     at = n.ports[p].peerNode;
     arrived = n.ports[p].peerPort;
   }
@@ -251,7 +250,7 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       old;  // nodes a re-discovery shares are written only where they change
   order.push_back(root);
   newIndex[root] = 0;
-  if (read.node(root).route != DrPath{}) old.node(root).route = DrPath{};
+  old.setRoute(root, DrPath{});
   for (size_t head = 0; head < order.size(); ++head) {
     const fabric::Node& n = read.node(order[head]);
     bool local = head == 0;
@@ -264,14 +263,14 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
       const fabric::Node& peer = read.node(port.peerNode);
       const fabric::PortNum at = port.peerPort;
-      if (!peer.isSwitch() && !leadsTo(read, peer.ports[at.value].route, port.peerNode, at))
-        old.node(port.peerNode).ports[at.value].route = *route;
+      if (!peer.isSwitch() && !leadsTo(read, read.portRoute(port.peerNode, at), port.peerNode, at))
+        old.setPortRoute(port.peerNode, at, *route);
       if (newIndex[port.peerNode] != fabric::kNoNode) continue;
       newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
       order.push_back(port.peerNode);
       bfs[port.peerNode] = *route;
-      if (!leadsTo(read, peer.route, port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
-        old.node(port.peerNode).route = *route;
+      if (!leadsTo(read, read.route(port.peerNode), port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
+        old.setRoute(port.peerNode, *route);
     }
   }
   DiscoveryResult result;
@@ -292,9 +291,9 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     return result;
   }
   for (NodeIndex o : order) {
-    fabric::Node n = old.node(o);
+    fabric::Node n = read.node(o);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
-    (void)fresh.addNode(std::move(n));  // GUIDs are unique in `old` already
+    if (auto i = fresh.addNode(std::move(n))) fresh.shareRoutes(*i, old, o);  // GUIDs are unique in `old`
     result.portInfo.pushShared(sweep.portInfo, o);
     result.switchInfo.push_back(sweep.switchInfo[o]);
   }
@@ -355,7 +354,7 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
       for (unsigned p = 0; p <= topo.node(i).numPorts; ++p) reads.push_back({i, static_cast<uint8_t>(p), {}});
   bool same = heldDown == previous.heldDown;
   for (Read& rd : reads)
-    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, rd.port, topo.node(rd.node).route),
+    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, rd.port, topo.route(rd.node)),
                    [&rd, &same, &topo](const MadResult& r) {
                      if (!r.ok() || r.header.status != 0) return void(same = false);
                      rd.data.emplace();
@@ -404,11 +403,10 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   }
   // The answers already read are used as they are; a port that did not answer is asked again.
   for (const Read& rd : reads) {
-    const fabric::Node& n = topo.node(rd.node);
     if (rd.data)
-      sweep->onPortInfo(rd.node, n.route, rd.port, 0xFF, true, rd.data->data());
+      sweep->onPortInfo(rd.node, topo.route(rd.node), rd.port, 0xFF, true, rd.data->data());
     else
-      sweep->queryPort(rd.node, n.route, rd.port, 0xFF, true);
+      sweep->queryPort(rd.node, topo.route(rd.node), rd.port, 0xFF, true);
   }
   sweep->run();
   auto result = finish(*sweep);

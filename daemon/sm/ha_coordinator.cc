@@ -81,7 +81,8 @@ std::optional<HaCoordinator::SmAt> HaCoordinator::locateSm(Guid portGuid) const 
   if (!at) return std::nullopt;
   const fabric::Node& n = topo->node(at->first);
   const fabric::Port& p = n.port(n.isSwitch() ? fabric::PortNum{0} : at->second);
-  fabric::DrPath route = n.isSwitch() || p.route.count == 0 ? n.route : p.route;
+  const fabric::DrPath& portRoute = topo->portRoute(at->first, at->second);
+  fabric::DrPath route = n.isSwitch() || portRoute.count == 0 ? topo->route(at->first) : portRoute;
   if (!n.isSwitch() && !p.connected()) return std::nullopt;
   return std::tuple{portGuid, n.isSwitch() ? n.port(fabric::PortNum{0}).attrs.lid.value : p.attrs.lid.value,
                     route};

@@ -396,13 +396,14 @@ void SubnetManager::logEvent(TopologyEvent ev) {
 
 std::vector<Guid> SubnetManager::askPortStateChange(const std::vector<Guid>& switches,
                                                     const mad::RequestOptions& attempts,
-                                                    std::vector<Guid>& changed) {
+                                                    std::vector<Guid>& changed, bool yieldToTraps,
+                                                    size_t* asked) {
   std::vector<Guid> silent;
   const fabric::Topology& topo = *last_->topology;
-  for (Guid guid : switches) {
+  auto ask = [&](Guid guid) {
     auto n = topo.findNode(guid);
-    if (!n) continue;  // gone since: the update that dropped it has run
-    fabric::DrPath route = topo.node(*n).route;
+    if (!n) return;  // gone since: the update that dropped it has run
+    fabric::DrPath route = topo.route(*n);
     engine_.submit(
         mad::makeDirectedSmp(mad::kGet, mad::kAttrSwitchInfo, 0, route),
         [this, guid, route, &changed, &silent](const mad::MadResult& r) {
@@ -415,8 +416,17 @@ std::vector<Guid> SubnetManager::askPortStateChange(const std::vector<Guid>& swi
           engine_.submit(std::move(clear), nullptr);
         },
         attempts);
+  };
+  // A window at a time, so that a trap stops the asking within one round trip.
+  size_t next = 0;
+  for (;;) {
+    while (next < switches.size() && engine_.queued() == 0 && engine_.inFlight() < engine_.options().window &&
+           !(yieldToTraps && updates_.waiting()))
+      ask(switches[next++]);
+    if (engine_.idle()) break;
+    engine_.poll(engine_.options().timeout);
   }
-  engine_.runUntilIdle();
+  if (asked) *asked = next;
   return silent;
 }
 
@@ -431,12 +441,24 @@ void SubnetManager::lightSweep() {
   // ones are asked again, with every retry, through their routes as they are now. Only those still silent
   // are looked at closer (gone, or their route is broken). Before, each was re-read through its dead route
   // with every retry and failed the targeted update into a heavy sweep.
-  std::vector<Guid> silent = askPortStateChange(all, mad::RequestOptions{{}, 1}, changed);
+  size_t asked = 0;
+  std::vector<Guid> silent = askPortStateChange(all, mad::RequestOptions{{}, 1}, changed, true, &asked);
+  auto cause = [&] {
+    return "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)";
+  };
+  if (asked < all.size()) {
+    // A trap came in: its update runs first, with the switches found changed so far, and the light sweep
+    // starts again after it.
+    if (!changed.empty()) updates_.queue(changed, cause());
+    nextLightSweep_ = clock_.now();
+    ++lightSweeps_.count;
+    lightSweeps_.last = clock_.now() - start;
+    return;
+  }
   // The light sweep has collected its switches already: no batch delay for them.
   auto updateChanged = [&] {
     if (changed.empty()) return;
-    (void)update(changed, "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)",
-                 clock_.now());
+    (void)update(changed, cause(), clock_.now());
     changed.clear();
   };
   updateChanged();

@@ -163,10 +163,13 @@ class SubnetManager {
   fabric::Result<SweepReport> apply(DiscoveryResult found, SweepReport report, bool stabilize);
   void logEvent(TopologyEvent event);
   // SwitchInfo of `switches` through their routes in the last topology: the ones with PortStateChange set
-  // are added to `changed` (and the bit cleared); the ones that did not answer are returned.
+  // are added to `changed` (and the bit cleared); the ones that did not answer are returned. With
+  // yieldToTraps, a trap that comes in stops the asking after the SMPs in flight (its update goes first);
+  // `asked` tells how many of `switches` were asked.
   std::vector<fabric::Guid> askPortStateChange(const std::vector<fabric::Guid>& switches,
                                                const mad::RequestOptions& attempts,
-                                               std::vector<fabric::Guid>& changed);
+                                               std::vector<fabric::Guid>& changed, bool yieldToTraps = false,
+                                               size_t* asked = nullptr);
   // topo with the isolated links down (topo itself when none is isolated).
   fabric::TopologyPtr routingView(const fabric::TopologyPtr& topo) const;
   void programMulticast(const fabric::Topology& topo);

@@ -110,7 +110,7 @@ TEST(PkeyProgrammer, TablesAtTheirResetContentAreNotRead) {
   std::copy(f.found.portInfo[h1][1].begin(), f.found.portInfo[h1][1].end(), block);
   mad::applyPortInfoSet(lid, block);
   mad::MadPacket smp =
-      mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, 1, f.topo().node(h1).ports[1].route);
+      mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, 1, f.topo().portRoute(h1, fabric::PortNum{1}));
   std::copy_n(block, sizeof block, mad::smpData(smp));
   f.engine->submit(std::move(smp), nullptr);
   f.engine->runUntilIdle();

@@ -207,7 +207,7 @@ TEST(Programmer, ProtectsEveryManagementPortWithTheMkey) {
   // A tool without the key: its Get and its Set of a host's PortInfo go unanswered.
   const NodeIndex ca = t.cas().front();
   const fabric::DrPath& route =
-      t.node(ca).ports[1].route.count ? t.node(ca).ports[1].route : t.node(ca).route;
+      t.portRoute(ca, fabric::PortNum{1}).count ? t.portRoute(ca, fabric::PortNum{1}) : t.route(ca);
   mad::MadEngine tool(fx.port, fx.clock, {4, 100ms, 0});
   std::vector<bool> ok;
   for (uint8_t method : {mad::kGet, mad::kSet})

@@ -41,7 +41,7 @@ TEST_F(MkeySubnet, ComesUpProtectedAndCountsBadMkeyTrapsWithoutSweeping) {
   const size_t before = fx.events.size();
   const uint64_t sweeps = fx.sm->sweeps();
   mad::MadPacket set =
-      mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, t.node(t.switches().front()).route);
+      mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, t.route(t.switches().front()));
   mad::setTid(set, 7);
   EXPECT_TRUE(fx.fabric->handle(set).empty());
   EXPECT_EQ(fx.fabric->mkeyViolations(), 1u);

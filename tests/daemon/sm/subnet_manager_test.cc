@@ -105,7 +105,7 @@ TEST(SubnetManager, AnUpdateThatFindsNothingChangedRoutesAndProgramsNothing) {
   for (unsigned p = 1; p <= topo.node(leaf).numPorts && !up.value; ++p)
     if (topo.node(leaf).ports[p].connected() && topo.node(topo.node(leaf).ports[p].peerNode).isSwitch())
       up = fabric::PortNum{static_cast<uint8_t>(p)};
-  ASSERT_TRUE(f.fabric->linkDown(leaf, up));
+  ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, leaf), up));
   f.sm->queueUpdate({topo.node(leaf).guid}, "test: link down");
   f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
   f.sm->tick();
@@ -293,13 +293,13 @@ TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehin
   const fabric::NodeIndex leaf = topo.node(0).ports[topo.smPort().value].peerNode;
   std::optional<uint8_t> port;
   for (fabric::NodeIndex s : topo.switches())
-    if (!port && topo.node(s).route.count == 2) port = topo.node(s).route.hops[2];
+    if (!port && topo.route(s).count == 2) port = topo.route(s).hops[2];
   ASSERT_TRUE(port);
   size_t behind = 0;
   for (fabric::NodeIndex s : topo.switches())
-    behind += topo.node(s).route.count >= 2 && topo.node(s).route.hops[2] == *port;
+    behind += topo.route(s).count >= 2 && topo.route(s).hops[2] == *port;
   ASSERT_GT(behind, 1u);
-  ASSERT_TRUE(f.fabric->linkDown(leaf, fabric::PortNum{*port}));
+  ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, leaf), fabric::PortNum{*port}));
   while (f.port.receive(mad::Duration::zero())) {
   }  // the traps are lost
   const uint64_t lost = f.fabric->lost();
@@ -315,6 +315,96 @@ TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehin
   const auto& after = *f.sm->snapshot();
   EXPECT_EQ(after.topology->size(), topo.size());
   EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
+
+namespace ibsm::daemon {
+namespace {
+
+// The link that carries most of the SM's directed routes goes down: the update gives the nodes behind it
+// routes that lead to them (the fabric answers NodeInfo on each with that node) and keeps every other route
+// as it was.
+TEST(SubnetManager, AnUpdateKeepsTheDirectedRoutesThatStillLeadToTheirNodes) {
+  SmFixture f;
+  f.up();
+  const auto before = f.sm->snapshot();
+  const fabric::Topology& topo = *before->topology;
+  const fabric::NodeIndex leaf = topo.node(0).ports[topo.smPort().value].peerNode;
+  std::optional<uint8_t> port;
+  for (fabric::NodeIndex s : topo.switches())
+    if (!port && topo.route(s).count == 2) port = topo.route(s).hops[2];
+  ASSERT_TRUE(port);
+  auto crosses = [&](const fabric::DrPath& r) { return r.count >= 2 && r.hops[2] == *port; };
+  ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, leaf), fabric::PortNum{*port}));
+  f.sm->queueUpdate({topo.node(leaf).guid}, "test: link down");
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_EQ(f.events[0].action.find("heavy sweep"), std::string::npos) << f.events[0].action;
+  const fabric::Topology& after = *f.sm->snapshot()->topology;
+  ASSERT_EQ(after.size(), topo.size());
+  size_t moved = 0, kept = 0;
+  for (fabric::NodeIndex n = 1; n < topo.size(); ++n) {
+    const fabric::Guid guid = topo.node(n).guid;
+    auto m = after.findNode(guid);
+    ASSERT_TRUE(m);
+    const fabric::DrPath& was = topo.route(n);
+    const fabric::DrPath& now = after.route(*m);
+    if (crosses(was)) {
+      ++moved;
+      EXPECT_FALSE(crosses(now)) << now.toString();
+    } else {
+      ++kept;
+      EXPECT_EQ(now, was) << fabric::toString(guid);
+    }
+    auto answers = f.fabric->handle(mad::makeDirectedSmp(mad::kGet, mad::kAttrNodeInfo, 0, now));
+    ASSERT_EQ(answers.size(), 1u) << now.toString();
+    auto info = mad::decodeNodeInfo(mad::smpData(answers[0]));
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->nodeGuid, guid) << now.toString();
+  }
+  EXPECT_GT(moved, 1u);
+  EXPECT_GT(kept, 1u);
+}
+
+}  // namespace
+}  // namespace ibsm::daemon
+
+namespace ibsm::daemon {
+namespace {
+
+// A trap that comes in while a light sweep asks the switches stops the asking after the SMPs in flight (one
+// window): the trap's update does not wait for the whole round.
+TEST(SubnetManager, ATrapStopsALightSweepAndItsUpdateGoesFirst) {
+  SmFixture f;
+  testing::SmSetup setup;
+  setup.engine.window = 2;
+  f.create(setup);
+  auto r = f.sm->sweep();
+  ASSERT_TRUE(r && r->subnetUp);
+  f.events.clear();
+  const fabric::Topology& topo = *f.sm->snapshot()->topology;
+  ASSERT_GT(topo.switches().size(), 2 * setup.engine.window);
+  const fabric::Link* link = nullptr;
+  for (const auto& l : topo.links())
+    if (!link && topo.node(l.a).isSwitch() && topo.node(l.b).isSwitch()) link = &l;
+  ASSERT_TRUE(link);
+  ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, link->a), link->portA));  // its traps are on their way
+  const uint64_t asked =
+      f.fabric->received(mad::kAttrSwitchInfo) - f.fabric->receivedSets(mad::kAttrSwitchInfo);
+  f.sm->lightSweep();
+  const uint64_t now =
+      f.fabric->received(mad::kAttrSwitchInfo) - f.fabric->receivedSets(mad::kAttrSwitchInfo);
+  EXPECT_LE(now - asked, 2 * setup.engine.window);
+  EXPECT_TRUE(f.events.empty());
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  ASSERT_FALSE(f.events.empty());
+  EXPECT_EQ(f.events[0].cause.rfind("trap", 0), 0u) << f.events[0].cause;
+  EXPECT_EQ(f.events[0].linksDown, 1u);
+  EXPECT_EQ(f.events[0].action.find("heavy sweep"), std::string::npos) << f.events[0].action;
 }
 
 }  // namespace
