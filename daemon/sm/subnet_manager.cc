@@ -446,27 +446,25 @@ void SubnetManager::lightSweep() {
   auto cause = [&] {
     return "light sweep: PortStateChange on " + std::to_string(changed.size()) + " switch(es)";
   };
-  if (asked < all.size()) {
-    // A trap came in: its update runs first, with the switches found changed so far, and the light sweep
-    // starts again after it.
-    if (!changed.empty()) updates_.queue(changed, cause());
-    nextLightSweep_ = clock_.now();
-    ++lightSweeps_.count;
-    lightSweeps_.last = clock_.now() - start;
-    return;
-  }
   // The light sweep has collected its switches already: no batch delay for them.
   auto updateChanged = [&] {
     if (changed.empty()) return;
     (void)update(changed, cause(), clock_.now());
     changed.clear();
   };
-  updateChanged();
-  if (!silent.empty() && last_) {
-    // A trap that came in meanwhile is most often what silenced them: its update goes first.
-    if (auto batch = updates_.take()) (void)update(batch->switches, batch->cause, batch->since);
-    for (Guid g : askPortStateChange(silent, mad::RequestOptions{}, changed)) changed.push_back(g);
+  if (asked < all.size()) {
+    // A trap came in: its update runs first, with the switches found changed so far, and the light sweep
+    // starts again after it.
+    if (!changed.empty()) updates_.queue(changed, cause());
+    nextLightSweep_ = clock_.now();
+  } else {
     updateChanged();
+    if (!silent.empty() && last_) {
+      // A trap that came in meanwhile is most often what silenced them: its update goes first.
+      if (auto batch = updates_.take()) (void)update(batch->switches, batch->cause, batch->since);
+      for (Guid g : askPortStateChange(silent, mad::RequestOptions{}, changed)) changed.push_back(g);
+      updateChanged();
+    }
   }
   ++lightSweeps_.count;
   lightSweeps_.last = clock_.now() - start;
