@@ -280,6 +280,15 @@ TEST(SubnetManager, IsolatedLinksAreRoutedAroundUntilReleased) {
 namespace ibsm::daemon {
 namespace {
 
+// The SM's leaf and its port to the first switch reached through it (a spine: all leaves but the SM's own are
+// behind it, on routes whose second hop is that port).
+std::pair<fabric::NodeIndex, std::optional<uint8_t>> smLeafUplink(const fabric::Topology& topo) {
+  std::optional<uint8_t> port;
+  for (fabric::NodeIndex s : topo.switches())
+    if (!port && topo.route(s).count == 2) port = topo.route(s).hops[2];
+  return {topo.node(0).ports[topo.smPort().value].peerNode, port};
+}
+
 // A link on the SM's directed routes goes down and its traps are lost: the light sweep finds it from its live
 // end first, then asks the switches behind it (silent on their old routes) again on their new ones. Each is a
 // targeted update; nothing is re-read through the dead link into a heavy sweep.
@@ -288,12 +297,7 @@ TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehin
   f.up();
   auto before = f.sm->snapshot();
   const fabric::Topology& topo = *before->topology;
-  // The SM's leaf and its link to the first switch reached through it (a spine: all leaves but the SM's own
-  // are behind it).
-  const fabric::NodeIndex leaf = topo.node(0).ports[topo.smPort().value].peerNode;
-  std::optional<uint8_t> port;
-  for (fabric::NodeIndex s : topo.switches())
-    if (!port && topo.route(s).count == 2) port = topo.route(s).hops[2];
+  const auto [leaf, port] = smLeafUplink(topo);
   ASSERT_TRUE(port);
   size_t behind = 0;
   for (fabric::NodeIndex s : topo.switches())
@@ -331,10 +335,7 @@ TEST(SubnetManager, AnUpdateKeepsTheDirectedRoutesThatStillLeadToTheirNodes) {
   f.up();
   const auto before = f.sm->snapshot();
   const fabric::Topology& topo = *before->topology;
-  const fabric::NodeIndex leaf = topo.node(0).ports[topo.smPort().value].peerNode;
-  std::optional<uint8_t> port;
-  for (fabric::NodeIndex s : topo.switches())
-    if (!port && topo.route(s).count == 2) port = topo.route(s).hops[2];
+  const auto [leaf, port] = smLeafUplink(topo);
   ASSERT_TRUE(port);
   auto crosses = [&](const fabric::DrPath& r) { return r.count >= 2 && r.hops[2] == *port; };
   ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, leaf), fabric::PortNum{*port}));
