@@ -106,8 +106,10 @@ void HealthService::reportFlaps() {
     if (heldDown_.count(port)) continue;
     auto snap = sm_.snapshot();
     const double s = std::chrono::duration<double>(until - clock_.now()).count();
+    // Every down starts a hold-down (flap.hold_down_ms, doubled for each further down soon after): a single
+    // down is not yet a flap.
     const std::string text = portLabel(snap ? snap->topology.get() : nullptr, port) +
-                             " is flapping: held down (flap damping) for " +
+                             " went down: held down (flap damping) for " +
                              std::to_string(static_cast<int>(s + 0.5)) + " s";
     log_.warn("HLTH005", text,
               {{"PORT_GUID", fabric::toString(port.first)}, {"PORT", std::to_string(port.second)}});
