@@ -16,6 +16,29 @@
 
 namespace ibsm::fabric {
 
+// Forward iterator over c[0], c[1], ... through C's const operator[] (Rows and Blocks are indexed, not
+// stored contiguously).
+template <typename C, typename T>
+class IndexIterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const T*;
+  using reference = const T&;
+  IndexIterator(const C* c, size_t i) : c_(c), i_(i) {}
+  const T& operator*() const { return (*c_)[i_]; }
+  IndexIterator& operator++() {
+    ++i_;
+    return *this;
+  }
+  bool operator==(const IndexIterator& o) const { return i_ == o.i_; }
+
+ private:
+  const C* c_;
+  size_t i_;
+};
+
 template <typename Row>
 class Rows {
  public:
@@ -49,20 +72,7 @@ class Rows {
   // Whether row i is the very row j of other (then they are equal without comparing them).
   bool sameRow(size_t i, const Rows& other, size_t j) const { return rows_[i] == other.rows_[j]; }
 
-  class const_iterator {
-   public:
-    const_iterator(const Rows* rows, size_t i) : rows_(rows), i_(i) {}
-    const Row& operator*() const { return (*rows_)[i_]; }
-    const_iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
-
-   private:
-    const Rows* rows_;
-    size_t i_;
-  };
+  using const_iterator = IndexIterator<Rows, Row>;
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, rows_.size()}; }
 
@@ -129,25 +139,7 @@ class Blocks {
     size_ = n;
   }
 
-  class const_iterator {
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = T;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const T*;
-    using reference = const T&;
-    const_iterator(const Blocks* b, size_t i) : b_(b), i_(i) {}
-    const T& operator*() const { return (*b_)[i_]; }
-    const_iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
-
-   private:
-    const Blocks* b_;
-    size_t i_;
-  };
+  using const_iterator = IndexIterator<Blocks, T>;
   using iterator = const_iterator;
   using value_type = T;
   const_iterator begin() const { return {this, 0}; }
