@@ -71,6 +71,11 @@ const DrPath& Topology::portRoute(NodeIndex i, PortNum p) const {
   return portRouteOf(routes_[checked(i)], p);
 }
 
+const DrPath& Topology::routeVia(NodeIndex i, PortNum p) const {
+  const DrPath& own = portRoute(i, p);
+  return own.count ? own : route(i);
+}
+
 std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
   auto it = byGuid_.find(nodeGuid);
   if (it == byGuid_.end()) return std::nullopt;

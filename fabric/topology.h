@@ -121,6 +121,9 @@ class Topology {
   // Directed route from the SM's port to node i, and to a CA's port p (empty when unknown: see NodeRoutes).
   const DrPath& route(NodeIndex i) const { return routes_[checked(i)].node; }
   const DrPath& portRoute(NodeIndex i, PortNum p) const;
+  // The route that enters node i through port p: the CA port's own when known, else the node's (a switch's
+  // ports share its route).
+  const DrPath& routeVia(NodeIndex i, PortNum p) const;
   std::optional<NodeIndex> findNode(Guid nodeGuid) const;
   // A CA port GUID or a switch's port GUID -> (node, port).
   std::optional<std::pair<NodeIndex, PortNum>> findPort(Guid portGuid) const;
@@ -173,6 +176,9 @@ class TopologyBuilder {
   size_t size() const { return nodes_.size(); }
   const DrPath& route(NodeIndex i) const { return routes_[checked(i)].node; }
   const DrPath& portRoute(NodeIndex i, PortNum p) const;
+  // The route that enters node i through port p: the CA port's own when known, else the node's (a switch's
+  // ports share its route).
+  const DrPath& routeVia(NodeIndex i, PortNum p) const;
   // Writes a route (nothing when it is the same one).
   void setRoute(NodeIndex i, const DrPath& route);
   void setPortRoute(NodeIndex i, PortNum p, const DrPath& route);

@@ -161,11 +161,8 @@ void ProgramRun::setPort(PhaseRunner& phase, NodeIndex n, unsigned p, const mad:
                          OnOk onOk) {
   RawAttr& block = raw(n, p);
   mad::applyPortInfoSet(set, block.data());
-  const fabric::Node& node = topo_.node(n);
-  const fabric::PortNum at{static_cast<uint8_t>(p)};
-  const fabric::DrPath& route =
-      !node.isSwitch() && topo_.portRoute(n, at).count ? topo_.portRoute(n, at) : topo_.route(n);
-  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p, route);
+  mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrPortInfo, p,
+                                            topo_.routeVia(n, fabric::PortNum{static_cast<uint8_t>(p)}));
   std::copy(block.begin(), block.end(), mad::smpData(smp));
   mad::clearPortInfoClientReregister(block.data());  // a command, not kept by the port
   send(phase, n, std::move(smp), [this, n, p, set, sent = block, onOk = std::move(onOk)](const MadResult& r) {

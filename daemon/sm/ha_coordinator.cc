@@ -81,8 +81,7 @@ std::optional<HaCoordinator::SmAt> HaCoordinator::locateSm(Guid portGuid) const 
   if (!at) return std::nullopt;
   const fabric::Node& n = topo->node(at->first);
   const fabric::Port& p = n.port(n.isSwitch() ? fabric::PortNum{0} : at->second);
-  const fabric::DrPath& portRoute = topo->portRoute(at->first, at->second);
-  fabric::DrPath route = n.isSwitch() || portRoute.count == 0 ? topo->route(at->first) : portRoute;
+  fabric::DrPath route = topo->routeVia(at->first, at->second);
   if (!n.isSwitch() && !p.connected()) return std::nullopt;
   return std::tuple{portGuid, n.isSwitch() ? n.port(fabric::PortNum{0}).attrs.lid.value : p.attrs.lid.value,
                     route};

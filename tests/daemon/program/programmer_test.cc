@@ -206,8 +206,7 @@ TEST(Programmer, ProtectsEveryManagementPortWithTheMkey) {
 
   // A tool without the key: its Get and its Set of a host's PortInfo go unanswered.
   const NodeIndex ca = t.cas().front();
-  const fabric::DrPath& route =
-      t.portRoute(ca, fabric::PortNum{1}).count ? t.portRoute(ca, fabric::PortNum{1}) : t.route(ca);
+  const fabric::DrPath& route = t.routeVia(ca, fabric::PortNum{1});
   mad::MadEngine tool(fx.port, fx.clock, {4, 100ms, 0});
   std::vector<bool> ok;
   for (uint8_t method : {mad::kGet, mad::kSet})
