@@ -18,7 +18,7 @@ namespace ibsm::config {
 using fabric::trim;
 namespace {
 
-constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor"};
+constexpr std::array<std::string_view, 6> kEngineNames = {"minhop", "updn", "ftree", "dfsp", "dor", "dfly"};
 constexpr std::array<std::string_view, 14> kSections = {"routing", "sweep", "sm",      "mad",     "paths",
                                                         "dumps",   "log",   "control", "metrics", "ar",
                                                         "qos",     "flap",  "perfmgr", "health"};
@@ -151,7 +151,7 @@ MaybeProblem splitList(const RawValue& v, std::string_view what, std::vector<Raw
 MaybeProblem parseEngines(const RawValue& v, std::vector<std::string>& out) {
   std::vector<RawValue> items;
   if (auto p = splitList(v, "a list of engine names", items)) return p;
-  std::string known = "minhop, updn, ftree, dfsp, dor";
+  std::string known = "minhop, updn, ftree, dfsp, dor, dfly";
   if (items.empty()) return problem(v, "empty engine list: name at least one of " + known);
   std::vector<std::string> names;
   for (const RawValue& item : items) {
@@ -280,14 +280,15 @@ const std::vector<OptionDoc> kDocs = {
     {"port_guid", "a port GUID (0x and up to 16 hex digits)", "GUID of the local port to bind.",
      "0x0002c903000b2240", "the first active port"},
     {"routing.engines",
-     "a list of minhop, updn, ftree, dfsp, dor, or one comma-separated string such as \"ftree,updn\"; an "
-     "element may name alternatives, \"dor|dfsp\"",
+     "a list of minhop, updn, ftree, dfsp, dor, dfly, or one comma-separated string such as \"ftree,updn\"; "
+     "an element may name alternatives, \"dor|dfsp|dfly\"",
      "Engines tried in order until one can route the fabric; an engine that cannot says why (ROUTE002) and "
      "the next one is tried. Of alternatives, every one that routes (deadlock-free within the VLs qos.vls "
      "allows) is computed and the lowest max link load wins (ties: fewer VLs, then the first named). The "
      "default routes fat trees with ftree and nothing VL-related is programmed; other fabrics with the "
-     "better "
-     "of dor and dfsp, which may spread their paths over VLs; a fabric that needs more VLs than it has falls "
+     "best "
+     "of dor, dfsp and dfly, which may spread their paths over VLs; a fabric that needs more VLs than it has "
+     "falls "
      "back to updn.",
      "", ""},
     {"routing.roots", "a list of node GUIDs",

@@ -281,15 +281,17 @@ class DorEngine final : public Engine {
     if (rings > 0) {
       t.slLayers = 2;
       t.sl.resize(topo.size());
-      t.slToVl.resize(topo.size());
       for (SwitchIndex s = 0; s < S; ++s) {
         t.sl[g.node(s)].assign(maxLid + 1u, 0);
-        auto& row = t.slToVl[g.node(s)];
-        row.assign(topo.node(g.node(s)).numPorts + 1u, 0);
+        const unsigned numPorts = topo.node(g.node(s)).numPorts;
         for (size_t d = 0; d < D; ++d)
           for (unsigned dir = 0; dir < 2 && slBit[d] >= 0; ++dir)
-            for (uint8_t port : grid.ports[(s * D + d) * 2 + dir])
-              for (unsigned sl = 0; sl < 16; ++sl) row[port] |= uint64_t{(sl >> slBit[d]) & 1u} << (4 * sl);
+            for (uint8_t port : grid.ports[(s * D + d) * 2 + dir]) {
+              uint64_t table = 0;
+              for (unsigned sl = 0; sl < 16; ++sl) table |= uint64_t{(sl >> slBit[d]) & 1u} << (4 * sl);
+              for (unsigned in = 0; in <= numPorts; ++in)
+                t.slToVl.setPacked(g.node(s), numPorts, in, port, table);
+            }
       }
     }
     // Parallel links take the destinations of each way in turn, counted per distance to the target: the

@@ -19,7 +19,7 @@ struct Registered {
 
 constexpr Registered kEngines[] = {
     {"minhop", &makeMinHopEngine}, {"updn", &makeUpDownEngine}, {"ftree", &makeFatTreeEngine},
-    {"dfsp", &makeDfspEngine},     {"dor", &makeDorEngine},
+    {"dfsp", &makeDfspEngine},     {"dor", &makeDorEngine},     {"dfly", &makeDflyEngine},
 };
 
 // "dor|dfsp" -> {"dor", "dfsp"}; a plain name -> {name}.

@@ -39,8 +39,9 @@ std::unique_ptr<Engine> makeUpDownEngine();
 std::unique_ptr<Engine> makeFatTreeEngine();
 std::unique_ptr<Engine> makeDfspEngine();
 std::unique_ptr<Engine> makeDorEngine();
+std::unique_ptr<Engine> makeDflyEngine();
 
-// "minhop", "updn", "ftree", "dfsp", "dor"; nullptr for an unknown name.
+// "minhop", "updn", "ftree", "dfsp", "dor", "dfly"; nullptr for an unknown name.
 std::unique_ptr<Engine> makeEngine(std::string_view name);
 std::vector<std::string> engineNames();
 

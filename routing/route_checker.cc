@@ -168,7 +168,7 @@ class Checker {
   void vlArCdg(Partial& p, const Dest& d);
   // The VL of a packet on `sl` that entered switch u by port `in` and leaves by `out`.
   uint8_t hopVl(SwitchIndex u, unsigned in, unsigned out, uint8_t sl) const {
-    return opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, out, sl) : tables_.hopVl(g_.node(u), out, sl);
+    return opt_.slToVl ? opt_.slToVl->vl(g_.node(u), in, out, sl) : tables_.hopVl(g_.node(u), in, out, sl);
   }
   bool findCycle(const std::vector<Bits256>& cdg, std::vector<LinkRef>& cycle, size_t& channels,
                  size_t& edges) const;

@@ -2,6 +2,7 @@
 // groups.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <string>
@@ -27,6 +28,55 @@ struct ArTable {
   bool operator==(const ArTable&) const = default;
 };
 
+// SL -> VL tables of a fabric's ports (IBA 14.2.5.8, SLtoVLMappingTable), one per switch (input port,
+// output port) pair and per CA port (input 0): what VL a packet of a given SL leaves a port on. Pairs not set
+// hold `unset`: the identity (SL i on VL i) unless said otherwise. Used by the route checker to build the
+// channel dependency graph per VL, from the tables an engine implies or the ones read back from a fabric.
+class SlToVlMap {
+ public:
+  using Table = std::array<uint8_t, 16>;  // SL -> VL
+  static constexpr uint64_t kIdentity = 0xFEDCBA9876543210ull;
+  explicit SlToVlMap(uint64_t unset = kIdentity) : unset_(unset) {}
+
+  static uint64_t pack(const Table& t) {
+    uint64_t v = 0;
+    for (unsigned sl = 0; sl < 16; ++sl) v |= uint64_t{t[sl] & 0xFu} << (4 * sl);
+    return v;
+  }
+  // numPorts: the node's port count (a switch's tables are indexed by in/out port 0..numPorts).
+  void set(fabric::NodeIndex node, unsigned numPorts, unsigned in, unsigned out, const Table& table) {
+    setPacked(node, numPorts, in, out, pack(table));
+  }
+  void setPacked(fabric::NodeIndex node, unsigned numPorts, unsigned in, unsigned out, uint64_t packed) {
+    if (node >= nodes_.size()) nodes_.resize(node + 1u);
+    NodeTables& n = nodes_[node];
+    if (n.packed.empty()) {
+      n.width = numPorts + 1u;
+      n.packed.assign(size_t{n.width} * n.width, unset_);
+    }
+    if (in < n.width && out < n.width) n.packed[size_t{in} * n.width + out] = packed;
+  }
+  uint64_t packed(fabric::NodeIndex node, unsigned in, unsigned out) const {
+    if (node >= nodes_.size()) return unset_;
+    const NodeTables& n = nodes_[node];
+    return in < n.width && out < n.width ? n.packed[size_t{in} * n.width + out] : unset_;
+  }
+  uint8_t vl(fabric::NodeIndex node, unsigned in, unsigned out, uint8_t sl) const {
+    return static_cast<uint8_t>((packed(node, in, out) >> (4 * (sl & 0xF))) & 0xF);
+  }
+  bool empty() const { return nodes_.empty(); }
+  bool operator==(const SlToVlMap&) const = default;
+
+ private:
+  struct NodeTables {
+    unsigned width = 0;
+    std::vector<uint64_t> packed;  // [in * width + out]
+    bool operator==(const NodeTables&) const = default;
+  };
+  uint64_t unset_;
+  std::vector<NodeTables> nodes_;
+};
+
 // One switch's LFT in blocks of 64 entries, the unit the SM writes (LinearForwardingTable): versions of the
 // tables share the blocks a change does not touch, and the programmer skips a block it wrote that is still
 // the very same.
@@ -44,10 +94,9 @@ struct RoutingTables {
   // use: 1 when the engine needs no VL layering, and then sl stays empty.
   std::vector<std::vector<uint8_t>> sl;
   uint8_t slLayers = 1;
-  // For engines whose VL depends on the output port rather than being the SL (dor's datelines): [node][output
-  // port] -> SL -> VL table, 4 bits per SL (SlToVlMap::pack), for every input port of that output; ports past
-  // a row's end send every SL on VL 0. Empty: SL i on VL i.
-  std::vector<std::vector<uint64_t>> slToVl;
+  // For engines whose VL is not the SL on every hop (dor's datelines, dfly's first local hop): the table of
+  // each switch (input, output) pair and CA port; pairs not set send every SL on VL 0. Empty: SL i on VL i.
+  SlToVlMap slToVl{0};
   // The order the routes to CA LIDs obey, for incremental repair (routing/repair.h): [node] -> key of each
   // switch; a hop towards a smaller key is "up", and every route is up* then down*, a switch with a down-only
   // way to the destination taking its shortest one. All keys equal: plain shortest paths. Empty: the engine
@@ -57,11 +106,9 @@ struct RoutingTables {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;
   }
-  // The VL a packet on `sl` leaves port `out` of `node` on.
-  uint8_t hopVl(fabric::NodeIndex node, unsigned out, uint8_t sl) const {
-    if (slToVl.empty()) return sl & 0xF;
-    if (node >= slToVl.size() || out >= slToVl[node].size()) return 0;
-    return static_cast<uint8_t>((slToVl[node][out] >> (4 * (sl & 0xF))) & 0xF);
+  // The VL a packet on `sl` that came into `node` by port `in` leaves port `out` on.
+  uint8_t hopVl(fabric::NodeIndex node, unsigned in, unsigned out, uint8_t sl) const {
+    return slToVl.empty() ? sl & 0xF : slToVl.vl(node, in, out, sl);
   }
   // The SL of a path from a CA cabled to switch `ingress` to `lid`.
   uint8_t pathSl(fabric::NodeIndex ingress, fabric::Lid lid) const {

@@ -23,10 +23,14 @@ uint8_t offeredDataVls(const fabric::Topology& topo) {
 VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables) {
   VlPairs out;
   std::vector<uint8_t> caPorts;
-  for (fabric::NodeIndex s = 0; s < tables.sl.size() && s < topo.size(); ++s) {
-    const auto& row = tables.sl[s];
+  // With SL i on VL i, only paths on an SL above 0 need tables; with the engine's own tables, also the pairs
+  // those map SL 0 off VL 0 (dfly's first local hop).
+  const bool perPair = !tables.slToVl.empty();
+  static const std::vector<uint8_t> kAllSl0;
+  for (fabric::NodeIndex s = 0; s < topo.size(); ++s) {
+    const auto& row = s < tables.sl.size() ? tables.sl[s] : kAllSl0;
     const fabric::Node& sw = topo.node(s);
-    if (row.empty() || !sw.isSwitch()) continue;
+    if ((row.empty() && !perPair) || !sw.isSwitch()) continue;
     // The CA ports cabled to this ingress switch: each is an input of the first hop, and the CA's own port
     // sends the SL.
     caPorts.clear();
@@ -34,10 +38,13 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
       const fabric::Port& p = sw.ports[q];
       if (p.connected() && !topo.node(p.peerNode).isSwitch()) caPorts.push_back(static_cast<uint8_t>(q));
     }
+    if (caPorts.empty()) continue;
     bool any = false;
-    for (size_t lid = 1; lid < row.size(); ++lid) {
-      if (row[lid] == 0) continue;
-      any = true;
+    const size_t lids = perPair ? tables.lft[s].size() : row.size();
+    for (size_t lid = 1; lid < lids; ++lid) {
+      const uint8_t sl = lid < row.size() ? row[lid] : 0;
+      if (sl == 0 && !perPair) continue;
+      any = any || sl > 0;
       fabric::NodeIndex u = s;
       unsigned in = 0;
       // At most one hop per switch: a loop in the tables is the route checker's to report, not ours.
@@ -45,20 +52,22 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
         const fabric::Node& n = topo.node(u);
         uint8_t o = tables.port(u, fabric::Lid{static_cast<uint16_t>(lid)});
         if (o == kNoPort || o == 0 || o >= n.ports.size() || !n.ports[o].connected()) break;
-        if (u == s)
-          for (uint8_t q : caPorts) out.mark(u, n.numPorts, q, o);
-        else
+        if (u == s) {
+          for (uint8_t q : caPorts)
+            if (sl > 0 || tables.hopVl(u, q, o, sl) != 0) out.mark(u, n.numPorts, q, o);
+        } else if (sl > 0 || tables.hopVl(u, in, o, sl) != 0) {
           out.mark(u, n.numPorts, in, o);
+        }
         const fabric::Port& p = n.ports[o];
         if (!topo.node(p.peerNode).isSwitch()) break;
         u = p.peerNode;
         in = p.peerPort.value;
       }
     }
-    if (!any) continue;
     for (uint8_t q : caPorts) {
       const fabric::Port& p = sw.ports[q];
-      out.mark(p.peerNode, topo.node(p.peerNode).numPorts, 0, p.peerPort.value);
+      if (any || tables.hopVl(p.peerNode, 0, p.peerPort.value, 0) != 0)
+        out.mark(p.peerNode, topo.node(p.peerNode).numPorts, 0, p.peerPort.value);
     }
   }
   return out;

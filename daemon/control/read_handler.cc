@@ -383,7 +383,7 @@ Json doPath(const SubnetSnapshot& s, const Request& r) {
     uint8_t out = s.tables.lft.size() > sw ? s.tables.port(sw, lid) : routing::kNoPort;
     Json hop = {{"switch", nodeRef(t, s.lids, sw)}, {"in_port", inPort}};
     hop["out_port"] = out <= node.numPorts ? Json(out) : Json(nullptr);
-    hop["vl"] = s.tables.slLayers > 1 && out <= node.numPorts ? s.tables.hopVl(sw, out, sl) : 0;
+    hop["vl"] = s.tables.slLayers > 1 && out <= node.numPorts ? s.tables.hopVl(sw, inPort, out, sl) : 0;
     auto ar = arPorts(s.tables, sw, lid);
     if (!ar.empty()) hop["ar_ports"] = ar;
     hops.push_back(std::move(hop));

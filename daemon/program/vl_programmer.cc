@@ -37,11 +37,11 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
   PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
   const mad::SlToVlTable layered = layeredSlToVl(options.layers);
-  // The table of one output port: SL s on VL s mod layers, or what the engine maps per output port.
-  auto tableOf = [&](NodeIndex n, uint8_t out) {
+  // The table of one (input, output) pair: SL s on VL s mod layers, or what the engine maps per pair.
+  auto tableOf = [&](NodeIndex n, uint8_t in, uint8_t out) {
     if (tables.slToVl.empty()) return layered;
     mad::SlToVlTable t{};
-    for (unsigned sl = 0; sl < 16; ++sl) t[sl] = tables.hopVl(n, out, static_cast<uint8_t>(sl));
+    for (unsigned sl = 0; sl < 16; ++sl) t[sl] = tables.hopVl(n, in, out, static_cast<uint8_t>(sl));
     return t;
   };
   const mad::VlArbBlock arb = layeredVlArb(options);
@@ -54,9 +54,9 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
             : in == kAllPorts                   ? "all input ports->" + std::to_string(out)
                                                 : "ports " + std::to_string(in) + "->" + std::to_string(out));
   };
-  auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod) {
+  auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod,
+                       const mad::SlToVlTable& table) {
     auto key = std::make_tuple(topo.node(n).guid, in, out);
-    const mad::SlToVlTable table = tableOf(n, out);
     if (auto it = sl2vl_.find(key); it != sl2vl_.end() && it->second == table) {
       heldTables.emplace(key, table);
       ++report.sl2vlSkipped;
@@ -103,20 +103,25 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       for (uint8_t out : linked) {
         if (!used.outUsed(i, out)) continue;
         anyOut = true;
-        if (!n.sw.optimizedSlToVl) {
+        // The engine's tables of this output: one Set for all inputs where the switch takes the modifier bit
+        // and every input has the same table (dor's datelines), else one per used pair.
+        bool oneTable = n.sw.optimizedSlToVl && !tables.slToVl.empty();
+        for (uint8_t in : linked)
+          oneTable = oneTable && tables.slToVl.packed(i, in, out) == tables.slToVl.packed(i, 0, out);
+        if (oneTable)
+          sendSl2Vl(i, topo.route(i), kAllPorts, out, mad::kSlToVlAllInputs | out, tableOf(i, 0, out));
+        else if (!n.sw.optimizedSlToVl || !tables.slToVl.empty())
           for (uint8_t in : linked)
             if (in != out && used.used(i, in, out))
-              sendSl2Vl(i, topo.route(i), in, out, mad::slToVlAttrMod(in, out));
-        } else if (!tables.slToVl.empty()) {  // the engine's table of this output port, for every input
-          sendSl2Vl(i, topo.route(i), kAllPorts, out, mad::kSlToVlAllInputs | out);
-        }
+              sendSl2Vl(i, topo.route(i), in, out, mad::slToVlAttrMod(in, out), tableOf(i, in, out));
         sendArb(i, topo.route(i), out, out);
       }
       // A switch that takes the all-ports modifier bits gets its whole SL-to-VL layer in one Set: every pair
       // holds the same table then, which maps SL 0 to VL 0 as the reset table does for pairs with SL 0
       // traffic only.
       if (n.sw.optimizedSlToVl && anyOut && tables.slToVl.empty())
-        sendSl2Vl(i, topo.route(i), kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs);
+        sendSl2Vl(i, topo.route(i), kAllPorts, kAllPorts, mad::kSlToVlAllInputs | mad::kSlToVlAllOutputs,
+                  layered);
       continue;
     }
     // A CA port is reached by its own directed route (the SMA answers for the port the SMP came in through).
@@ -124,7 +129,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       const fabric::DrPath& route = topo.portRoute(i, fabric::PortNum{static_cast<uint8_t>(p)});
       bool local = i == topo.smNode() && p == topo.smPort().value;
       if (!n.ports[p].connected() || (!route.count && !local) || !used.used(i, 0, p)) continue;
-      sendSl2Vl(i, route, 0, static_cast<uint8_t>(p), 0);
+      sendSl2Vl(i, route, 0, static_cast<uint8_t>(p), 0, tableOf(i, 0, static_cast<uint8_t>(p)));
       sendArb(i, route, static_cast<uint8_t>(p), 0);
     }
   }

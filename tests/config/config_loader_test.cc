@@ -103,7 +103,7 @@ TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   }
   Config d;
   EXPECT_FALSE(d.portGuid);
-  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dor|dfsp", "updn", "minhop"}));
+  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dor|dfsp|dfly", "updn", "minhop"}));
   EXPECT_EQ(d.qos.vls, QosConfig::kAuto);
   EXPECT_EQ(d.routing.lmc, 0);
   EXPECT_EQ(d.routing.threads, std::max(1u, std::thread::hardware_concurrency()));  // the online cores
@@ -260,14 +260,14 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing:\n  roots: [0x1, 0x01]\n",
        "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
       {"routing:\n  engines: [ftree, ftre]\n",
-       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree, dfsp, dor)"},
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree, dfsp, dor, dfly)"},
       {"routing:\n  engines: updn,,minhop\n",
        "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
       {"routing:\n  engines: [updn, updn]\n",
        "ibsm.yaml:2:19: routing.engines: engine \"updn\" listed twice"},
       {"routing:\n  engines: []\n",
        "ibsm.yaml:2:12: routing.engines: empty engine list: name at least one of minhop, updn, ftree, dfsp, "
-       "dor"},
+       "dor, dfly"},
       {"sm:\n  priority: 1\n  priority: 2\n",
        "ibsm.yaml:3:3: sm.priority: duplicate key (first given at line 2)"},
       {"log:\n  level: info\nlog:\n  level: warn\n",
@@ -319,7 +319,7 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"qos:\n  vls: 16\n", "ibsm.yaml:2:8: qos.vls: 16 is out of range 1..15"},
       {"qos:\n  vls: many\n", "ibsm.yaml:2:8: qos.vls: expected auto or an integer 1..15, got \"many\""},
       {"routing:\n  engines: [ftree, dor|lash]\n",
-       "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor)"},
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor, dfly)"},
       {"flap:\n  hold_down_ms: 70000\n",
        "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than "
        "flap.hold_down_ms "
@@ -437,7 +437,7 @@ TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   EXPECT_TRUE(byKey["log.level"].reloadable);
   EXPECT_TRUE(byKey["dumps.lfts"].reloadable);
   EXPECT_EQ(byKey["dumps.lfts"].defaultValue, "on_request");
-  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, dor|dfsp, updn, minhop]");
+  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, dor|dfsp|dfly, updn, minhop]");
   EXPECT_EQ(byKey["port_guid"].defaultValue, "~");
   EXPECT_EQ(byKey["mad.timeout_ms"].defaultValue, "100");
 }
@@ -576,7 +576,7 @@ TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
       applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->changed,
-            (std::vector<std::string>{"routing.engines: [ftree, dor|dfsp, updn, minhop] -> [updn]",
+            (std::vector<std::string>{"routing.engines: [ftree, dor|dfsp|dfly, updn, minhop] -> [updn]",
                                       "log.level: info -> debug"}));
   EXPECT_TRUE(r->reroute);
   EXPECT_TRUE(r->logLevel);

@@ -1,9 +1,10 @@
-// The VL layer on ibsim (issue 15): ibsmd as a daemon on a dragonfly of 9 groups x 4 routers, 2 hosts each,
-// with its default chain "ftree,dor|dfsp,updn,minhop" and qos.vls auto (the 8 VLs ibsim's ports offer).
-// ftree and dor decline, dfsp routes on VL layers; then the daemon's own route check must find the CDG
-// acyclic on every VL, the switches must map every SL in use to its own VL (smpquery sl2vl; the pairs that
-// carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others their reset
-// table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0.
+// The VL layer on ibsim (issue 15): ibsmd as a daemon with qos.vls auto (the 8 VLs ibsim's ports offer). On a
+// dragonfly of 9 groups x 4 routers, 2 hosts each, dfsp routes on VL layers; then the daemon's own route
+// check must find the CDG acyclic on every VL, the switches must map every SL in use to its own VL (smpquery
+// sl2vl; the pairs that carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others
+// their reset table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0. With
+// the default chain "ftree,dor|dfsp|dfly,updn,minhop" dfly routes the same dragonfly on 2 VLs and dor a
+// torus.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -22,10 +23,12 @@ using namespace std::chrono_literals;
 
 constexpr const char* kHost = "H-0000000000100002";  // where the diagnostics attach (host-0)
 
-// ibsmd as a daemon with its defaults (no periodic sweeps), its control socket at `sock`.
-pid_t startDaemon(Ibsim& sim, const std::string& sock) {
-  return sim.spawn(
-      {binPath("ibsmd"), "--state-dir", sim.dir() + "/state", "--socket", sock, "--sweep-interval", "0"});
+// ibsmd as a daemon with its defaults (no periodic sweeps) and `extra`, its control socket at `sock`.
+pid_t startDaemon(Ibsim& sim, const std::string& sock, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {
+      binPath("ibsmd"), "--state-dir", sim.dir() + "/state", "--socket", sock, "--sweep-interval", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return sim.spawn(args);
 }
 
 RunOptions diagnostics() {
@@ -35,10 +38,47 @@ RunOptions diagnostics() {
   return diag;
 }
 
+// smpquery sl2vl LID OUT prints the table of every input port towards OUT, one row each: the tables of every
+// switch towards each of its switch ports (the outputs whose VLs the CDG is about); `rows` counts them.
+void readSlToVl(Ibsim& sim, const fabric::Topology& topo, const routing::LidAssignment& lids,
+                routing::SlToVlMap& read, size_t& rows) {
+  const std::regex row("ports: in +([0-9]+), out +([0-9]+): *((\\| *[0-9]+)+)\\|"), cell("[0-9]+");
+  for (fabric::NodeIndex s : topo.switches()) {
+    const fabric::Node& n = topo.node(s);
+    const std::string lid = std::to_string(lids.base(s, fabric::PortNum{0}).value);
+    for (unsigned out = 1; out <= n.numPorts; ++out) {
+      if (!n.ports[out].connected() || !topo.node(n.ports[out].peerNode).isSwitch()) continue;
+      RunResult q = sim.run({"smpquery", "sl2vl", lid, std::to_string(out)}, diagnostics());
+      ASSERT_EQ(q.exitCode, 0) << q.err;
+      for (std::sregex_iterator r(q.out.begin(), q.out.end(), row), end; r != end; ++r) {
+        const std::string cells = (*r)[3];
+        routing::SlToVlMap::Table t{};
+        size_t sl = 0;
+        for (std::sregex_iterator c(cells.begin(), cells.end(), cell); c != end && sl < 16; ++c)
+          t[sl++] = static_cast<uint8_t>(std::stoul(c->str()));
+        ASSERT_EQ(sl, 16u) << q.out;
+        EXPECT_EQ(std::stoul((*r)[2]), out) << q.out;
+        read.set(s, n.numPorts, static_cast<unsigned>(std::stoul((*r)[1])), out, t);
+        ++rows;
+      }
+    }
+  }
+}
+
+// Every (input, output) pair of every switch mapping every SL to VL 0: the same paths on one VL.
+routing::SlToVlMap allOnVl0(const fabric::Topology& topo) {
+  routing::SlToVlMap m;
+  for (fabric::NodeIndex s : topo.switches())
+    for (unsigned in = 0; in <= topo.node(s).numPorts; ++in)
+      for (unsigned out = 0; out <= topo.node(s).numPorts; ++out)
+        m.set(s, topo.node(s).numPorts, in, out, routing::SlToVlMap::Table{});
+  return m;
+}
+
 TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
   const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = startDaemon(*sim, sock);
+  pid_t sm = startDaemon(*sim, sock, {"--routing", "dfsp"});
   ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
   const RunOptions diag = diagnostics();
 
@@ -131,6 +171,79 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
+// The same dragonfly with the default chain: dfly routes it (a lower max link load than dfsp's, on 2 VLs)
+// with every path on SL 0 and the VL in the switches' tables: a local hop out of a switch that the packet
+// entered from a host goes on VL 1, every other hop on VL 0. The route checker, given the tables read back
+// from every switch (smpquery sl2vl), must find the CDG acyclic on the 2 VLs, and cyclic when every pair maps
+// to VL 0; the PathRecords carry SL 0, the SL the checker used.
+TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  const RunOptions diag = diagnostics();
+  RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("engine: dfly"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("dependencies on 2 VLs, acyclic on every VL"), std::string::npos) << check.out;
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+  routing::Options o;  // the daemon's routes again, offline (dfly is deterministic)
+  o.vlLayers = 8;
+  o.computeAr = false;
+  auto tables = routing::makeEngine("dfly")->compute(*topo, lids, o);
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+  EXPECT_TRUE(tables->sl.empty());
+
+  routing::SlToVlMap read;
+  size_t rows = 0;
+  readSlToVl(*sim, *topo, lids, read, rows);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(rows, 36u * 5 * 8);  // 36 switches, 5 switch ports (3 local, 2 global), 8 input ports (0-7)
+  // What the switches hold is what the engine asked for, for SL 0 on every pair a host's path takes: VL 1
+  // from a host port (1, 2) to a switch of the group, VL 0 everywhere else.
+  size_t onVl1 = 0;
+  for (fabric::NodeIndex s : topo->switches())
+    for (unsigned in = 1; in <= topo->node(s).numPorts; ++in)
+      for (unsigned out = 1; out <= topo->node(s).numPorts; ++out) {
+        const fabric::Port& p = topo->node(s).ports[out];
+        if (in == out || !p.connected() || !topo->node(p.peerNode).isSwitch()) continue;
+        EXPECT_EQ(read.vl(s, in, out, 0), tables->hopVl(s, in, out, 0))
+            << topo->node(s).description << " " << in << "->" << out;
+        onVl1 += read.vl(s, in, out, 0) == 1;
+      }
+  EXPECT_EQ(onVl1, 36u * 2 * 3);
+  routing::CheckOptions co;
+  co.slToVl = &read;
+  routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);
+  EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
+  EXPECT_EQ(c.cdgVls, 2u) << routing::formatReportText(c);
+  const routing::SlToVlMap allVl0 = allOnVl0(*topo);
+  co.slToVl = &allVl0;
+  EXPECT_FALSE(routing::checkRoutes(*topo, lids, *tables, co).cdgAcyclic);
+
+  // PathRecords from the hosts of dfly-0-0 to every 5th host: SL 0.
+  for (fabric::NodeIndex from : topo->cas())
+    for (size_t i = 0; i < topo->cas().size(); i += 5) {
+      const fabric::NodeIndex to = topo->cas()[i];
+      const auto& port = topo->node(from).ports[1];
+      if (from == to || topo->node(port.peerNode).description != "dfly-0-0") continue;
+      RunResult pr = sim->run({"saquery", "--src-to-dst",
+                               std::to_string(lids.base(from, fabric::PortNum{1}).value) + ":" +
+                                   std::to_string(lids.base(to, fabric::PortNum{1}).value)},
+                              diag);
+      ASSERT_EQ(pr.exitCode, 0) << pr.err;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
+      EXPECT_EQ(std::stoul(m[1], nullptr, 0), 0u) << pr.out;
+    }
+  sim->stop(sm);
+}
+
 // A 5 x 5 torus, one host per switch, with the default chain: dor routes it in dimension order with datelines
 // (2 VLs, an SL bit per ring: the wrap links it crosses). The route checker, given the SL-to-VL tables read
 // back from the switches (smpquery sl2vl: every input port towards every switch port), must find the CDG
@@ -158,34 +271,12 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
   auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
   ASSERT_TRUE(tables.ok()) << tables.error().message;
 
-  // smpquery sl2vl LID OUT prints the table of every input port towards OUT, one row each; the switch ports
-  // (2-5, port 1 is the host's) are the outputs whose VLs the CDG is about.
-  routing::SlToVlMap read, allVl0;
-  const std::regex row("ports: in +([0-9]+), out +([0-9]+): *((\\| *[0-9]+)+)\\|"), cell("[0-9]+");
+  // The switch ports are 2-5 (port 1 is the host's).
+  routing::SlToVlMap read;
   size_t rows = 0;
-  for (fabric::NodeIndex s : topo->switches()) {
-    const fabric::Node& n = topo->node(s);
-    const std::string lid = std::to_string(lids.base(s, fabric::PortNum{0}).value);
-    for (unsigned out = 2; out <= n.numPorts; ++out) {
-      if (!n.ports[out].connected()) continue;
-      RunResult q = sim->run({"smpquery", "sl2vl", lid, std::to_string(out)}, diag);
-      ASSERT_EQ(q.exitCode, 0) << q.err;
-      for (std::sregex_iterator r(q.out.begin(), q.out.end(), row), end; r != end; ++r) {
-        const std::string cells = (*r)[3];
-        routing::SlToVlMap::Table t{};
-        size_t sl = 0;
-        for (std::sregex_iterator c(cells.begin(), cells.end(), cell); c != end && sl < 16; ++c)
-          t[sl++] = static_cast<uint8_t>(std::stoul(c->str()));
-        ASSERT_EQ(sl, 16u) << q.out;
-        const unsigned in = static_cast<unsigned>(std::stoul((*r)[1]));
-        EXPECT_EQ(std::stoul((*r)[2]), out) << q.out;
-        read.set(s, n.numPorts, in, out, t);
-        allVl0.set(s, n.numPorts, in, out, routing::SlToVlMap::Table{});
-        ++rows;
-      }
-    }
-  }
+  readSlToVl(*sim, *topo, lids, read, rows);
   EXPECT_EQ(rows, 25u * 4 * 6);  // 25 switches, 4 switch ports, 6 input ports (0-5)
+  const routing::SlToVlMap allVl0 = allOnVl0(*topo);
   routing::CheckOptions co;
   co.slToVl = &read;
   routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);

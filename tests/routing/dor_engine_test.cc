@@ -96,11 +96,12 @@ TEST(DorEngine, DatelinesBreakTheRingsCycleAndOneVlIsDeclined) {
   SlToVlMap map;
   for (NodeIndex n : topo->switches()) {
     const unsigned ports = topo->node(n).numPorts;
-    for (unsigned out = 1; out <= ports; ++out) {
-      SlToVlMap::Table table{};
-      for (unsigned sl = 0; sl < 16; ++sl) table[sl] = r.tables->hopVl(n, out, static_cast<uint8_t>(sl));
-      for (unsigned in = 0; in <= ports; ++in) map.set(n, ports, in, out, table);
-    }
+    for (unsigned out = 1; out <= ports; ++out)
+      for (unsigned in = 0; in <= ports; ++in) {
+        SlToVlMap::Table table{};
+        for (unsigned sl = 0; sl < 16; ++sl) table[sl] = r.tables->hopVl(n, in, out, static_cast<uint8_t>(sl));
+        map.set(n, ports, in, out, table);
+      }
   }
   CheckOptions co;
   co.slToVl = &map;

@@ -8,7 +8,7 @@ namespace ibsm::routing {
 namespace {
 
 TEST(EngineRegistry, KnowsTheBuiltInEngines) {
-  EXPECT_EQ(engineNames(), (std::vector<std::string>{"minhop", "updn", "ftree", "dfsp", "dor"}));
+  EXPECT_EQ(engineNames(), (std::vector<std::string>{"minhop", "updn", "ftree", "dfsp", "dor", "dfly"}));
   for (const auto& n : engineNames()) {
     auto e = makeEngine(n);
     ASSERT_NE(e, nullptr) << n;

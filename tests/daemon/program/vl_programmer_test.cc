@@ -172,9 +172,9 @@ TEST(VlProgrammer, PerOutputPortTablesOfTheEngine) {
     const fabric::NodeIndex leaf = f.node("leaf-0"), host = f.node("host-0 HCA-1"), far = f.node("leaf-1");
     const fabric::Lid dst = f.lids.base(f.node("host-2 HCA-1"), fabric::PortNum{1});
     const uint8_t up = f.tables.port(leaf, dst), down = f.tables.port(far, dst);
-    f.tables.slToVl.resize(f.topo().size());
-    f.tables.slToVl[leaf].assign(up + 1u, 0);
-    f.tables.slToVl[leaf][up] = uint64_t{1} << 4;  // SL 1 -> VL 1, every other SL on VL 0
+    const unsigned ports = f.topo().node(leaf).numPorts;
+    for (unsigned in = 0; in <= ports; ++in)  // SL 1 -> VL 1, every other SL on VL 0
+      f.tables.slToVl.setPacked(leaf, ports, in, up, uint64_t{1} << 4);
     VlReport r = p.program(f.topo(), f.tables, o);
     EXPECT_TRUE(r.errors.empty()) << r.errors.front();
     EXPECT_EQ(r.sl2vlSet, (optimized ? 1u + 1 + 1 : 2u + 1 + 1) + 2);
