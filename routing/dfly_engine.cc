@@ -108,7 +108,7 @@ fabric::Result<Dragonfly> detect(const SwitchGraph& g) {
   for (SwitchIndex s = 0; s < S; ++s) {
     if (size[d.group[s]] < 3)
       return fabric::makeError("dfly: not a dragonfly (a group of " + std::to_string(size[d.group[s]]) +
-                               " switches)");
+                               (size[d.group[s]] == 1 ? " switch)" : " switches)"));
     size_t local = 0;
     SwitchIndex prev = kNoSwitch;
     for (uint32_t a : d.toward[s]) {

@@ -189,5 +189,33 @@ TEST(VlProgrammer, PerOutputPortTablesOfTheEngine) {
   }
 }
 
+// An engine may map SL 0 off VL 0 on some pairs (dfly: a host's first local hop on VL 1): those pairs are
+// written although every path is on SL 0, and only those, with the arbitration tables of their outputs.
+TEST(VlProgrammer, PairsThatMapSl0OffVl0AreWrittenOnSl0Alone) {
+  VlFixture f;
+  VlProgrammer p(*f.engine, f.clock);
+  const fabric::NodeIndex leaf = f.node("leaf-0");
+  const unsigned ports = f.topo().node(leaf).numPorts;
+  const uint8_t hostPort = f.topo().node(f.node("host-0 HCA-1")).ports[1].peerPort.value;
+  std::vector<uint8_t> ups;
+  for (unsigned q = 1; q <= ports; ++q) {
+    const fabric::Port& port = f.topo().node(leaf).ports[q];
+    if (port.connected() && f.topo().node(port.peerNode).isSwitch()) ups.push_back(static_cast<uint8_t>(q));
+  }
+  ASSERT_EQ(ups.size(), 2u);
+  f.tables.slLayers = 2;
+  for (uint8_t up : ups) f.tables.slToVl.setPacked(leaf, ports, hostPort, up, 0x1111111111111111ull);
+  VlProgramOptions o;
+  o.layers = 2;
+  VlReport r = p.program(f.topo(), f.tables, o);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.sl2vlSet, 2u);  // (host-0's port, each up port): paths to leaf-1's hosts take both
+  EXPECT_EQ(r.vlArbSet, 2u);
+  EXPECT_EQ(f.fabric->received(mad::kAttrSlToVl), 2u);
+  for (uint8_t up : ups)
+    EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up),
+              (std::array<uint8_t, 8>{0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11}));
+}
+
 }  // namespace
 }  // namespace ibsm::daemon

@@ -1,0 +1,133 @@
+// Dragonfly routing (dfly): groups detected from the switch graph alone, declined otherwise; at most a local,
+// a global and a local hop; 2 VLs from the switches' (input, output) tables, which the VL-aware route checker
+// proves deadlock-free where the same paths on one VL are not.
+#include <gtest/gtest.h>
+
+#include "routing/engine.h"
+#include "routing/route_checker.h"
+#include "tests/routing/fabric_sketch.h"
+#include "tests/routing/generated_fabrics.h"
+
+namespace ibsm::routing {
+namespace {
+
+using testing::dragonfly;
+using testing::generate;
+using testing::route;
+using testing::Routed;
+
+// `groups` groups of `routers` switches linked all-to-all (the first two switches of group 0 by two parallel
+// links when `parallelLocal`), `perPair` global links between every two groups (from router (y + j) mod
+// routers of group x to router (x + j) mod routers of group y), one host per switch.
+fabric::TopologyPtr makeDragonfly(unsigned groups, unsigned routers, unsigned perPair, bool parallelLocal,
+                                  bool dropLocal = false) {
+  testing::FabricSketch f;
+  std::vector<std::vector<NodeIndex>> sw(groups);
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned r = 0; r < routers; ++r) {
+      sw[g].push_back(f.addSwitch("dfly-" + std::to_string(g) + "-" + std::to_string(r)));
+      f.link(f.addCa("host-" + std::to_string(g) + "-" + std::to_string(r)), 1, sw[g][r],
+             f.nextPort(sw[g][r]));
+    }
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned a = 0; a < routers; ++a)
+      for (unsigned b = a + 1; b < routers; ++b) {
+        if (dropLocal && g == 1 && a == 0 && b == 1) continue;
+        f.link(sw[g][a], sw[g][b]);
+        if (parallelLocal && g == 0 && a == 0 && b == 1) f.link(sw[g][a], sw[g][b]);
+      }
+  for (unsigned x = 0; x < groups; ++x)
+    for (unsigned y = x + 1; y < groups; ++y)
+      for (unsigned j = 0; j < perPair; ++j) f.link(sw[x][(y + j) % routers], sw[y][(x + j) % routers]);
+  return f.build();
+}
+
+// The generator's dragonflies (a * h + 1 groups, one global link per group pair) and a hand-made one with two
+// global links per group pair: every pair reachable in at most one stretch hop (local, global, local where a
+// path through a third group would be shorter), acyclic on 2 VLs, cyclic on one, every path on SL 0; and a
+// max link load no higher than dfsp's.
+TEST(DflyEngine, DragonfliesAreDeadlockFreeOnTwoVls) {
+  std::vector<fabric::TopologyPtr> fabrics = {generate(dragonfly(4, 2)), generate(dragonfly(3, 1, 1)),
+                                              generate(dragonfly(6, 3, 1)), makeDragonfly(4, 4, 2, false)};
+  for (const auto& topo : fabrics) {
+    ASSERT_TRUE(topo);
+    SCOPED_TRACE(topo->switches().size());
+    Routed r = route(*topo, "dfly", 8);
+    ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+    EXPECT_EQ(r.tables->slLayers, 2u);
+    EXPECT_TRUE(r.tables->sl.empty());
+    CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_EQ(c.cdgVls, 2u);
+    EXPECT_LE(c.maxStretch, 1u);
+    EXPECT_LE(c.maxHops, 5u);  // host, local, global, local, host
+
+    RoutingTables flat = *r.tables;
+    flat.slToVl = SlToVlMap{0};
+    EXPECT_FALSE(checkRoutes(*topo, r.lids, flat).cdgAcyclic);
+
+    Routed dfsp = route(*topo, "dfsp", 8);
+    ASSERT_TRUE(dfsp.tables.ok()) << dfsp.tables.error().message;
+    EXPECT_LE(c.maxLoad, checkRoutes(*topo, dfsp.lids, *dfsp.tables).maxLoad);
+  }
+}
+
+// Two global links per group pair: both carry routes (the destinations of the pair are spread over them).
+TEST(DflyEngine, GlobalLinksOfAGroupPairShareItsDestinations) {
+  auto topo = makeDragonfly(3, 3, 2, false);
+  ASSERT_TRUE(topo);
+  Routed r = route(*topo, "dfly", 2);
+  ASSERT_TRUE(r.tables.ok()) << r.tables.error().message;
+  CheckReport c = checkRoutes(*topo, r.lids, *r.tables);
+  EXPECT_TRUE(c.ok()) << formatReportText(c);
+  EXPECT_GT(c.minLoad, 0u) << formatReportText(c);
+}
+
+// AR groups: only the parallel links to the LFT port's neighbour (here two local links), which the checker
+// finds on shortest paths and acyclic per VL; without parallel links there are none.
+TEST(DflyEngine, ArGroupsAreTheParallelLinks) {
+  auto parallel = makeDragonfly(3, 3, 1, true);
+  ASSERT_TRUE(parallel);
+  testing::RoutedWithAr r = testing::routeWithAr(*parallel, "dfly", 2);
+  ASSERT_TRUE(r.routed.tables.ok());
+  EXPECT_EQ(testing::largestArGroup(*r.routed.tables), 2u);
+  EXPECT_GT(r.report.arEntries, 0u);
+  auto single = makeDragonfly(3, 3, 1, false);
+  ASSERT_TRUE(single);
+  testing::RoutedWithAr s = testing::routeWithAr(*single, "dfly", 2);
+  ASSERT_TRUE(s.routed.tables.ok());
+  EXPECT_EQ(s.report.arEntries, 0u);
+}
+
+// What is not a dragonfly is declined with the reason (dfsp or dor route it), and so is a dragonfly on one
+// VL.
+TEST(DflyEngine, DeclinesWhatItCannotRoute) {
+  struct Case {
+    fabric::TopologyPtr topo;
+    std::string why;
+  };
+  std::vector<Case> cases;
+  cases.push_back({generate(testing::torus({4, 4, 4})),
+                   "dfly: not a dragonfly (no two linked switches share a neighbour)"});
+  cases.push_back({generate(testing::karyNTree(4, 2)),
+                   "dfly: not a dragonfly (no two linked switches share a neighbour)"});
+  cases.push_back({generate(testing::torus({3, 3})), "dfly: not a dragonfly (one group of switches)"});
+  cases.push_back({makeDragonfly(3, 6, 1, false, true),  // a local link down
+                   "dfly: not a dragonfly (a switch linked to 4 of the 5 others of its group)"});
+  cases.push_back({makeDragonfly(3, 3, 1, false, true), "dfly: not a dragonfly (a group of 1 switch)"});
+  cases.push_back(
+      {generate(dragonfly(2, 2, 1)), "dfly: not a dragonfly (no two linked switches share a neighbour)"});
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.topo);
+    Routed r = route(*c.topo, "dfly", 8);
+    ASSERT_FALSE(r.tables.ok());
+    EXPECT_EQ(r.tables.error().message, c.why);
+  }
+  auto fly = generate(dragonfly(4, 2));
+  Routed one = route(*fly, "dfly", 1);
+  ASSERT_FALSE(one.tables.ok());
+  EXPECT_EQ(one.tables.error().message, "dfly: needs 2 VLs; the fabric offers 1");
+}
+
+}  // namespace
+}  // namespace ibsm::routing
