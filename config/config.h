@@ -34,7 +34,7 @@ struct RoutingConfig {
   // element may name alternatives, "dor|dfsp": each is computed and the lowest max link load wins.
   // The default: ftree on fat trees; otherwise the better of dor and dfsp that is deadlock-free within the
   // VLs the fabric offers (lowest max link load, then fewer VLs); then updn, then minhop.
-  std::vector<std::string> engines{"ftree", "dor|dfsp|dfly", "updn", "minhop"};
+  std::vector<std::string> engines{"ftree", "dfly", "dor|dfsp", "updn", "minhop"};
   // Root switch node GUIDs for updn/ftree; empty = auto-detect. When rootsFile is set, loadConfigFile fills
   // this from the file (parseConfig does no I/O and leaves it empty).
   std::vector<Guid> roots;

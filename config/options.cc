@@ -281,15 +281,14 @@ const std::vector<OptionDoc> kDocs = {
      "0x0002c903000b2240", "the first active port"},
     {"routing.engines",
      "a list of minhop, updn, ftree, dfsp, dor, dfly, or one comma-separated string such as \"ftree,updn\"; "
-     "an element may name alternatives, \"dor|dfsp|dfly\"",
+     "an element may name alternatives, \"dor|dfsp\"",
      "Engines tried in order until one can route the fabric; an engine that cannot says why (ROUTE002) and "
      "the next one is tried. Of alternatives, every one that routes (deadlock-free within the VLs qos.vls "
      "allows) is computed and the lowest max link load wins (ties: fewer VLs, then the first named). The "
-     "default routes fat trees with ftree and nothing VL-related is programmed; other fabrics with the "
-     "best "
-     "of dor, dfsp and dfly, which may spread their paths over VLs; a fabric that needs more VLs than it has "
-     "falls "
-     "back to updn.",
+     "default routes fat trees with ftree and nothing VL-related is programmed, dragonflies with dfly (2 "
+     "VLs), "
+     "other fabrics with the better of dor and dfsp, which may spread their paths over VLs; a fabric that "
+     "needs more VLs than it has falls back to updn.",
      "", ""},
     {"routing.roots", "a list of node GUIDs",
      "Root switches (node GUIDs) for updn and ftree. Not together with roots_file.",

@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "options (each overrides the config file's key):\n"
     "  --config FILE             configuration (default /etc/ibsm/ibsm.yaml, optional)\n"
     "  --port-guid GUID          port_guid: local port to bind (default: first port with link up)\n"
-    "  --routing ENGINES         routing.engines (default ftree,dor|dfsp|dfly,updn,minhop)\n"
+    "  --routing ENGINES         routing.engines (default ftree,dfly,dor|dfsp,updn,minhop)\n"
     "  --lmc N                   routing.lmc: LID mask control 0..7 (default 0)\n"
     "  --threads N               routing.threads: worker threads for routing and route checks (default:\n"
     "                            the online cores; the routes are the same for any number)\n"

@@ -74,7 +74,7 @@ class RoutePlanner {
 
   const mad::Clock& clock_;
   const bool background_;
-  std::vector<std::string> engines_{"ftree", "dor|dfsp|dfly", "updn", "minhop"};
+  std::vector<std::string> engines_{"ftree", "dfly", "dor|dfsp", "updn", "minhop"};
   routing::Options options_;
   std::weak_ptr<const SubnetSnapshot> loadsFor_;
   std::shared_ptr<const routing::PortLoads> loads_;

@@ -39,7 +39,7 @@
 namespace ibsm::daemon {
 
 struct SmOptions {
-  std::vector<std::string> engines{"ftree", "dor|dfsp|dfly", "updn", "minhop"};
+  std::vector<std::string> engines{"ftree", "dfly", "dor|dfsp", "updn", "minhop"};
   routing::Options routing;
   uint8_t lmc = 0;
   std::string guid2lidPath;  // empty: no persistence

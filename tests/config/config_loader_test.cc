@@ -103,7 +103,7 @@ TEST(ConfigLoader, EmptyAndCommentOnlyTextGiveDefaults) {
   }
   Config d;
   EXPECT_FALSE(d.portGuid);
-  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dor|dfsp|dfly", "updn", "minhop"}));
+  EXPECT_EQ(d.routing.engines, (std::vector<std::string>{"ftree", "dfly", "dor|dfsp", "updn", "minhop"}));
   EXPECT_EQ(d.qos.vls, QosConfig::kAuto);
   EXPECT_EQ(d.routing.lmc, 0);
   EXPECT_EQ(d.routing.threads, std::max(1u, std::thread::hardware_concurrency()));  // the online cores
@@ -437,7 +437,7 @@ TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   EXPECT_TRUE(byKey["log.level"].reloadable);
   EXPECT_TRUE(byKey["dumps.lfts"].reloadable);
   EXPECT_EQ(byKey["dumps.lfts"].defaultValue, "on_request");
-  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, dor|dfsp|dfly, updn, minhop]");
+  EXPECT_EQ(byKey["routing.engines"].defaultValue, "[ftree, dfly, dor|dfsp, updn, minhop]");
   EXPECT_EQ(byKey["port_guid"].defaultValue, "~");
   EXPECT_EQ(byKey["mad.timeout_ms"].defaultValue, "100");
 }
@@ -576,7 +576,7 @@ TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {
       applyReload(running, parseConfig("routing:\n  engines: [updn]\nlog:\n  level: debug\n", "ibsm.yaml"));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->changed,
-            (std::vector<std::string>{"routing.engines: [ftree, dor|dfsp|dfly, updn, minhop] -> [updn]",
+            (std::vector<std::string>{"routing.engines: [ftree, dfly, dor|dfsp, updn, minhop] -> [updn]",
                                       "log.level: info -> debug"}));
   EXPECT_TRUE(r->reroute);
   EXPECT_TRUE(r->logLevel);

@@ -3,7 +3,7 @@
 // check must find the CDG acyclic on every VL, the switches must map every SL in use to its own VL (smpquery
 // sl2vl; the pairs that carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others
 // their reset table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0. With
-// the default chain "ftree,dor|dfsp|dfly,updn,minhop" dfly routes the same dragonfly on 2 VLs and dor a
+// the default chain "ftree,dfly,dor|dfsp,updn,minhop" dfly routes the same dragonfly on 2 VLs and dor a
 // torus.
 #include <gtest/gtest.h>
 
@@ -171,7 +171,7 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
-// The same dragonfly with the default chain: dfly routes it (a lower max link load than dfsp's, on 2 VLs)
+// The same dragonfly with the default chain: dfly routes it (on 2 VLs; the chain tries it before dor|dfsp)
 // with every path on SL 0 and the VL in the switches' tables: a local hop out of a switch that the packet
 // entered from a host goes on VL 1, every other hop on VL 0. The route checker, given the tables read back
 // from every switch (smpquery sl2vl), must find the CDG acyclic on the 2 VLs, and cyclic when every pair maps

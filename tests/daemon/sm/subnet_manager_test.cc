@@ -163,9 +163,8 @@ TEST(SubnetManager, EventsCarryTheTimeOfTheWallClock) {
 }
 
 // qos.vls auto: the engines may use up to 8 VLs, at most what every link offers (VLCap). A dragonfly of 9
-// groups x 4 routers (2 hosts each) is routed deadlock-free by dfly on 2 VLs when the links offer VL0-7 (lower
-// max link load than dfsp's VL layers); on links that offer only VL 0, dfly and dfsp say they need more and the
-// default chain falls back to updn, with
+// groups x 4 routers (2 hosts each) is routed deadlock-free by dfly on 2 VLs when the links offer VL0-7; on
+// links that offer only VL 0, dfly and dfsp say they need more and the default chain falls back to updn, with
 // nothing VL-related programmed.
 TEST(SubnetManager, TheDefaultChainUsesTheVlsTheLinksOffer) {
   for (uint8_t vlCap : {uint8_t{4}, uint8_t{1}}) {  // PortInfo.VLCap: 4 = VL0-7, 1 = VL0 only
