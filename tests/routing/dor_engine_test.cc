@@ -99,7 +99,8 @@ TEST(DorEngine, DatelinesBreakTheRingsCycleAndOneVlIsDeclined) {
     for (unsigned out = 1; out <= ports; ++out)
       for (unsigned in = 0; in <= ports; ++in) {
         SlToVlMap::Table table{};
-        for (unsigned sl = 0; sl < 16; ++sl) table[sl] = r.tables->hopVl(n, in, out, static_cast<uint8_t>(sl));
+        for (unsigned sl = 0; sl < 16; ++sl)
+          table[sl] = r.tables->hopVl(n, in, out, static_cast<uint8_t>(sl));
         map.set(n, ports, in, out, table);
       }
   }

@@ -1,8 +1,9 @@
 // ibsm-route: routes a fabric offline, the way ibsmd would, and reports how good the routes are.
 //
 //   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
-//   ibsm-route --topology dragonfly.topo --routing 'ftree,dfly,dor|dfsp,updn,minhop' --vls 8   # best of dor, dfsp, dfly
-//   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's tables
+//   ibsm-route --topology dragonfly.topo --routing 'ftree,dfly,dor|dfsp,updn,minhop' --vls 8   # best of dor,
+//   dfsp, dfly ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's
+//   tables
 //
 // Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs
 // the engine chain, checks the tables (reachability, stretch, link load, CDG, AR) and prints the metrics.
@@ -37,7 +38,8 @@ constexpr const char* kUsage =
     "Routes a fabric offline with ibsmd's LID policy and engines, then checks the tables.\n"
     "\n"
     "  --topology FILE     ibnetdiscover / ibsim topology file\n"
-    "  --routing CHAIN     engines tried in order, e.g. ftree,dfly,dor|dfsp,updn,minhop (ibsmd's default; known:\n"
+    "  --routing CHAIN     engines tried in order, e.g. ftree,dfly,dor|dfsp,updn,minhop (ibsmd's default; "
+    "known:\n"
     "                      minhop, updn, ftree, dfsp, dor, dfly)\n"
     "  --lfts-in FILE      instead of routing: check tables from dump_lfts/ibroute/opensm-lfts.dump output,\n"
     "                      with the LIDs the topology file records\n"
