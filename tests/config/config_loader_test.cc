@@ -260,7 +260,8 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing:\n  roots: [0x1, 0x01]\n",
        "ibsm.yaml:2:16: routing.roots: GUID 0x0000000000000001 listed twice"},
       {"routing:\n  engines: [ftree, ftre]\n",
-       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree, dfsp, dor, dfly)"},
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"ftre\" (known: minhop, updn, ftree, dfsp, dor, "
+       "dfly)"},
       {"routing:\n  engines: updn,,minhop\n",
        "ibsm.yaml:2:12: routing.engines: empty item in \"updn,,minhop\""},
       {"routing:\n  engines: [updn, updn]\n",
@@ -319,7 +320,8 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"qos:\n  vls: 16\n", "ibsm.yaml:2:8: qos.vls: 16 is out of range 1..15"},
       {"qos:\n  vls: many\n", "ibsm.yaml:2:8: qos.vls: expected auto or an integer 1..15, got \"many\""},
       {"routing:\n  engines: [ftree, dor|lash]\n",
-       "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor, dfly)"},
+       "ibsm.yaml:2:20: routing.engines: unknown engine \"lash\" (known: minhop, updn, ftree, dfsp, dor, "
+       "dfly)"},
       {"flap:\n  hold_down_ms: 70000\n",
        "ibsm.yaml:2:17: flap.hold_down_ms: flap.max_backoff_ms (60000) must not be less than "
        "flap.hold_down_ms "
