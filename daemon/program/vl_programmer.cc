@@ -33,7 +33,7 @@ mad::VlArbBlock layeredVlArb(const VlProgramOptions& o) {
 VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::RoutingTables& tables,
                                const VlProgramOptions& options) {
   VlReport report;
-  if (options.layers <= 1) return report;
+  if (options.layers <= 1 && sl2vl_.empty()) return report;
   const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
   PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
   const mad::SlToVlTable layered = layeredSlToVl(options.layers);
@@ -47,6 +47,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   const mad::VlArbBlock arb = layeredVlArb(options);
   decltype(sl2vl_) heldTables;
   decltype(vlArb_) heldArb;
+  std::set<std::tuple<fabric::Guid, uint8_t, uint8_t>> sent;  // the SLtoVLMappingTable keys of this round
   auto describe = [&](NodeIndex n, unsigned in, unsigned out) {
     const fabric::Node& node = topo.node(n);
     return fabric::toString(node.guid) + " (" + node.description + ") " +
@@ -57,6 +58,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   auto sendSl2Vl = [&](NodeIndex n, const fabric::DrPath& route, uint8_t in, uint8_t out, uint32_t mod,
                        const mad::SlToVlTable& table) {
     auto key = std::make_tuple(topo.node(n).guid, in, out);
+    sent.insert(key);
     if (auto it = sl2vl_.find(key); it != sl2vl_.end() && it->second == table) {
       heldTables.emplace(key, table);
       ++report.sl2vlSkipped;
@@ -132,6 +134,16 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       sendSl2Vl(i, route, 0, static_cast<uint8_t>(p), 0, tableOf(i, 0, static_cast<uint8_t>(p)));
       sendArb(i, route, static_cast<uint8_t>(p), 0);
     }
+  }
+  // A switch pair written before that no path needs now holds an older table: where that sends SL 0 elsewhere
+  // than these routes assume (VL 0, or the engine's own table), say dfly's VL 1 on a host's first local hop
+  // after dfly gave way to another engine, it is written again.
+  for (const auto& [key, held] : sl2vl_) {
+    const auto& [guid, in, out] = key;
+    const std::optional<NodeIndex> n = topo.findNode(guid);
+    if (sent.count(key) || in == kAllPorts || out == kAllPorts || !n || !topo.node(*n).isSwitch()) continue;
+    const mad::SlToVlTable want = tableOf(*n, in, out);
+    if (held[0] != want[0]) sendSl2Vl(*n, topo.route(*n), in, out, mad::slToVlAttrMod(in, out), want);
   }
   report.phase = phase.finish();
   // Tables written before and not needed now still hold what was written: kept while their node is there.

@@ -190,8 +190,9 @@ TEST(VlProgrammer, PerOutputPortTablesOfTheEngine) {
 }
 
 // An engine may map SL 0 off VL 0 on some pairs (dfly: a host's first local hop on VL 1): those pairs are
-// written although every path is on SL 0, and only those, with the arbitration tables of their outputs.
-TEST(VlProgrammer, PairsThatMapSl0OffVl0AreWrittenOnSl0Alone) {
+// written although every path is on SL 0, and only those, with the arbitration tables of their outputs. When
+// routes on one VL follow, the two pairs are written back to SL 0 on VL 0, and nothing else is sent.
+TEST(VlProgrammer, PairsThatMapSl0OffVl0AreWrittenOnSl0AloneAndRestoredAfter) {
   VlFixture f;
   VlProgrammer p(*f.engine, f.clock);
   const fabric::NodeIndex leaf = f.node("leaf-0");
@@ -215,6 +216,17 @@ TEST(VlProgrammer, PairsThatMapSl0OffVl0AreWrittenOnSl0Alone) {
   for (uint8_t up : ups)
     EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up),
               (std::array<uint8_t, 8>{0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11}));
+
+  routing::RoutingTables oneVl = f.tables;
+  oneVl.slLayers = 1;
+  oneVl.slToVl = routing::SlToVlMap{0};
+  r = p.program(f.topo(), oneVl, VlProgramOptions{});
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.sl2vlSet, 2u);
+  EXPECT_EQ(r.vlArbSet, 0u);
+  for (uint8_t up : ups)
+    EXPECT_EQ(f.fabric->slToVl(f.fakeIndex(f.topo(), leaf), hostPort, up), (std::array<uint8_t, 8>{}));
+  EXPECT_EQ(p.program(f.topo(), oneVl, VlProgramOptions{}).phase.smps, 0u);
 }
 
 }  // namespace
