@@ -222,6 +222,7 @@ TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
   routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);
   EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
   EXPECT_EQ(c.cdgVls, 2u) << routing::formatReportText(c);
+  EXPECT_LE(c.maxStretch, 1u);  // local, global, local where a way through a third group is shorter
   const routing::SlToVlMap allVl0 = allOnVl0(*topo);
   co.slToVl = &allVl0;
   EXPECT_FALSE(routing::checkRoutes(*topo, lids, *tables, co).cdgAcyclic);
@@ -303,6 +304,68 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
       sls.insert(sl);
     }
   EXPECT_EQ(sls, (std::set<unsigned>{0, 1, 2, 3}));
+  sim->stop(sm);
+}
+
+// A 4-cube, one host per switch, with the default chain: dor routes it in dimension order (e-cube) on one VL,
+// so no VL table is written (the switches hold the tables ibsim booted them with). Every pair is reached on a
+// minimal path, the route checker finds the CDG acyclic with the tables read back from the switches (their
+// reset tables), and the PathRecords carry SL 0.
+TEST(IbsimVl, HypercubeIsRoutedByDorOnOneVl) {
+  std::unique_ptr<Ibsim> sim = startFabric("--hypercube 4 --hosts-per-switch 1");
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  const RunOptions diag = diagnostics();
+  RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("engine: dor"), std::string::npos) << check.out;
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+  routing::Options o;  // the daemon's routes again, offline (dor is deterministic)
+  o.vlLayers = 8;
+  o.computeAr = false;
+  auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+  EXPECT_EQ(tables->slLayers, 1u);
+
+  routing::SlToVlMap read;
+  size_t rows = 0;
+  readSlToVl(*sim, *topo, lids, read, rows);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(rows, 16u * 4 * 6);  // 16 switches, 4 switch ports, 6 input ports (0-5)
+  size_t asBooted = 0;           // nothing written: ibsim boots every pair with SL i on VL i
+  for (fabric::NodeIndex s : topo->switches())
+    for (unsigned in = 0; in <= 5; ++in)
+      for (unsigned out = 2; out <= 5; ++out) {
+        bool identity = true;
+        for (uint8_t sl = 0; sl < 8; ++sl) identity = identity && read.vl(s, in, out, sl) == sl;
+        asBooted += identity;
+      }
+  EXPECT_EQ(asBooted, rows);
+  routing::CheckOptions co;
+  co.slToVl = &read;
+  routing::CheckReport c = routing::checkRoutes(*topo, lids, *tables, co);
+  EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
+  EXPECT_EQ(c.unreachable, 0u);
+  EXPECT_EQ(c.maxStretch, 0u) << routing::formatReportText(c);
+
+  for (fabric::NodeIndex from : topo->cas())
+    for (fabric::NodeIndex to : topo->cas()) {
+      if (from == to || from != topo->cas().front()) continue;
+      RunResult pr = sim->run({"saquery", "--src-to-dst",
+                               std::to_string(lids.base(from, fabric::PortNum{1}).value) + ":" +
+                                   std::to_string(lids.base(to, fabric::PortNum{1}).value)},
+                              diag);
+      ASSERT_EQ(pr.exitCode, 0) << pr.err;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
+      EXPECT_EQ(std::stoul(m[1], nullptr, 0), 0u) << pr.out;
+    }
   sim->stop(sm);
 }
 

@@ -515,9 +515,9 @@ int main(int argc, char** argv) {
         if (sl < tables.slLayers || perSl[sl])
           counts +=
               (sl ? ", " : "") + std::string("SL ") + std::to_string(sl) + ": " + std::to_string(perSl[sl]);
-      std::fprintf(out, "VL layers: %u (%s; switch-LID pairs %s)\n", unsigned{tables.slLayers},
+      std::fprintf(out, "VL layers: %u (%s; %s)\n", unsigned{tables.slLayers},
                    tables.slToVl.empty() ? "SL i on VL i" : "the VL of each SL per port pair",
-                   counts.c_str());
+                   tables.sl.empty() ? "every path on SL 0" : ("switch-LID pairs " + counts).c_str());
     }
     if (!failNote.empty()) std::fprintf(out, "%s\n", failNote.c_str());
     std::fputs(routing::formatReportText(report).c_str(), out);
