@@ -46,7 +46,12 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
   if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
   out.tables = std::move(routed->tables);
   out.fallbacks = std::move(routed->fallbacks);
-  out.how = why.empty() ? "from scratch" : "from scratch (" + why + ")";
+  // Why the repair could not be used and, when the engine changed, why the earlier ones declined (ROUTE002
+  // is logged for sweeps only): "from scratch by dfsp (...; dfly: not a dragonfly (...))".
+  out.how = "from scratch by " + out.tables.engine;
+  if (previous && previous->tables.engine != out.tables.engine)
+    for (const auto& f : out.fallbacks) why += (why.empty() ? "" : "; ") + f;
+  if (!why.empty()) out.how += " (" + why + ")";
   return out;
 }
 

@@ -245,6 +245,69 @@ TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
   sim->stop(sm);
 }
 
+// A global link of that dragonfly goes down: two groups are no longer linked, so dfly declines (the event's
+// TOPO001 line says why) and dfsp routes on VL layers. The daemon's check is acyclic on every VL, and the
+// pairs dfly had set to VL 1 (a host's first local hop) that dfsp leaves on SL 0 are written back: every host
+// port sends SL 0 on VL 0.
+TEST(IbsimVl, DragonflyLinkDownFallsBackToDfspAndRestoresTheTables) {
+  std::string net;
+  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2", &net);
+  fabric::TopologyPtr built = parseOrFail(net, "generated");
+  ASSERT_TRUE(built);
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  const RunOptions diag = diagnostics();
+  // The first link between switches of different groups ("dfly-G-R").
+  const fabric::Link* global = nullptr;
+  for (const fabric::Link& l : built->links()) {
+    const std::string &a = built->node(l.a).description, &b = built->node(l.b).description;
+    if (built->node(l.a).isSwitch() && built->node(l.b).isSwitch() && a.substr(0, 6) != b.substr(0, 6)) {
+      global = &l;
+      break;
+    }
+  }
+  ASSERT_NE(global, nullptr);
+  sim->console("Unlink \"S-" + fabric::toString(built->node(global->a).guid).substr(2) + "\"[" +
+               std::to_string(global->portA.value) + "]");
+  ASSERT_TRUE(sim->waitForOutput(sm, "routes: from scratch by dfsp", 30s)) << sim->output(sm);
+  EXPECT_NE(sim->output(sm).find("dfly: not a dragonfly (a group linked to 7 of the 8 other groups)"),
+            std::string::npos)
+      << sim->output(sm);
+  RunResult check;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
+        return check.out.find("engine: dfsp") != std::string::npos;
+      },
+      30s, "dfsp to route", 100ms))
+      << check.out << sim->output(sm);
+  EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("acyclic on every VL"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("unreachable: 0"), std::string::npos) << check.out;
+
+  RunResult disc = sim->run({"ibnetdiscover"}, diag);
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+  routing::SlToVlMap read;
+  size_t rows = 0;
+  readSlToVl(*sim, *topo, lids, read, rows);
+  ASSERT_FALSE(HasFatalFailure());
+  size_t hostPairs = 0;
+  for (fabric::NodeIndex s : topo->switches())
+    for (unsigned in : {1u, 2u})  // the host ports
+      for (unsigned out = 3; out <= topo->node(s).numPorts; ++out) {
+        const fabric::Port& p = topo->node(s).ports[out];
+        if (!p.connected() || !topo->node(p.peerNode).isSwitch()) continue;
+        EXPECT_EQ(read.vl(s, in, out, 0), 0u) << topo->node(s).description << " " << in << "->" << out;
+        ++hostPairs;
+      }
+  EXPECT_EQ(hostPairs, 36u * 2 * 5 - 2 * 2);  // the two ends of the dead link lost one switch port each
+  sim->stop(sm);
+}
+
 // A 5 x 5 torus, one host per switch, with the default chain: dor routes it in dimension order with datelines
 // (2 VLs, an SL bit per ring: the wrap links it crosses). The route checker, given the SL-to-VL tables read
 // back from the switches (smpquery sl2vl: every input port towards every switch port), must find the CDG
