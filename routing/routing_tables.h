@@ -91,7 +91,8 @@ struct RoutingTables {
   // virtual-lane layers (SL i travels on VL i on every hop, unless slToVl says otherwise): sl[switch
   // node][LID] is the SL of the traffic that enters the fabric at that switch (from a CA cabled to it)
   // towards that LID. Empty (or a switch's row empty or short) means SL 0. slLayers is how many VLs the paths
-  // use: 1 when the engine needs no VL layering, and then sl stays empty.
+  // use: 1 when the engine needs no VL layering, and then sl stays empty (as it does for dfly, whose paths
+  // are all SL 0 and take their VLs from slToVl).
   std::vector<std::vector<uint8_t>> sl;
   uint8_t slLayers = 1;
   // For engines whose VL is not the SL on every hop (dor's datelines, dfly's first local hop): the table of

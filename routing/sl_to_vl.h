@@ -17,9 +17,10 @@ namespace ibsm::routing {
 uint8_t offeredDataVls(const fabric::Topology& topo);
 
 // Where the VL layers of an engine's paths need SL-to-VL tables: the (input port, output port) pairs of
-// every switch that carry a CA-to-CA path on an SL above 0, and the CA ports that send one (input 0, output
-// the port). Pairs carrying only SL 0 need none: every port's reset table maps SL 0 to VL 0, as the SM's
-// one-VL routing (and OpenSM without QoS) relies on. Pure: from the tables and the topology alone.
+// every switch that carry a CA-to-CA path on an SL above 0 or whose engine table (RoutingTables::slToVl)
+// sends the path's SL 0 off VL 0 (dfly), and the CA ports that send such a path (input 0, output the port).
+// Pairs carrying only SL 0 on VL 0 need none: every port's reset table maps SL 0 to VL 0, as the SM's one-VL
+// routing (and OpenSM without QoS) relies on. Pure: from the tables and the topology alone.
 class VlPairs {
  public:
   void mark(fabric::NodeIndex node, unsigned numPorts, unsigned in, unsigned out) {

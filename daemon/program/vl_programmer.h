@@ -2,18 +2,22 @@
 // every CA port, and the low-priority VLArbitrationTable of every output port, for routing engines that keep
 // their paths deadlock-free by putting them on different VLs (RoutingTables::sl, slLayers > 1). SL s travels
 // on VL s mod layers on every hop, so a path's layer is its VL from end to end, unless the engine maps SLs
-// per output port (RoutingTables::slToVl: dor's datelines), whose table every pair into that port then gets;
-// the arbitration table gives every used VL one entry with the configured weight.
+// per port pair (RoutingTables::slToVl: dor's datelines per output port, dfly's VL 1 on a host's first local
+// hop); the arbitration table gives every used VL one entry with the configured weight.
 //
-// Nothing is sent while only one VL is used (slLayers 1): every port's reset default already maps SL 0 to VL
-// 0, and on the 11,664-host Clos one read of every table would cost about 2.2 million SMPs. Otherwise only
-// where the routes need it (routing::layeredVlPairs): the switch (input, output) pairs that carry a path on
-// an SL above 0, the CA ports that send one, and the arbitration tables of those outputs; pairs with SL 0
-// traffic only keep their reset table. The tables are written as a delta against what this SM last wrote
-// and was acknowledged (write and trust, as with the LFTs); a pair it has not written yet is written once.
+// Nothing is sent while only one VL is used (slLayers 1) and nothing was written before: every port's reset
+// default already maps SL 0 to VL 0, and on the 11,664-host Clos one read of every table would cost about 2.2
+// million SMPs. Otherwise only where the routes need it (routing::layeredVlPairs): the switch (input, output)
+// pairs that carry a path on an SL above 0 or that the engine maps SL 0 off VL 0, the CA ports that send such
+// paths, and the arbitration tables of those outputs; pairs with SL 0 traffic on VL 0 only keep their reset
+// table, and a pair written before whose table sends SL 0 elsewhere than the current routes assume is written
+// again. The tables are written as a delta against what this SM last wrote and was acknowledged (write and
+// trust, as with the LFTs); a pair it has not written yet is written once.
 // A switch whose SwitchInfo has OptimizedSLtoVLMappingProgramming gets one Set for all its pairs instead
-// (attribute modifier bits "all input ports" and "all output ports"); ibsim 0.10 does not set it.
-// On a 1,020-switch dragonfly on 6 VLs: 190,000 instead of 390,000 SLtoVLMappingTable Sets.
+// (attribute modifier bits "all input ports" and "all output ports"), or one per output port where every
+// input has the engine's same table; ibsim 0.10 does not set it.
+// On a 1,020-switch dragonfly: dfsp on 6 VLs 184,000 VL Sets (390,000 before only the pairs that need them
+// were written), dfly on 2 VLs 22,440.
 #pragma once
 
 #include <cstdint>
