@@ -16,6 +16,7 @@ MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options
 }
 
 void MadEngine::Rtt::sample(Duration rtt) {
+  backoff = 0;
   if (!sampled) {
     sampled = true;
     srtt = rtt;
@@ -32,9 +33,15 @@ unsigned MadEngine::bucketOf(const MadPacket& mad) {
 }
 
 Duration MadEngine::adaptiveTimeout(unsigned bucket) const {
+  return firstWait(bucket, rtt_[std::min(bucket, kLidRouted)].backoff);
+}
+
+Duration MadEngine::firstWait(unsigned bucket, unsigned backoff) const {
   const Rtt& r = rtt_[std::min(bucket, kLidRouted)];
   if (!r.sampled) return options_.timeout;
-  return std::clamp(r.srtt + 4 * r.rttvar, options_.minTimeout, options_.timeout);
+  Duration t = std::clamp(r.srtt + 4 * r.rttvar, options_.minTimeout, options_.timeout);
+  for (unsigned i = 0; i < backoff && t < options_.timeout; ++i) t *= 2;
+  return std::min(t, options_.timeout);
 }
 
 // The adaptive wait doubles with every resend, up to twice the configured timeout: a burst of loss is
@@ -43,7 +50,7 @@ Duration MadEngine::adaptiveTimeout(unsigned bucket) const {
 Duration MadEngine::attemptTimeout(const Request& r) const {
   if (r.timeout) return *r.timeout;
   const Duration cap = 2 * options_.timeout;
-  Duration t = adaptiveTimeout(r.bucket);
+  Duration t = firstWait(r.bucket, r.backoffAtSend);
   for (unsigned i = 1; i < r.attempts && t < cap; ++i) t *= 2;
   return std::min(t, cap);
 }
@@ -94,6 +101,7 @@ void MadEngine::transmit(Request r) {
   if (nextTid_ == 0) nextTid_ = 1;
   setTid(r.packet, tid);
   ++r.attempts;
+  if (r.attempts == 1) r.backoffAtSend = rtt_[r.bucket].backoff;
   const Duration timeout = attemptTimeout(r);
   auto sent = port_.send(r.packet, timeout);
   if (!sent) {
@@ -116,12 +124,18 @@ void MadEngine::complete(Request& r, MadResult result) {
   if (done) done(result);
 }
 
-void MadEngine::attemptFailed(uint32_t tid) {
+void MadEngine::attemptFailed(uint32_t tid, bool expired) {
   auto it = inFlight_.find(tid);
   if (it == inFlight_.end()) return;
   Request r = std::move(it->second);
   inFlight_.erase(it);
   ++counters_.timeouts;
+  // A first attempt at the bucket's current wait timed out: back the bucket off (once per wait, not once per
+  // MAD of the window that timed out with it).
+  Rtt& rtt = rtt_[r.bucket];
+  if (expired && r.attempts == 1 && !r.timeout && rtt.sampled && r.backoffAtSend == rtt.backoff &&
+      adaptiveTimeout(r.bucket) < options_.timeout)
+    ++rtt.backoff;
   if (r.attempts <= r.retries) {
     ++counters_.retries;
     // Retries go ahead of queued requests: they are older and may gate further discovery.
@@ -146,7 +160,7 @@ void MadEngine::handle(const MadPacket& mad) {
   if (mad.status == kTransportTimeoutStatus) {
     // The transport handed back a send it gave up on (umad2sim does so at once for a dropped MAD).
     if (inFlight_.count(tid))
-      attemptFailed(tid);
+      attemptFailed(tid, false);
     else
       ++counters_.unexpected;
     return;
@@ -183,7 +197,7 @@ void MadEngine::expireTimers() {
   while (!timers_.empty() && timers_.top().deadline <= now) {
     uint32_t tid = timers_.top().tid;
     timers_.pop();
-    attemptFailed(tid);  // no-op when the request was already answered
+    attemptFailed(tid, true);  // no-op when the request was already answered
   }
   // Drop timers of answered requests from the top so the next deadline is a live one.
   while (!timers_.empty() && !inFlight_.count(timers_.top().tid)) timers_.pop();

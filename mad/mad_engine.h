@@ -12,7 +12,11 @@
 // configured timeout, which is also the wait until a bucket has its first sample. Each resend of a request
 // waits twice as long as the attempt before (up to twice the configured timeout), so a burst of loss is
 // outlasted rather than met by every retry at once: with the defaults the attempts of a MAD span at least
-// as long as 8 attempts of the configured 100 ms did.
+// as long as 8 attempts of the configured 100 ms did. A first attempt that times out also doubles its
+// bucket's wait (RFC 6298 5.5) until the next sample, up to the configured timeout: when the fabric (or a
+// starved simulator, or the SM's own loaded host) answers slower than it did, later MADs wait for their
+// answer instead of each being resent two or three times (an answer to an earlier attempt is dropped), which
+// would only add load where it is short.
 #pragma once
 
 #include <array>
@@ -112,6 +116,7 @@ class MadEngine {
   struct Rtt {
     bool sampled = false;
     Duration srtt{}, rttvar{};
+    unsigned backoff = 0;  // doublings of the wait since the last sample
     void sample(Duration rtt);
   };
   struct Request {
@@ -123,7 +128,8 @@ class MadEngine {
     uint8_t mgmtClass = 0;
     uint16_t attrId = 0;
     uint8_t bucket = kLidRouted;
-    TimePoint sentAt{};  // of the latest attempt
+    unsigned backoffAtSend = 0;  // the bucket's backoff when the first attempt was sent
+    TimePoint sentAt{};          // of the latest attempt
   };
   struct Timer {
     TimePoint deadline;
@@ -136,9 +142,12 @@ class MadEngine {
   void transmit(Request request);
   void handle(const MadPacket& mad);
   void expireTimers();
-  void attemptFailed(uint32_t tid);
+  // expired: the attempt's own wait ran out (not the transport giving up on a send).
+  void attemptFailed(uint32_t tid, bool expired);
   void complete(Request& request, MadResult result);
   Duration attemptTimeout(const Request& request) const;
+  // The wait of a first attempt in `bucket` with `backoff` doublings.
+  Duration firstWait(unsigned bucket, unsigned backoff) const;
 
   MadPort& port_;
   const Clock& clock_;

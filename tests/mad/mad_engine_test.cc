@@ -402,5 +402,49 @@ TEST_F(AdaptiveTest, AnUnansweredMadIsWaitedForAsLongAsWithFixedTimeouts) {
   EXPECT_GE(clock.now() - start, 800ms);
 }
 
+// The fabric answered in 1 ms and now takes 35 ms (a starved simulator, a loaded host): without backing the
+// bucket off every MAD would time out at the 10 ms floor and again at 20 ms, its answers dropped, and be
+// answered only at its third attempt, never sampled. A timed-out first attempt doubles the bucket's wait
+// until the next sample: after a few timeouts first attempts are answered again and the wait follows the new
+// round trip. A sample ends the backoff.
+TEST_F(AdaptiveTest, ASlowerFabricBacksTheWaitOffInsteadOfResendingEveryMad) {
+  options = MadEngineOptions{};
+  MadEngine engine(port, clock, options);
+  train(engine, nodeInfoAt(2), 1ms);
+  ASSERT_EQ(engine.adaptiveTimeout(2), 10ms);
+  // Answers each held attempt 35 ms after it was sent, stepping the clock by 1 ms, until nothing is pending.
+  std::vector<bool> answered;
+  auto runSlow = [&] {
+    while (!engine.idle()) {
+      clock.advance(1ms);
+      answered.resize(held.size(), false);
+      for (size_t i = 0; i < held.size(); ++i)
+        if (!answered[i] && clock.now() - sentAt[i] >= 35ms) {
+          port.inject(makeResponse(held[i]));
+          answered[i] = true;
+        }
+      engine.poll(0ms);
+    }
+  };
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) {
+    engine.submit(nodeInfoAt(2), [&](const MadResult& r) { ok += r.ok(); });
+    runSlow();
+  }
+  EXPECT_EQ(ok, 20);
+  EXPECT_LE(engine.counters().timeouts, 3u);  // 40 without the backoff: two per MAD
+  EXPECT_GE(engine.adaptiveTimeout(2), 35ms);
+  // Other buckets keep their own wait; a window of MADs timing out together backs off once.
+  train(engine, nodeInfoAt(3), 1ms);
+  ASSERT_EQ(engine.adaptiveTimeout(3), 10ms);
+  for (int i = 0; i < 8; ++i) engine.submit(nodeInfoAt(3), [](const MadResult&) {});
+  clock.advance(10ms);
+  engine.poll(0ms);
+  EXPECT_EQ(engine.adaptiveTimeout(3), 20ms);
+  runSlow();
+  train(engine, nodeInfoAt(3), 1ms, 1);  // a sample: the backoff ends
+  EXPECT_LT(engine.adaptiveTimeout(3), 20ms);
+}
+
 }  // namespace
 }  // namespace ibsm::mad
