@@ -190,18 +190,9 @@ class DflyEngine final : public Engine {
     for (uint32_t l = 1; l <= maxLid; ++l) {
       const fabric::Lid lid{static_cast<uint16_t>(l)};
       LidOwner o = lids.owner(lid);
-      if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
-      const fabric::Node& n = topo.node(o.node);
-      SwitchIndex target = kNoSwitch;
-      uint8_t last = 0;
-      if (n.isSwitch()) {
-        target = g.index(o.node);
-      } else if (o.port.value >= 1 && o.port.value <= n.numPorts) {
-        const fabric::Port& p = n.ports[o.port.value];
-        if (!p.connected() || !portUsable(topo, o.node, o.port)) continue;
-        target = g.index(p.peerNode);
-        last = p.peerPort.value;
-      }
+      const LidExit exit = lidExit(topo, g, o.node, o.port);
+      const SwitchIndex target = exit.sw;
+      const uint8_t last = exit.port;
       if (target == kNoSwitch) continue;
       const uint32_t y = df.group[target], turn = spread[y]++;
       for (SwitchIndex s = 0; s < S; ++s) {

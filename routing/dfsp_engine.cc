@@ -95,21 +95,13 @@ class Router {
     for (uint32_t l = 1; l <= maxLid_; ++l) {
       Lid lid{static_cast<uint16_t>(l)};
       LidOwner o = lids.owner(lid);
-      if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
-      const Node& n = topo.node(o.node);
+      const LidExit exit = lidExit(topo, g_, o.node, o.port);
+      if (exit.sw == kNoSwitch) continue;
       Dest d;
       d.lid = lid;
-      if (n.isSwitch()) {
-        d.sw = g_.index(o.node);
-      } else {
-        if (o.port.value == 0 || o.port.value > n.numPorts) continue;
-        const fabric::Port& p = n.ports[o.port.value];
-        if (!p.connected() || !portUsable(topo, o.node, o.port)) continue;
-        d.sw = g_.index(p.peerNode);
-        if (d.sw == kNoSwitch) continue;
-        d.lastPort = p.peerPort.value;
-        d.toCa = true;
-      }
+      d.sw = exit.sw;
+      d.lastPort = exit.port;
+      d.toCa = exit.toCa;
       dests_.push_back(d);
     }
     route_.assign(dests_.size() * S, kNoArc);

@@ -307,18 +307,9 @@ class DorEngine final : public Engine {
     std::vector<uint32_t> rank(S, 0), dealt(S * D * 2 * K, 0);  // rank: destinations seen per target switch
     for (uint32_t l = 1; l <= maxLid; ++l) {
       LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
-      if (o.node == fabric::kNoNode || o.node >= topo.size()) continue;
-      const fabric::Node& n = topo.node(o.node);
-      SwitchIndex target = kNoSwitch;
-      uint8_t last = 0;
-      if (n.isSwitch()) {
-        target = g.index(o.node);
-      } else if (o.port.value >= 1 && o.port.value <= n.numPorts) {
-        const fabric::Port& p = n.ports[o.port.value];
-        if (!p.connected() || !portUsable(topo, o.node, o.port)) continue;
-        target = g.index(p.peerNode);
-        last = p.peerPort.value;
-      }
+      const LidExit exit = lidExit(topo, g, o.node, o.port);
+      const SwitchIndex target = exit.sw;
+      const uint8_t last = exit.port;
       if (target == kNoSwitch) continue;
       const uint32_t r = rank[target]++;
       for (SwitchIndex s = 0; s < S; ++s) {
@@ -343,7 +334,7 @@ class DorEngine final : public Engine {
           if (slBit[d] >= 0 && (up ? to < from : to > from)) sl = static_cast<uint8_t>(sl | 1u << slBit[d]);
         }
         t.lft[g.node(s)][l] = port;
-        if (rings > 0 && !n.isSwitch()) t.sl[g.node(s)][l] = sl;
+        if (rings > 0 && exit.toCa) t.sl[g.node(s)][l] = sl;
       }
     }
     if (!ar.empty()) {

@@ -56,21 +56,11 @@ MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned
     prev = o;
     Dest& d = dests[l];
     d.endport = endport;
-    const Node& n = topo.node(o.node);
-    if (n.isSwitch()) {
-      d.sw = graph.index(o.node);
-      d.lastPort = 0;
-      d.toCa = false;
-      continue;
-    }
-    if (o.port.value == 0 || o.port.value > n.numPorts) continue;
-    const fabric::Port& p = n.ports[o.port.value];
-    if (!p.connected() || !portUsable(topo, o.node, o.port)) continue;
-    SwitchIndex s = graph.index(p.peerNode);
-    if (s == kNoSwitch) continue;  // CA linked straight to a CA: no switch forwards to it
-    d.sw = s;
-    d.lastPort = p.peerPort.value;
-    d.toCa = true;
+    const LidExit exit = lidExit(topo, graph, o.node, o.port);
+    if (exit.sw == kNoSwitch) continue;
+    d.sw = exit.sw;
+    d.lastPort = exit.port;
+    d.toCa = exit.toCa;
   }
 
   // Neighbour identities for the "different neighbour" preferences: dense ids of node and system GUIDs.

@@ -12,6 +12,22 @@ using fabric::PortNum;
 using fabric::PortState;
 using fabric::Topology;
 
+LidExit lidExit(const Topology& topo, const SwitchGraph& graph, NodeIndex node, PortNum port) {
+  LidExit e;
+  if (node >= topo.size()) return e;
+  const Node& n = topo.node(node);
+  if (n.isSwitch()) {
+    e.sw = graph.index(node);
+    return e;
+  }
+  if (!portUsable(topo, node, port)) return e;
+  const fabric::Port& p = n.ports[port.value];
+  e.sw = graph.index(p.peerNode);
+  e.port = p.peerPort.value;
+  e.toCa = true;
+  return e;
+}
+
 bool portUsable(const Topology& topo, NodeIndex node, PortNum port) {
   if (node >= topo.size()) return false;
   const Node& n = topo.node(node);

@@ -20,6 +20,18 @@ inline constexpr uint16_t kUnreachable = UINT16_MAX;
 // read from a file have no PortInfo and count as usable).
 bool portUsable(const fabric::Topology& topo, fabric::NodeIndex node, fabric::PortNum port);
 
+class SwitchGraph;
+// Where the traffic to an endport leaves the fabric: the switch itself (port 0) when the endport is a
+// switch's port 0, else the switch a usable link from the CA port leads to, by its port there. sw is
+// kNoSwitch when no switch forwards to it (no such node or port, link down, a CA cabled to a CA).
+struct LidExit {
+  SwitchIndex sw = kNoSwitch;
+  uint8_t port = 0;
+  bool toCa = false;
+};
+LidExit lidExit(const fabric::Topology& topo, const SwitchGraph& graph, fabric::NodeIndex node,
+                fabric::PortNum port);
+
 class SwitchGraph {
  public:
   struct Arc {
