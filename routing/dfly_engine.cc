@@ -190,9 +190,9 @@ class DflyEngine final : public Engine {
     for (uint32_t l = 1; l <= maxLid; ++l) {
       const fabric::Lid lid{static_cast<uint16_t>(l)};
       LidOwner o = lids.owner(lid);
-      const LidExit exit = lidExit(topo, g, o.node, o.port);
-      const SwitchIndex target = exit.sw;
-      const uint8_t last = exit.port;
+      const LidExit leaves = lidExit(topo, g, o.node, o.port);
+      const SwitchIndex target = leaves.sw;
+      const uint8_t last = leaves.port;
       if (target == kNoSwitch) continue;
       const uint32_t y = df.group[target], turn = spread[y]++;
       for (SwitchIndex s = 0; s < S; ++s) {

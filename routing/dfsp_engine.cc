@@ -95,13 +95,13 @@ class Router {
     for (uint32_t l = 1; l <= maxLid_; ++l) {
       Lid lid{static_cast<uint16_t>(l)};
       LidOwner o = lids.owner(lid);
-      const LidExit exit = lidExit(topo, g_, o.node, o.port);
-      if (exit.sw == kNoSwitch) continue;
+      const LidExit leaves = lidExit(topo, g_, o.node, o.port);
+      if (leaves.sw == kNoSwitch) continue;
       Dest d;
       d.lid = lid;
-      d.sw = exit.sw;
-      d.lastPort = exit.port;
-      d.toCa = exit.toCa;
+      d.sw = leaves.sw;
+      d.lastPort = leaves.port;
+      d.toCa = leaves.toCa;
       dests_.push_back(d);
     }
     route_.assign(dests_.size() * S, kNoArc);

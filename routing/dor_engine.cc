@@ -307,9 +307,9 @@ class DorEngine final : public Engine {
     std::vector<uint32_t> rank(S, 0), dealt(S * D * 2 * K, 0);  // rank: destinations seen per target switch
     for (uint32_t l = 1; l <= maxLid; ++l) {
       LidOwner o = lids.owner(Lid{static_cast<uint16_t>(l)});
-      const LidExit exit = lidExit(topo, g, o.node, o.port);
-      const SwitchIndex target = exit.sw;
-      const uint8_t last = exit.port;
+      const LidExit leaves = lidExit(topo, g, o.node, o.port);
+      const SwitchIndex target = leaves.sw;
+      const uint8_t last = leaves.port;
       if (target == kNoSwitch) continue;
       const uint32_t r = rank[target]++;
       for (SwitchIndex s = 0; s < S; ++s) {
@@ -334,7 +334,7 @@ class DorEngine final : public Engine {
           if (slBit[d] >= 0 && (up ? to < from : to > from)) sl = static_cast<uint8_t>(sl | 1u << slBit[d]);
         }
         t.lft[g.node(s)][l] = port;
-        if (rings > 0 && exit.toCa) t.sl[g.node(s)][l] = sl;
+        if (rings > 0 && leaves.toCa) t.sl[g.node(s)][l] = sl;
       }
     }
     if (!ar.empty()) {

@@ -56,11 +56,11 @@ MinHopPlan::MinHopPlan(const Topology& topo, const LidAssignment& lids, unsigned
     prev = o;
     Dest& d = dests[l];
     d.endport = endport;
-    const LidExit exit = lidExit(topo, graph, o.node, o.port);
-    if (exit.sw == kNoSwitch) continue;
-    d.sw = exit.sw;
-    d.lastPort = exit.port;
-    d.toCa = exit.toCa;
+    const LidExit leaves = lidExit(topo, graph, o.node, o.port);
+    if (leaves.sw == kNoSwitch) continue;
+    d.sw = leaves.sw;
+    d.lastPort = leaves.port;
+    d.toCa = leaves.toCa;
   }
 
   // Neighbour identities for the "different neighbour" preferences: dense ids of node and system GUIDs.

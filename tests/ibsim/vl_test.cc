@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -36,6 +37,35 @@ RunOptions diagnostics() {
   diag.simHost = kHost;
   diag.timeout = 20s;
   return diag;
+}
+
+// The fabric as ibnetdiscover sees it now; nullptr, with a test failure, when it cannot be read.
+fabric::TopologyPtr discovered(Ibsim& sim) {
+  RunResult disc = sim.run({"ibnetdiscover"}, diagnostics());
+  EXPECT_EQ(disc.exitCode, 0) << disc.err;
+  return disc.exitCode == 0 ? parseOrFail(disc.out, "ibnetdiscover") : nullptr;
+}
+
+// The daemon's routes computed again offline by `engine` (deterministic) with up to 8 VLs, without AR.
+fabric::Result<routing::RoutingTables> offline(const std::string& engine, const fabric::Topology& topo,
+                                               const routing::LidAssignment& lids) {
+  routing::Options o;
+  o.vlLayers = 8;
+  o.computeAr = false;
+  return routing::makeEngine(engine)->compute(topo, lids, o);
+}
+
+// The SL of the PathRecord saquery gets from slid to dlid (attached at host-0); nullopt, with a test failure,
+// when it gets none.
+std::optional<unsigned> pathRecordSl(Ibsim& sim, uint16_t slid, uint16_t dlid) {
+  RunResult pr =
+      sim.run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diagnostics());
+  std::smatch m;
+  if (pr.exitCode != 0 || !std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) {
+    ADD_FAILURE() << "saquery " << slid << ":" << dlid << ": " << pr.out << pr.err;
+    return std::nullopt;
+  }
+  return static_cast<unsigned>(std::stoul(m[1], nullptr, 0));  // saquery prints it in hex
 }
 
 // smpquery sl2vl LID OUT prints the table of every input port towards OUT, one row each: the tables of every
@@ -94,9 +124,7 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   EXPECT_GE(layers, 2u);
   EXPECT_LE(layers, 8u);
 
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
 
@@ -151,12 +179,9 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
       if (from == to) continue;
       const uint16_t slid = lids.base(from, fabric::PortNum{1}).value,
                      dlid = lids.base(to, fabric::PortNum{1}).value;
-      RunResult pr =
-          sim->run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diag);
-      ASSERT_EQ(pr.exitCode, 0) << pr.err;
-      std::smatch sl;
-      ASSERT_TRUE(std::regex_search(pr.out, sl, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
-      sls.insert(static_cast<unsigned>(std::stoul(sl[1], nullptr, 0)));  // saquery prints it in hex
+      const std::optional<unsigned> sl = pathRecordSl(*sim, slid, dlid);
+      ASSERT_TRUE(sl);
+      sls.insert(*sl);
     }
   EXPECT_LT(*sls.rbegin(), layers);
   // ibsmctl path names the pair's SL and each hop's VL.
@@ -187,15 +212,10 @@ TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
   EXPECT_NE(check.out.find("engine: dfly"), std::string::npos) << check.out;
   EXPECT_NE(check.out.find("dependencies on 2 VLs, acyclic on every VL"), std::string::npos) << check.out;
 
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
-  routing::Options o;  // the daemon's routes again, offline (dfly is deterministic)
-  o.vlLayers = 8;
-  o.computeAr = false;
-  auto tables = routing::makeEngine("dfly")->compute(*topo, lids, o);
+  auto tables = offline("dfly", *topo, lids);  // the daemon's routes again
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   EXPECT_TRUE(tables->sl.empty());
 
@@ -233,14 +253,9 @@ TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
       const fabric::NodeIndex to = topo->cas()[i];
       const auto& port = topo->node(from).ports[1];
       if (from == to || topo->node(port.peerNode).description != "dfly-0-0") continue;
-      RunResult pr = sim->run({"saquery", "--src-to-dst",
-                               std::to_string(lids.base(from, fabric::PortNum{1}).value) + ":" +
-                                   std::to_string(lids.base(to, fabric::PortNum{1}).value)},
-                              diag);
-      ASSERT_EQ(pr.exitCode, 0) << pr.err;
-      std::smatch m;
-      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
-      EXPECT_EQ(std::stoul(m[1], nullptr, 0), 0u) << pr.out;
+      EXPECT_EQ(pathRecordSl(*sim, lids.base(from, fabric::PortNum{1}).value,
+                             lids.base(to, fabric::PortNum{1}).value),
+                0u);
     }
   sim->stop(sm);
 }
@@ -286,9 +301,7 @@ TEST(IbsimVl, DragonflyLinkDownFallsBackToDfspAndRestoresTheTables) {
   EXPECT_NE(check.out.find("acyclic on every VL"), std::string::npos) << check.out;
   EXPECT_NE(check.out.find("unreachable: 0"), std::string::npos) << check.out;
 
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
   routing::SlToVlMap read;
@@ -323,16 +336,10 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
   EXPECT_NE(check.out.find("engine: dor"), std::string::npos) << check.out;
   EXPECT_NE(check.out.find("dependencies on 2 VLs, acyclic on every VL"), std::string::npos) << check.out;
 
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
-  // The daemon's routes, computed again offline from the same topology and LIDs (dor is deterministic).
-  routing::Options o;
-  o.vlLayers = 8;
-  o.computeAr = false;
-  auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
+  auto tables = offline("dor", *topo, lids);  // the daemon's routes again
   ASSERT_TRUE(tables.ok()) << tables.error().message;
 
   // The switch ports are 2-5 (port 1 is the host's).
@@ -357,14 +364,10 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
       if (from == to || topo->node(port.peerNode).description != "torus-0-0") continue;
       const uint16_t slid = lids.base(from, fabric::PortNum{1}).value,
                      dlid = lids.base(to, fabric::PortNum{1}).value;
-      RunResult pr =
-          sim->run({"saquery", "--src-to-dst", std::to_string(slid) + ":" + std::to_string(dlid)}, diag);
-      ASSERT_EQ(pr.exitCode, 0) << pr.err;
-      std::smatch m;
-      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
-      const unsigned sl = static_cast<unsigned>(std::stoul(m[1], nullptr, 0));
-      EXPECT_EQ(sl, tables->pathSl(port.peerNode, fabric::Lid{dlid})) << slid << " -> " << dlid;
-      sls.insert(sl);
+      const std::optional<unsigned> sl = pathRecordSl(*sim, slid, dlid);
+      ASSERT_TRUE(sl);
+      EXPECT_EQ(*sl, tables->pathSl(port.peerNode, fabric::Lid{dlid})) << slid << " -> " << dlid;
+      sls.insert(*sl);
     }
   EXPECT_EQ(sls, (std::set<unsigned>{0, 1, 2, 3}));
   sim->stop(sm);
@@ -384,15 +387,10 @@ TEST(IbsimVl, HypercubeIsRoutedByDorOnOneVl) {
   EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
   EXPECT_NE(check.out.find("engine: dor"), std::string::npos) << check.out;
 
-  RunResult disc = sim->run({"ibnetdiscover"}, diag);
-  ASSERT_EQ(disc.exitCode, 0) << disc.err;
-  fabric::TopologyPtr topo = parseOrFail(disc.out, "ibnetdiscover");
+  fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
-  routing::Options o;  // the daemon's routes again, offline (dor is deterministic)
-  o.vlLayers = 8;
-  o.computeAr = false;
-  auto tables = routing::makeEngine("dor")->compute(*topo, lids, o);
+  auto tables = offline("dor", *topo, lids);  // the daemon's routes again
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   EXPECT_EQ(tables->slLayers, 1u);
 
@@ -417,18 +415,13 @@ TEST(IbsimVl, HypercubeIsRoutedByDorOnOneVl) {
   EXPECT_EQ(c.unreachable, 0u);
   EXPECT_EQ(c.maxStretch, 0u) << routing::formatReportText(c);
 
-  for (fabric::NodeIndex from : topo->cas())
-    for (fabric::NodeIndex to : topo->cas()) {
-      if (from == to || from != topo->cas().front()) continue;
-      RunResult pr = sim->run({"saquery", "--src-to-dst",
-                               std::to_string(lids.base(from, fabric::PortNum{1}).value) + ":" +
-                                   std::to_string(lids.base(to, fabric::PortNum{1}).value)},
-                              diag);
-      ASSERT_EQ(pr.exitCode, 0) << pr.err;
-      std::smatch m;
-      ASSERT_TRUE(std::regex_search(pr.out, m, std::regex("\\ssl\\.+(0x[0-9a-fA-F]+|[0-9]+)"))) << pr.out;
-      EXPECT_EQ(std::stoul(m[1], nullptr, 0), 0u) << pr.out;
-    }
+  const fabric::NodeIndex from = topo->cas().front();
+  for (fabric::NodeIndex to : topo->cas()) {
+    if (to == from) continue;
+    EXPECT_EQ(pathRecordSl(*sim, lids.base(from, fabric::PortNum{1}).value,
+                           lids.base(to, fabric::PortNum{1}).value),
+              0u);
+  }
   sim->stop(sm);
 }
 
