@@ -42,6 +42,12 @@ struct RoutingConfig {
   uint8_t lmc = 0;                       // 0..7: 2^lmc LIDs per port
   // Workers for routing, route checks and link loads; the results are the same for any number.
   unsigned threads = defaultRoutingThreads();
+  // After a repair: move single routes off the most loaded links (incremental), route from scratch (full),
+  // or leave the repaired routes (off); a rebalance lowering the max link load by less than
+  // rebalanceMinGainPct percent writes nothing.
+  enum class Rebalance { kOff, kIncremental, kFull };
+  Rebalance rebalance = Rebalance::kIncremental;
+  uint32_t rebalanceMinGainPct = 1;
   bool operator==(const RoutingConfig&) const = default;
 };
 

@@ -63,6 +63,7 @@ struct ConfigDiff {
   bool logLevel = false;      // log.level
   bool mad = false;           // mad.*: transaction parameters
   bool sm = false;            // sm.priority, sm.poll_*
+  bool rebalance = false;     // routing.rebalance*: the next rebalancing run's policy
   bool flap = false;          // flap.*
   bool health = false;        // perfmgr.*, health.*: the performance manager and the health policy
   bool partitions = false;    // partitions, paths.partitions_conf or that file's contents: re-program P_Keys

@@ -301,6 +301,15 @@ const std::vector<OptionDoc> kDocs = {
      "Worker threads for the routing engines, the link loads of a repair or rebalance and the route check "
      "(`ibsmctl check`); the routes are the same for any number. The ibsmd flag --threads N overrides it.",
      "8", "the number of online cores"},
+    {"routing.rebalance", "off, incremental or full",
+     "What follows the fast repair of a failure (or a link that came back), off the event loop: "
+     "incremental moves single routes from the routes in place off the most loaded links until the max link "
+     "load reaches the lower bound no routing can beat, or no single move lowers it (few routes and LFT "
+     "blocks are written); full routes the fabric from scratch with the engine chain (its balance, but most "
+     "LFT blocks are rewritten while traffic runs); off keeps the repaired routes.",
+     "", ""},
+    {"routing.rebalance_min_gain_pct", "",
+     "A rebalance that lowers the max link load by less than this percentage writes nothing.", "", ""},
     {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
     {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
     {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
@@ -553,6 +562,11 @@ std::string formatPartition(const fabric::Partition& p) {
   return out + "}";
 }
 
+std::string_view rebalanceName(RoutingConfig::Rebalance r) {
+  using R = RoutingConfig::Rebalance;
+  return r == R::kOff ? "off" : r == R::kFull ? "full" : "incremental";
+}
+
 std::vector<Option> makeTable() {
   std::vector<Option> t;
   t.push_back(
@@ -591,6 +605,18 @@ std::vector<Option> makeTable() {
   t.push_back(uintOption(
       "routing.threads", false, nullptr, 1, kMaxRoutingThreads,
       [](auto& c) -> auto& { return c.routing.threads; }));
+  t.push_back({"routing.rebalance", true, &ConfigDiff::rebalance,
+               [](const RawValue& v, Config& c) -> MaybeProblem {
+                 using R = RoutingConfig::Rebalance;
+                 for (R r : {R::kOff, R::kIncremental, R::kFull})
+                   if (v.kind == RawValue::Kind::kScalar && v.text == rebalanceName(r))
+                     return c.routing.rebalance = r, std::nullopt;
+                 return problem(v, "expected off, incremental or full, got " + describe(v));
+               },
+               [](const Config& c) { return std::string(rebalanceName(c.routing.rebalance)); }});
+  t.push_back(uintOption(
+      "routing.rebalance_min_gain_pct", true, &ConfigDiff::rebalance, 0, 100,
+      [](auto& c) -> auto& { return c.routing.rebalanceMinGainPct; }));
   t.push_back(uintOption(
       "sweep.interval_s", true, &ConfigDiff::sweepTimer, 0, 86400,
       [](auto& c) -> auto& { return c.sweep.intervalS; }));

@@ -13,22 +13,6 @@ namespace {
 
 constexpr uint32_t kInf = RoutingGraph::kNone;
 
-// (switch, port) -> arc index, kInf where the port carries no switch-to-switch link.
-class ArcIndex {
- public:
-  explicit ArcIndex(const RoutingGraph& g) : stride_(g.maxPort() + 1), at_(g.size() * stride_, kInf) {
-    for (uint32_t s = 0; s < g.size(); ++s)
-      for (uint32_t a = g.firstArc(s); a < g.firstArc(s + 1); ++a) at_[s * stride_ + g.arc(a).port] = a;
-  }
-  uint32_t operator()(uint32_t s, uint8_t port) const {
-    return port < stride_ ? at_[static_cast<size_t>(s) * stride_ + port] : kInf;
-  }
-
- private:
-  size_t stride_;
-  std::vector<uint32_t> at_;
-};
-
 // Where each LID leaves the switch fabric; sw == kInf when it does not (unused LID, unlinked port).
 struct Exit {
   uint32_t sw = kInf;

@@ -57,6 +57,23 @@ class RoutingGraph {
   uint32_t maxPort_ = 0;
 };
 
+// (switch, port) -> arc index, RoutingGraph::kNone where the port carries no switch-to-switch link.
+class ArcIndex {
+ public:
+  explicit ArcIndex(const RoutingGraph& g)
+      : stride_(g.maxPort() + 1), at_(g.size() * stride_, RoutingGraph::kNone) {
+    for (uint32_t s = 0; s < g.size(); ++s)
+      for (uint32_t a = g.firstArc(s); a < g.firstArc(s + 1); ++a) at_[s * stride_ + g.arc(a).port] = a;
+  }
+  uint32_t operator()(uint32_t s, uint8_t port) const {
+    return port < stride_ ? at_[static_cast<size_t>(s) * stride_ + port] : RoutingGraph::kNone;
+  }
+
+ private:
+  size_t stride_;
+  std::vector<uint32_t> at_;
+};
+
 // A destination LID as seen by the switches: where it leaves the switch fabric.
 struct DestLid {
   Lid lid;

@@ -44,6 +44,7 @@ struct VlReport {
   PhaseStats phase{"vl"};
   size_t sl2vlSet = 0, sl2vlSkipped = 0;  // SLtoVLMappingTable Sets sent / not needed (already held)
   size_t vlArbSet = 0, vlArbSkipped = 0;
+  size_t sets() const { return sl2vlSet + vlArbSet; }
   std::vector<std::string> errors;  // VL001: a Set failed
 };
 

@@ -41,6 +41,12 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.routing.computeAr = c.ar.enable;
   o.routing.arGroupCap = c.ar.groupCap;
   o.routing.threads = c.routing.threads;
+  using Mode = RebalanceMode;
+  using Conf = config::RoutingConfig::Rebalance;
+  o.rebalance.mode = c.routing.rebalance == Conf::kOff    ? Mode::kOff
+                     : c.routing.rebalance == Conf::kFull ? Mode::kFull
+                                                          : Mode::kIncremental;
+  o.rebalance.minGainPct = c.routing.rebalanceMinGainPct;
   // auto: at most 8 here, and the route planner caps it by what every link offers.
   o.routing.vlLayers =
       static_cast<uint8_t>(c.qos.vls == config::QosConfig::kAuto ? config::QosConfig::kAutoVls : c.qos.vls);
@@ -194,8 +200,8 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
   std::string line = e.cause + ": " + e.action + "; links down " + std::to_string(e.linksDown) + ", up " +
                      std::to_string(e.linksUp) + "; " + std::to_string(e.lftEntriesChanged) +
                      " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
-                     std::to_string(e.smps) + " SMPs; converged in " + fixed1(s.durationMs) + " ms" +
-                     (e.ok ? "" : " (with errors)");
+                     std::to_string(e.vlSetsSent) + " VL table Sets, " + std::to_string(e.smps) +
+                     " SMPs; converged in " + fixed1(s.durationMs) + " ms" + (e.ok ? "" : " (with errors)");
   log_.log(e.ok ? LogLevel::kInfo : LogLevel::kWarn, "TOPO001", line, {{"CAUSE", e.cause}});
   events_.add("topology", line,
               {{"cause", e.cause},
@@ -204,6 +210,7 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
                {"links_up", std::to_string(e.linksUp)},
                {"routes_changed", std::to_string(e.lftEntriesChanged)},
                {"lft_blocks_sent", std::to_string(e.lftBlocksSent)},
+               {"vl_sets_sent", std::to_string(e.vlSetsSent)},
                {"smps", std::to_string(e.smps)},
                {"duration_ms", fixed1(s.durationMs)},
                {"ok", e.ok ? "true" : "false"}});
@@ -389,7 +396,7 @@ void Service::reload() {
     changes += (changes.empty() ? "" : "; ") + c;
   }
   if (diff->logLevel) log_.setLevel(config_->log.level);
-  if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap) {
+  if (diff->sm || diff->reroute || diff->reassignLids || diff->sweepTimer || diff->flap || diff->rebalance) {
     SmOptions o = smOptionsFrom(*config_);
     o.partitions = allPartitions();  // run-time partitions survive reloads
     sm_.setOptions(std::move(o));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "routing/rebalance.h"
 #include "routing/sl_to_vl.h"
 
 namespace ibsm::daemon {
@@ -61,10 +62,10 @@ void RoutePlanner::published(const std::shared_ptr<const SubnetSnapshot>& snap, 
     loads_ = plan.loads;
   }
   if (!background_) return;
-  if (plan.repaired)
-    start({snap, true});
+  if (plan.repaired && rebalance_.mode != RebalanceMode::kOff)
+    start({snap, true, plan.loads});
   else if (!plan.loads)
-    start({snap, false});
+    start({snap, false, nullptr});
 }
 
 void RoutePlanner::start(Job job) {
@@ -77,25 +78,45 @@ void RoutePlanner::start(Job job) {
   // Background work leaves one core to the event loop (and, with it, to the MADs of the next event).
   routing::Options options = options_;
   options.threads = std::max(1u, options.threads - 1);
-  future_ = std::async(std::launch::async, [engines = engines_, options, job]() {
+  future_ = std::async(std::launch::async, [engines = engines_, options, job, mode = rebalance_.mode]() {
     const SubnetSnapshot& s = *job.snap;
-    Done d;
+    Rebalance r;
     if (!job.rebalance) {
-      d.plan.loads = std::make_shared<const routing::PortLoads>(
+      r.plan.loads = std::make_shared<const routing::PortLoads>(
           routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
-      return d;
+      return r;
+    }
+    auto loads = job.loads ? job.loads
+                           : std::make_shared<const routing::PortLoads>(
+                                 routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
+    r.currentMaxLoad = maxLoad(*loads);
+    if (mode == RebalanceMode::kIncremental) {
+      auto b = routing::rebalanceRoutes(*s.topology, s.lids, s.tables, *loads);
+      if (!b) {
+        r.error = b.error().message;
+        return r;
+      }
+      r.plan.tables = std::move(b->tables);
+      r.plan.loads = std::make_shared<const routing::PortLoads>(std::move(b->loads));
+      r.plan.moved = b->moved;
+      r.plan.how = "incremental";
+      r.maxLoad = b->maxLoadAfter;
+      r.lowerBound = b->target;
+      return r;
     }
     auto routed = routing::computeChain(engines, *s.topology, s.lids, withFabricVls(options, *s.topology));
     if (!routed) {
-      d.error = routed.error().message;
-      return d;
+      r.error = routed.error().message;
+      return r;
     }
-    d.plan.tables = std::move(routed->tables);
-    d.plan.fallbacks = std::move(routed->fallbacks);
-    d.plan.how = "rebalance";
-    d.plan.loads = std::make_shared<const routing::PortLoads>(
-        routing::computePortLoads(*s.topology, s.lids, d.plan.tables, options.threads));
-    return d;
+    r.plan.tables = std::move(routed->tables);
+    r.plan.fallbacks = std::move(routed->fallbacks);
+    r.plan.how = r.plan.tables.engine + " from scratch";
+    r.plan.loads = std::make_shared<const routing::PortLoads>(
+        routing::computePortLoads(*s.topology, s.lids, r.plan.tables, options.threads));
+    r.maxLoad = maxLoad(*r.plan.loads);
+    r.lowerBound = routing::loadLowerBound(*s.topology, s.lids);
+    return r;
   });
 }
 
@@ -103,18 +124,17 @@ void RoutePlanner::start(Job job) {
 void RoutePlanner::poll(bool block) {
   if (!running_) return;
   if (!block && future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-  Done done = future_.get();
+  Rebalance done = future_.get();
   Job job = std::move(*running_);
   running_.reset();
   if (!job.rebalance) {
     loadsFor_ = job.snap;
     loads_ = std::move(done.plan.loads);
-  } else if (done.error.empty()) {
-    const uint64_t rebalanced = maxLoad(*done.plan.loads);
-    const uint64_t current = loads_ && loadsFor_.lock() == job.snap ? maxLoad(*loads_) : UINT64_MAX;
-    ready_ = Rebalance{std::move(done.plan), clock_.now() - rebalanceStart_, rebalanced, current};
+  } else {
+    done.computeTime = clock_.now() - rebalanceStart_;
+    ready_ = std::move(done);
     readyFor_ = job.snap;
-  }  // else the engine chain cannot route the fabric: the repaired routes stay
+  }
   if (waiting_) start(*std::exchange(waiting_, std::nullopt));
 }
 

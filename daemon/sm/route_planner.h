@@ -1,9 +1,12 @@
 // Routes for the SM cycle. After a sweep, the engine chain from scratch. After a change where a repair can
 // follow (no new node or LID; routing/repair.h), first a fast repair that moves only the broken routes, and
-// then, off the event loop on the published snapshot, a rebalancing run of the engine chain whose tables the
-// SM programs as a delta, so the fabric is back to the engine's balance for what is left. Between the two,
-// the repair keeps the link loads it needs; after a from-scratch run they are counted in the background.
-// At most one background job runs at a time; a newer one replaces one still waiting.
+// then, off the event loop on the published snapshot, a rebalancing run whose tables the SM programs as a
+// delta when they lower the max link load enough (routing.rebalance_min_gain_pct). The rebalance is
+// incremental by default (routing/rebalance.h: single entries move off the most loaded links, from the
+// routes in place, until the load lower bound is reached), or the engine chain from scratch (full: its
+// balance, at the price of rewriting most tables), or none. Between the two, the repair keeps the link loads
+// it needs; after a from-scratch run they are counted in the background. At most one background job runs at
+// a time; a newer one replaces one still waiting.
 #pragma once
 
 #include <future>
@@ -18,6 +21,12 @@
 #include "routing/repair.h"
 
 namespace ibsm::daemon {
+
+enum class RebalanceMode { kOff, kIncremental, kFull };
+struct RebalancePolicy {
+  RebalanceMode mode = RebalanceMode::kIncremental;
+  uint32_t minGainPct = 1;  // a rebalance that lowers the max link load by less is not programmed
+};
 
 class RoutePlanner {
  public:
@@ -37,10 +46,13 @@ class RoutePlanner {
   RoutePlanner(const RoutePlanner&) = delete;
   RoutePlanner& operator=(const RoutePlanner&) = delete;
 
-  void setOptions(std::vector<std::string> engines, routing::Options options) {
+  void setOptions(std::vector<std::string> engines, routing::Options options,
+                  RebalancePolicy rebalance = {}) {
     engines_ = std::move(engines);
     options_ = std::move(options);
+    rebalance_ = rebalance;
   }
+  const RebalancePolicy& rebalancePolicy() const { return rebalance_; }
   // A repair of previous's routes when asked for and possible, else the engine chain from scratch.
   fabric::Result<Plan> plan(const SubnetSnapshot* previous, const fabric::Topology& topo,
                             const routing::LidAssignment& lids, bool repair);
@@ -48,10 +60,12 @@ class RoutePlanner {
   void published(const std::shared_ptr<const SubnetSnapshot>& snap, Plan& plan);
 
   struct Rebalance {
-    Plan plan;
+    Plan plan;                    // plan.how: "incremental", "ftree from scratch"; plan.moved when known
     mad::Duration computeTime{};  // off the event loop
     uint64_t maxLoad = 0;         // of the rebalanced routes (CA traffic on one switch port)
     uint64_t currentMaxLoad = 0;  // of the routes in place (the repair's)
+    uint64_t lowerBound = 0;      // of any routing of the fabric (routing::loadLowerBound)
+    std::string error;            // no rebalance could be computed (the routes stay): why
   };
   // A finished rebalancing run for `current`, the snapshot still published; stale results are dropped (and
   // the next waiting job started).
@@ -63,10 +77,7 @@ class RoutePlanner {
   struct Job {
     std::shared_ptr<const SubnetSnapshot> snap;
     bool rebalance = false;
-  };
-  struct Done {
-    Plan plan;
-    std::string error;  // the rebalancing run found no engine that routes the fabric
+    std::shared_ptr<const routing::PortLoads> loads;  // a rebalance: of snap's tables
   };
   void start(Job job);
   void poll(bool block);
@@ -79,7 +90,8 @@ class RoutePlanner {
   std::weak_ptr<const SubnetSnapshot> loadsFor_;
   std::shared_ptr<const routing::PortLoads> loads_;
   std::optional<Job> running_, waiting_;
-  std::future<Done> future_;
+  RebalancePolicy rebalance_;
+  std::future<Rebalance> future_;
   mad::TimePoint rebalanceStart_{};
   std::optional<Rebalance> ready_;
   std::weak_ptr<const SubnetSnapshot> readyFor_;

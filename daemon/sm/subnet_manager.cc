@@ -94,7 +94,7 @@ SubnetManager::SubnetManager(mad::MadEngine& engine, const mad::Clock& clock, co
   }
   nextLightSweep_ = clock_.now() + options_.lightSweepInterval;
   mkey_ = options_.program.mkey;
-  planner_.setOptions(options_.engines, options_.routing);
+  planner_.setOptions(options_.engines, options_.routing, options_.rebalance);
 }
 
 void SubnetManager::setOptions(SmOptions options) {
@@ -106,7 +106,7 @@ void SubnetManager::setOptions(SmOptions options) {
   traps_.setDuplicateWindow(options_.trapBatchDelay);
   flaps_.setHoldDowns(options_.holdDown, options_.maxHoldDown);
   lids_.setOptions(options_.guid2lidPath, options_.lmc);
-  planner_.setOptions(options_.engines, options_.routing);
+  planner_.setOptions(options_.engines, options_.routing, options_.rebalance);
 }
 
 // A master whose sweep failed or left the subnet not up (MADs lost, a port that refused a Set) sweeps again
@@ -151,6 +151,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   ev.cause = cause;
   ev.action = "heavy sweep";
   ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.vlSetsSent = applied->vl.sets();
   ev.smps =
       applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = applied->total;
@@ -300,6 +301,7 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   else if (old)
     ev.lftEntriesChanged = countRouteChanges(old.get(), *snapshot_);
   ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.vlSetsSent = applied->vl.sets();
   ev.smps =
       applied->discovery.smps + applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = clock_.now() - eventTime;
@@ -345,6 +347,7 @@ fabric::Result<SweepReport> SubnetManager::setIsolatedPorts(std::vector<std::pai
   ev.lftEntriesChanged =
       applied->routesMoved ? *applied->routesMoved : countRouteChanges(old.get(), *snapshot_);
   ev.lftBlocksSent = applied->program.lftBlocksSent;
+  ev.vlSetsSent = applied->vl.sets();
   ev.smps = applied->program.smps() + applied->ar.smps() + applied->mcast.phase.smps;
   ev.convergence = applied->total;
   ev.ok = applied->subnetUp;
@@ -471,24 +474,37 @@ void SubnetManager::lightSweep() {
 }
 
 // The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they
-// spread the traffic better (a lower max link load); otherwise the repaired routes stay and nothing moves.
+// lower the max link load by at least routing.rebalance_min_gain_pct; otherwise the repaired routes stay and
+// nothing is written.
 void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   const mad::TimePoint start = clock_.now();
   auto old = snapshot_;
   TopologyEvent ev;
   ev.cause = "rebalance after the last repair";
-  ev.action =
-      "rebalance: " + rebalance.plan.tables.engine + " from scratch, computed off the event loop in " +
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rebalance.computeTime).count()) +
-      " ms, max link load " + std::to_string(rebalance.maxLoad);
-  if (rebalance.maxLoad >= rebalance.currentMaxLoad) {
-    ev.action +=
-        ", not below the repaired routes' " + std::to_string(rebalance.currentMaxLoad) + ": they stay";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(rebalance.computeTime).count();
+  if (!rebalance.error.empty()) {
+    ev.action = "rebalance: none (" + rebalance.error + "): the repaired routes stay";
     ev.convergence = clock_.now() - start;
     logEvent(std::move(ev));
     return;
   }
-  ev.action += " (was " + std::to_string(rebalance.currentMaxLoad) + ")";
+  // Gain in hundredths of a percent of the max link load in place.
+  const uint64_t current = rebalance.currentMaxLoad, after = rebalance.maxLoad;
+  const uint64_t gain = after < current && current ? (current - after) * 10000 / current : 0;
+  auto pct = [](uint64_t hundredths) {
+    return std::to_string(hundredths / 100) + "." + std::to_string(hundredths / 10 % 10) +
+           std::to_string(hundredths % 10) + "%";
+  };
+  ev.action = "rebalance: " + rebalance.plan.how + ", computed off the event loop in " + std::to_string(ms) +
+              " ms, max link load " + std::to_string(current) + " -> " + std::to_string(after) + " (gain " +
+              pct(gain) + ", lower bound " + std::to_string(rebalance.lowerBound) + ")";
+  const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
+  if (after >= current || gain < uint64_t{minGain} * 100) {
+    ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";
+    ev.convergence = clock_.now() - start;
+    logEvent(std::move(ev));
+    return;
+  }
   // Everything but the tables as it was (not copying the old tables).
   auto snap = std::make_shared<SubnetSnapshot>(SubnetSnapshot{old->topology, old->lids,
                                                               std::move(rebalance.plan.tables), old->pkeys,
@@ -502,6 +518,7 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   ArReport ar = arProgrammer_.program(*last_->topology, snap->tables);
   ev.lftEntriesChanged = countRouteChanges(old.get(), *snap);
   ev.lftBlocksSent = program.lftBlocksSent;
+  ev.vlSetsSent = vl.sets();
   ev.smps = program.smps() + ar.smps();
   ev.ok = program.errors.empty();
   snapshot_ = std::move(snap);

@@ -41,6 +41,7 @@ namespace ibsm::daemon {
 struct SmOptions {
   std::vector<std::string> engines{"ftree", "dfly", "dor|dfsp", "updn", "minhop"};
   routing::Options routing;
+  RebalancePolicy rebalance;  // after a repair (routing.rebalance*)
   uint8_t lmc = 0;
   std::string guid2lidPath;  // empty: no persistence
   uint8_t priority = 0;

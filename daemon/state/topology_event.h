@@ -17,6 +17,7 @@ struct TopologyEvent {
   size_t linksDown = 0, linksUp = 0;
   size_t lftEntriesChanged = 0;  // (switch, LID) routes that changed
   size_t lftBlocksSent = 0;
+  size_t vlSetsSent = 0;  // SLtoVLMappingTable and VLArbitrationTable Sets
   size_t smps = 0;
   mad::Duration convergence{};  // event received -> last changed block acknowledged
   bool ok = true;

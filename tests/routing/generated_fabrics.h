@@ -10,6 +10,7 @@
 
 #include "fabric/topology.h"
 #include "routing/engine.h"
+#include "routing/repair.h"
 #include "routing/route_checker.h"
 #include "tools/fabric_gen/generator.h"
 
@@ -137,6 +138,53 @@ inline size_t largestArGroup(const RoutingTables& t) {
   for (const ArTable& ar : t.ar)
     for (const PortMask& g : ar.groups) most = std::max(most, g.count());
   return most;
+}
+
+// The topology with ports taken down (both ends of each link).
+inline fabric::TopologyPtr takeDown(const fabric::Topology& topo,
+                                    const std::vector<std::pair<fabric::NodeIndex, uint8_t>>& ports) {
+  fabric::Topology::AttrPatch patch;
+  for (auto [n, p] : ports) {
+    const fabric::Port& port = topo.node(n).ports[p];
+    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
+      fabric::PortAttrs a = topo.node(node).ports[num].attrs;
+      a.valid = true;
+      a.state = fabric::PortState::kDown;
+      patch.ports.emplace_back(node, fabric::PortNum{num}, a);
+    }
+  }
+  return topo.withAttrs(patch);
+}
+
+// Switch-to-switch ports of the fabric, in node and port order.
+inline std::vector<std::pair<fabric::NodeIndex, uint8_t>> switchLinks(const fabric::Topology& topo) {
+  std::vector<std::pair<fabric::NodeIndex, uint8_t>> out;
+  for (fabric::NodeIndex s : topo.switches())
+    for (unsigned p = 1; p < topo.node(s).ports.size(); ++p) {
+      const fabric::Port& port = topo.node(s).ports[p];
+      if (port.connected() && topo.node(port.peerNode).isSwitch() && s < port.peerNode)
+        out.emplace_back(s, static_cast<uint8_t>(p));
+    }
+  return out;
+}
+
+// Routed as the daemon routes (with AR groups and the switch LIDs' holes filled), with the link loads a
+// repair or rebalance starts from.
+struct RoutedWithLoads {
+  LidAssignment lids;
+  RoutingTables tables;
+  PortLoads loads;
+};
+inline RoutedWithLoads routeWithLoads(const fabric::Topology& topo, const std::string& engine) {
+  auto assigned = assignLids(topo, {}, 0);
+  EXPECT_TRUE(assigned.ok());
+  RoutedWithLoads r{assigned->lids, {}, {}};
+  auto t = makeEngine(engine)->compute(topo, r.lids, Options{});
+  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  r.tables = std::move(*t);
+  fillSwitchLidHoles(topo, r.lids, Options{}, r.tables);
+  r.loads = computePortLoads(topo, r.lids, r.tables);
+  return r;
 }
 
 }  // namespace ibsm::routing::testing

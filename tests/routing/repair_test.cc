@@ -17,52 +17,12 @@ namespace {
 
 using fabric::TopologyPtr;
 using testing::generate;
+using testing::routeWithLoads;
+using testing::switchLinks;
+using testing::takeDown;
+using Routed = testing::RoutedWithLoads;
 using tools::FabricSpec;
 using tools::Shape;
-
-// The topology with ports taken down (both ends of each link).
-TopologyPtr takeDown(const Topology& topo, const std::vector<std::pair<NodeIndex, uint8_t>>& ports) {
-  Topology::AttrPatch patch;
-  for (auto [n, p] : ports) {
-    const fabric::Port& port = topo.node(n).ports[p];
-    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
-      fabric::PortAttrs a = topo.node(node).ports[num].attrs;
-      a.valid = true;
-      a.state = fabric::PortState::kDown;
-      patch.ports.emplace_back(node, PortNum{num}, a);
-    }
-  }
-  return topo.withAttrs(patch);
-}
-
-// Switch-to-switch ports of the fabric, in node and port order.
-std::vector<std::pair<NodeIndex, uint8_t>> switchLinks(const Topology& topo) {
-  std::vector<std::pair<NodeIndex, uint8_t>> out;
-  for (NodeIndex s : topo.switches())
-    for (unsigned p = 1; p < topo.node(s).ports.size(); ++p) {
-      const fabric::Port& port = topo.node(s).ports[p];
-      if (port.connected() && topo.node(port.peerNode).isSwitch() && s < port.peerNode)
-        out.emplace_back(s, static_cast<uint8_t>(p));
-    }
-  return out;
-}
-
-struct Routed {
-  LidAssignment lids;
-  RoutingTables tables;
-  PortLoads loads;
-};
-Routed route(const Topology& topo, const std::string& engine) {
-  auto assigned = assignLids(topo, {}, 0);
-  EXPECT_TRUE(assigned.ok());
-  Routed r{assigned->lids, {}, {}};
-  auto t = makeEngine(engine)->compute(topo, r.lids, Options{});
-  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
-  r.tables = std::move(*t);
-  fillSwitchLidHoles(topo, r.lids, Options{}, r.tables);
-  r.loads = computePortLoads(topo, r.lids, r.tables);
-  return r;
-}
 
 // Repairs `before`'s routes for `after` and checks the result.
 // cdg: the engine is deadlock-free; minimal: its routes are min-hop (not up/down on a mesh).
@@ -125,7 +85,7 @@ class RepairEngines : public ::testing::TestWithParam<std::string> {};
 TEST_P(RepairEngines, EveryLinkOfAThreeLevelFatTree) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
   ASSERT_TRUE(topo);
-  Routed before = route(*topo, GetParam());
+  Routed before = routeWithLoads(*topo, GetParam());
   for (auto link : switchLinks(*topo)) {
     TopologyPtr after = takeDown(*topo, {link});
     RepairResult r = repairAndCheck(*topo, before, *after, GetParam() != "minhop", true,
@@ -149,7 +109,7 @@ TEST_P(RepairMesh, TwoFailuresInARow) {
   spec.seed = 7;
   TopologyPtr topo = generate(spec);
   ASSERT_TRUE(topo);
-  Routed first = route(*topo, GetParam());
+  Routed first = routeWithLoads(*topo, GetParam());
   std::mt19937 rng(3);
   auto links = switchLinks(*topo);
   std::shuffle(links.begin(), links.end(), rng);
@@ -179,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, RepairMesh, ::testing::Values("updn", "minhop"
 
 TEST(Repair, AWholeSwitchGoesDown) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
-  Routed before = route(*topo, "ftree");
+  Routed before = routeWithLoads(*topo, "ftree");
   const NodeIndex spine = *topo->findByDescription("spine-0");
   std::vector<std::pair<NodeIndex, uint8_t>> ports;
   for (unsigned p = 1; p < topo->node(spine).ports.size(); ++p)
@@ -197,7 +157,7 @@ TEST(Repair, AWholeSwitchGoesDown) {
 
 TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
   TopologyPtr topo = generate(testing::fatTree(3, 12));
-  Routed before = route(*topo, "ftree");
+  Routed before = routeWithLoads(*topo, "ftree");
   const NodeIndex leaf = *topo->findByDescription("leaf-0");
   uint8_t up = 0;
   for (unsigned p = 1; p < topo->node(leaf).ports.size() && !up; ++p)
@@ -227,7 +187,7 @@ TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
   TopologyPtr full = generate(testing::fatTree(2, 8));
   auto link = switchLinks(*full).front();
   TopologyPtr degraded = takeDown(*full, {link});
-  Routed before = route(*degraded, "ftree");
+  Routed before = routeWithLoads(*degraded, "ftree");
   auto r = repairRoutes(*degraded, before.lids, before.tables, before.loads, *full, before.lids);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->destinations, 0u);
@@ -237,7 +197,7 @@ TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
 
 TEST(Repair, DeclinesWhatItCannotFollow) {
   TopologyPtr topo = generate(testing::fatTree(2, 8));
-  Routed before = route(*topo, "ftree");
+  Routed before = routeWithLoads(*topo, "ftree");
   // Tables of an engine that promises no up/down order.
   RoutingTables noOrder = before.tables;
   noOrder.upKey.clear();

@@ -22,6 +22,7 @@
 #include "routing/engine.h"
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
+#include "routing/rebalance.h"
 #include "routing/repair.h"
 #include "routing/route_checker.h"
 #include "tools/ibsm_route/ar_dump.h"
@@ -64,6 +65,9 @@ constexpr const char* kUsage =
     "                      link of the switch); repeatable. The routes are then repaired incrementally, as\n"
     "                      ibsmd does after a failure, and the check reports the repaired tables\n"
     "  --fail-mode MODE    'repair' (default) or 'scratch': route the degraded fabric from scratch instead\n"
+    "  --rebalance         after a repaired --fail, rebalance incrementally as ibsmd does by default\n"
+    "                      (routing.rebalance: incremental): single entries move off the most loaded links\n"
+    "                      towards the load lower bound; the check then reports the rebalanced tables\n"
     "  --timing            add wall and CPU time per phase (CPU summed over threads) and peak RSS\n"
     "  --strict            exit 1 when the check finds problems\n"
     "  --help              this text\n"
@@ -77,7 +81,7 @@ struct Args {
   unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
   bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
-       help = false;
+       help = false, rebalance = false;
 };
 
 struct UsageError {
@@ -140,6 +144,8 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.noAr);
     } else if (opt == "--no-cdg") {
       ok = flag(a.noCdg);
+    } else if (opt == "--rebalance") {
+      ok = flag(a.rebalance);
     } else if (opt == "--timing") {
       ok = flag(a.timing);
     } else if (opt == "--strict") {
@@ -209,6 +215,8 @@ Result<Args> parseArgs(int argc, char** argv) {
     return err("--roots, --roots-file, --seed, --vls and --no-ar apply to --routing only");
   if (a.lidsMode == "recorded" && a.lmc != 0) return err("--lmc applies to assigned LIDs only");
   if (!a.fail.empty() && a.chain.empty()) return err("--fail applies to --routing only");
+  if (a.rebalance && (a.fail.empty() || a.failMode != "repair"))
+    return err("--rebalance applies to --fail with --fail-mode repair only");
   return a;
 }
 
@@ -428,6 +436,15 @@ int main(int argc, char** argv) {
                    std::to_string(r->moved) + " entries moved";
         tables = std::move(r->tables);
         lap("repair");
+        if (a.rebalance) {
+          auto b = routing::rebalanceRoutes(*failed, lids, tables, r->loads);
+          if (!b) return fail(1, "--rebalance: " + b.error().message);
+          failNote += "; rebalanced: " + std::to_string(b->moved) + " entries moved, max link load " +
+                      std::to_string(b->maxLoadBefore) + " -> " + std::to_string(b->maxLoadAfter) +
+                      " (target " + std::to_string(b->target) + ")";
+          tables = std::move(b->tables);
+          lap("rebalance");
+        }
       } else {
         failNote = "after --fail: repair declined (" + r.error().message + "), routed from scratch";
       }

@@ -1,0 +1,391 @@
+#include "routing/rebalance.h"
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "routing/routing_graph.h"
+
+namespace ibsm::routing {
+namespace {
+
+constexpr uint32_t kInf = RoutingGraph::kNone;
+
+uint64_t boundOf(const RoutingGraph& g, const std::vector<DestLid>& dests) {
+  std::vector<uint64_t> destsAt(g.size(), 0);
+  uint64_t total = 0;
+  for (const DestLid& d : dests)
+    if (!d.isSwitch) ++destsAt[d.sw], ++total;
+  uint64_t bound = 0;
+  for (uint32_t s = 0; s < g.size(); ++s) {
+    const uint64_t links = g.arcs(s).size();
+    if (g.hosts(s) > 0 && links > 0)
+      bound = std::max(bound, (g.hosts(s) * (total - destsAt[s]) + links - 1) / links);
+  }
+  return bound;
+}
+
+// Everything is read from the tables as they are being changed: a route is walked where it is needed (a few
+// hops), so no per-LID state is kept and memory does not grow with LIDs x switches.
+class Rebalancer {
+ public:
+  Rebalancer(const Topology& topo, const LidAssignment& lids, const RoutingTables& in, const PortLoads& loads,
+             const RebalanceOptions& options, RebalanceResult& out)
+      : topo_(topo), in_(in), options_(options), out_(out), g_(topo), arcs_(g_) {
+    const uint32_t n = static_cast<uint32_t>(g_.size());
+    key_.resize(n);
+    for (uint32_t s = 0; s < n; ++s) key_[s] = in.upKey[g_.node(s)];
+    const std::vector<DestLid> dests = collectDestLids(topo, lids, g_);
+    destSw_.assign(static_cast<size_t>(lids.maxLid().value) + 1, kInf);
+    for (const DestLid& d : dests)
+      if (!d.isSwitch) destSw_[d.lid.value] = d.sw;
+    out_.target = options.target ? options.target : boundOf(g_, dests);
+    load_.assign(g_.arcCount(), 0);
+    for (uint32_t a = 0; a < g_.arcCount(); ++a) {
+      const NodeIndex from = g_.node(g_.arc(g_.arc(a).reverse).to);
+      const uint8_t p = g_.arc(a).port;
+      if (from < loads.size() && p < loads[from].size()) load_[a] = loads[from][p];
+    }
+    stamp_.assign(n, 0);
+    memo_.assign(n, kInf);
+  }
+
+  void run() {
+    out_.tables = in_;  // rows shared until a move writes them
+    out_.maxLoadBefore = maxLoad();
+    fillRoutes();
+    // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
+    // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
+    // squared excesses over the target, so this ends.
+    size_t moves = 0;
+    for (auto peak = peakLoads(); moves < options_.maxMoves;) {
+      hot_.clear();
+      for (uint32_t a = 0; a < g_.arcCount(); ++a)
+        if (load_[a] > out_.target) hot_.push_back(a);
+      std::sort(hot_.begin(), hot_.end(), [&](uint32_t x, uint32_t y) { return load_[x] > load_[y]; });
+      for (uint32_t a : hot_)
+        while (load_[a] > out_.target && moves < options_.maxMoves && relieve(a)) ++moves;
+      const auto now = peakLoads();
+      if (now >= peak) break;
+      peak = now;
+    }
+    // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
+    // its AR group.
+    std::stable_sort(touched_.begin(), touched_.end(), [](const auto& p, const auto& q) {
+      return std::tie(std::get<0>(p), std::get<1>(p)) < std::tie(std::get<0>(q), std::get<1>(q));
+    });
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      auto [x, lid, was] = touched_[i];
+      if ((i > 0 && std::get<0>(touched_[i - 1]) == x && std::get<1>(touched_[i - 1]) == lid) ||
+          entry(x, lid) == was)
+        continue;
+      ++out_.moved;
+      joinGroup(g_.node(x), lid, entry(x, lid));
+    }
+    out_.maxLoadAfter = maxLoad();
+    out_.loads.assign(topo_.size(), {});
+    for (uint32_t s = 0; s < g_.size(); ++s)
+      out_.loads[g_.node(s)].assign(topo_.node(g_.node(s)).numPorts + 1u, 0);
+    for (uint32_t a = 0; a < g_.arcCount(); ++a)
+      out_.loads[g_.node(g_.arc(g_.arc(a).reverse).to)][g_.arc(a).port] = load_[a];
+  }
+
+ private:
+  struct Move {
+    uint16_t lid = 0;
+    uint32_t x = kInf, arc = kInf;
+    double change = 0;  // of the cost
+    uint64_t traffic = 0;
+    bool operator<(const Move& o) const {
+      return std::pair(change, traffic) < std::pair(o.change, o.traffic);
+    }
+  };
+  static constexpr size_t kSecondTries = 4;  // first moves of a pair tried per stuck link
+
+  uint8_t entry(uint32_t s, uint16_t lid) const {
+    const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+    return lid < row.size() ? row[lid] : kNoPort;
+  }
+  // The arc s forwards the LID on; kInf at the destination switch or without a route. Memoized for the LID
+  // last asked about until the tables change (written()): searches walk the same few hops many times.
+  uint32_t next(uint32_t s, uint16_t lid) {
+    if (lid != memoLid_) {
+      memoLid_ = lid;
+      written();
+    }
+    if (stamp_[s] == serial_) return memo_[s];
+    const uint8_t p = entry(s, lid);
+    stamp_[s] = serial_;
+    return memo_[s] = s == destSw_[lid] || p == kNoPort ? kInf : arcs_(s, p);
+  }
+  void written() {
+    if (++serial_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), serial_ = 1;
+  }
+  bool isUp(uint32_t s, uint32_t to) const { return key_[to] < key_[s]; }
+  uint64_t maxLoad() const { return peakLoads().first; }
+  // The max link load and how many links carry it.
+  std::pair<uint64_t, size_t> peakLoads() const {
+    std::pair<uint64_t, size_t> p{0, 0};
+    for (uint64_t v : load_)
+      if (v > p.first)
+        p = {v, 1};
+      else if (v == p.first)
+        ++p.second;
+    return p;
+  }
+  // Squared excess over the target: what the moves lower.
+  double cost(uint64_t load) const {
+    const double e = load > out_.target ? static_cast<double>(load - out_.target) : 0.0;
+    return e * e;
+  }
+
+  // The arcs of the route that leaves over `first` to the destination; false when it does not get there
+  // (a dead end or a loop: never so after a repair, but the walk is bounded all the same).
+  bool walk(uint16_t lid, uint32_t first, std::vector<uint32_t>& arcs) {
+    arcs.clear();
+    for (uint32_t a = first; a != kInf; a = next(g_.arc(a).to, lid)) {
+      if (arcs.size() > g_.size()) return false;
+      arcs.push_back(a);
+    }
+    return !arcs.empty() && g_.arc(arcs.back()).to == destSw_[lid];
+  }
+  // Whether every hop of the route is down.
+  bool downOnly(uint32_t from, const std::vector<uint32_t>& arcs) const {
+    for (uint32_t a : arcs) {
+      if (isUp(from, g_.arc(a).to)) return false;
+      from = g_.arc(a).to;
+    }
+    return true;
+  }
+
+  // Takes traffic off arc `hot`: the best single move that lowers the cost; else a move that would raise it
+  // followed by one off a link the first loaded past the target that lowers it more (the pair swaps traffic,
+  // e.g. a leaf's routes out of its pod onto another spine for routes inside the pod back onto this one).
+  // No link gets more than hot's load. False when neither exists.
+  bool relieve(uint32_t hot) {
+    const uint64_t cap = load_[hot];
+    std::vector<Move> blocked;
+    if (auto m = bestMove(hot, cap, 0, &blocked)) {
+      apply(*m);
+      return true;
+    }
+    std::sort(blocked.begin(), blocked.end());
+    if (blocked.size() > kSecondTries) blocked.resize(kSecondTries);
+    for (const Move& first : blocked) {
+      const uint32_t back = next(first.x, first.lid);
+      apply(first);
+      walk(first.lid, first.arc, firstArcs_);
+      std::sort(firstArcs_.begin(), firstArcs_.end(),
+                [&](uint32_t a, uint32_t b) { return load_[a] > load_[b]; });
+      for (uint32_t b : firstArcs_) {
+        if (load_[b] <= out_.target) break;
+        if (auto m = bestMove(b, cap, -first.change, nullptr)) {
+          apply(*m);
+          return true;
+        }
+      }
+      apply({first.lid, first.x, back, 0, 0});  // undo
+    }
+    return false;
+  }
+
+  // The best move taking traffic off `hot` whose cost change is below `below`, loading no link past `cap`;
+  // the moves that fit but do not lower the cost enough go to `blocked` when given.
+  std::optional<Move> bestMove(uint32_t hot, uint64_t cap, double below, std::vector<Move>* blocked) {
+    const uint32_t s = g_.arc(g_.arc(hot).reverse).to;
+    const uint8_t port = g_.arc(hot).port;
+    const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+    auto in = [](const std::vector<uint32_t>& v, uint32_t a) {
+      return std::find(v.begin(), v.end(), a) != v.end();
+    };
+    std::optional<Move> best;
+    for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
+      if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s) continue;
+      const uint16_t lid = static_cast<uint16_t>(l);
+      upstream(s, lid);
+      for (size_t k = 0; k < up_.size(); ++k) {
+        const uint32_t x = up_[k];
+        const uint64_t f = flow_[k];
+        if (f == 0 || !walk(lid, next(x, lid), oldArcs_)) continue;
+        const bool xDown = downOnly(x, oldArcs_);
+        for (uint32_t b = g_.firstArc(x); b < g_.firstArc(x + 1); ++b) {
+          // Legal: b's far end v has a route one hop shorter, and the hop keeps x's route up* then down*.
+          const uint32_t v = g_.arc(b).to;
+          if (b == oldArcs_.front() || !walk(lid, b, newArcs_) || newArcs_.size() != oldArcs_.size())
+            continue;
+          if (isUp(x, v) ? xDown : !downOnly(x, newArcs_)) continue;
+          if (in(newArcs_, hot)) continue;
+          bool fits = true;
+          double change = 0;
+          for (uint32_t a : newArcs_)
+            if (!in(oldArcs_, a)) {
+              fits = fits && load_[a] + f <= cap;
+              change += cost(load_[a] + f) - cost(load_[a]);
+            }
+          for (uint32_t a : oldArcs_)
+            if (!in(newArcs_, a)) change += cost(load_[a] - f) - cost(load_[a]);
+          if (!fits) continue;
+          const Move m{lid, x, b, change, f};
+          if (change < below) {
+            if (!best || m < *best) best = m;
+          } else if (blocked) {
+            blocked->push_back(m);
+          }
+        }
+      }
+    }
+    return best;
+  }
+
+  // up_: s and the switches whose route to the LID runs through s (where a move takes its traffic off s's
+  // next hop), parents before children; flow_: the CA sources whose route runs through each of them.
+  void upstream(uint32_t s, uint16_t lid) {
+    up_.assign(1, s);
+    parent_.assign(1, kInf);
+    for (size_t i = 0; i < up_.size(); ++i)
+      for (const auto& a : g_.arcs(up_[i]))
+        if (next(a.to, lid) == a.reverse) {
+          up_.push_back(a.to);
+          parent_.push_back(static_cast<uint32_t>(i));
+        }
+    flow_.assign(up_.size(), 0);
+    for (size_t i = up_.size(); i-- > 0;) {
+      flow_[i] += g_.hosts(up_[i]);
+      if (parent_[i] != kInf) flow_[parent_[i]] += flow_[i];
+    }
+  }
+
+  // Moves x's route to the LID onto arc b: the traffic through x leaves its old way for the new one.
+  void apply(const Move& m) {
+    upstream(m.x, m.lid);
+    const uint64_t f = flow_[0];
+    walk(m.lid, next(m.x, m.lid), oldArcs_);
+    walk(m.lid, m.arc, newArcs_);
+    for (uint32_t a : oldArcs_) load_[a] -= f;
+    for (uint32_t a : newArcs_) load_[a] += f;
+    touched_.emplace_back(m.x, m.lid, entry(m.x, m.lid));
+    out_.tables.lft[g_.node(m.x)][m.lid] = g_.arc(m.arc).port;  // this version's own row (block) from now on
+    written();
+  }
+
+  // Switches without a route to a CA LID that have a legal way now (a link came back: the repair leaves
+  // them as they were) get one, nearest first, down-only where they can: nobody routes through them yet, so
+  // no load changes.
+  void fillRoutes() {
+    const uint32_t n = static_cast<uint32_t>(g_.size());
+    std::vector<uint8_t> missing(destSw_.size(), 0);
+    for (uint32_t s = 0; s < n; ++s) {
+      const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+      for (size_t lid = 1; lid < destSw_.size(); ++lid)
+        if (destSw_[lid] != kInf && destSw_[lid] != s && (lid >= row.size() || row[lid] == kNoPort))
+          missing[lid] = 1;
+    }
+    constexpr uint32_t kNoLen = kInf;
+    std::vector<uint32_t> len(n);
+    std::vector<uint8_t> down(n);
+    struct Fill {
+      uint32_t x, arc, len;
+      uint8_t down;
+    };
+    std::vector<Fill> fills;
+    for (size_t l = 1; l < missing.size(); ++l) {
+      if (!missing[l]) continue;
+      const uint16_t lid = static_cast<uint16_t>(l);
+      for (uint32_t s = 0; s < n; ++s) {
+        const bool routed = s == destSw_[lid] || walk(lid, next(s, lid), oldArcs_);
+        len[s] = routed ? static_cast<uint32_t>(s == destSw_[lid] ? 0 : oldArcs_.size()) : kNoLen;
+        down[s] = routed && (s == destSw_[lid] || downOnly(s, oldArcs_));
+      }
+      for (;;) {
+        fills.clear();
+        uint32_t nearest = kNoLen;
+        for (uint32_t x = 0; x < n; ++x) {
+          if (len[x] != kNoLen || entry(x, lid) != kNoPort) continue;
+          Fill best{x, kInf, kNoLen, 0};
+          for (uint32_t b = g_.firstArc(x); b < g_.firstArc(x + 1); ++b) {
+            const uint32_t v = g_.arc(b).to;
+            const uint8_t d = !isUp(x, v);
+            if (len[v] == kNoLen || (d && !down[v])) continue;
+            if (best.arc == kInf ||
+                std::tuple(!d, len[v] + 1, load_[b]) < std::tuple(!best.down, best.len, load_[best.arc]))
+              best = {x, b, len[v] + 1, d};
+          }
+          if (best.arc == kInf) continue;
+          fills.push_back(best);
+          nearest = std::min(nearest, best.len);
+        }
+        if (fills.empty()) break;
+        for (const Fill& f : fills) {
+          if (f.len != nearest) continue;
+          len[f.x] = f.len;
+          down[f.x] = f.down;
+          touched_.emplace_back(f.x, lid, kNoPort);
+          auto& row = out_.tables.lft[g_.node(f.x)];
+          if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
+          row[lid] = g_.arc(f.arc).port;
+          written();
+        }
+      }
+    }
+  }
+
+  // Where the switch has an AR group for the LID, the new port joins it (a port of a link that came back
+  // is not in the groups the repair left; every other legal port is already).
+  void joinGroup(NodeIndex node, uint16_t lid, uint8_t port) {
+    if (out_.tables.ar.empty()) return;
+    const ArTable& now = std::as_const(out_.tables.ar)[node];
+    const uint16_t g = lid < now.lidToGroup.size() ? now.lidToGroup[lid] : ArTable::kNoGroup;
+    if (g == ArTable::kNoGroup || now.groups[g].test(port)) return;
+    PortMask mask = now.groups[g];
+    mask.set(port);
+    ArTable& ar = out_.tables.ar[node];
+    auto it = std::find(ar.groups.begin(), ar.groups.end(), mask);
+    if (it == ar.groups.end()) {
+      if (ar.groups.size() >= std::min<uint32_t>(options_.arGroupCap, ArTable::kNoGroup)) {
+        ar.capped = true;
+        ar.lidToGroup[lid] = ArTable::kNoGroup;  // static routing for this LID rather than a wrong group
+        return;
+      }
+      it = ar.groups.insert(ar.groups.end(), mask);
+    }
+    ar.lidToGroup[lid] = static_cast<uint16_t>(it - ar.groups.begin());
+  }
+
+  const Topology& topo_;
+  const RoutingTables& in_;
+  const RebalanceOptions& options_;
+  RebalanceResult& out_;
+  RoutingGraph g_;
+  ArcIndex arcs_;
+  std::vector<uint32_t> key_;
+  std::vector<uint32_t> destSw_;  // CA LID -> the switch it leaves the fabric at; kInf otherwise
+  std::vector<uint64_t> load_;    // per arc
+  std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> touched_;  // (switch, LID, port before)
+  std::vector<uint32_t> stamp_, memo_;                            // next()'s memo, valid at serial_
+  uint32_t serial_ = 1;
+  uint16_t memoLid_ = 0;
+  // Scratch.
+  std::vector<uint32_t> up_, parent_, hot_, oldArcs_, newArcs_, firstArcs_;
+  std::vector<uint64_t> flow_;
+};
+
+}  // namespace
+
+uint64_t loadLowerBound(const Topology& topo, const LidAssignment& lids) {
+  const RoutingGraph g(topo);
+  return boundOf(g, collectDestLids(topo, lids, g));
+}
+
+fabric::Result<RebalanceResult> rebalanceRoutes(const Topology& topo, const LidAssignment& lids,
+                                                const RoutingTables& tables, const PortLoads& loads,
+                                                const RebalanceOptions& options) {
+  if (tables.upKey.size() != topo.size())
+    return fabric::makeError("the " + tables.engine + " engine's routes follow no up/down order to keep");
+  RebalanceResult out;
+  Rebalancer r(topo, lids, tables, loads, options, out);
+  r.run();
+  return out;
+}
+
+}  // namespace ibsm::routing

@@ -1,0 +1,61 @@
+// Minimal-change rebalancing: after a repair (routing/repair.h) the routes are complete and legal, but the
+// traffic the broken ones carried may pile up on a few links. Instead of routing the whole fabric again and
+// writing every switch's tables, this starts from the routes in place and moves single (switch, LID) entries
+// off the links loaded above the target (by default the lower bound that no destination-based routing can
+// beat, loadLowerBound) until none is, or no move helps. Every other entry stays as the switches hold it.
+//
+// A move changes the egress port of switch x for one LID to another port whose neighbour's route to the LID
+// is one hop shorter, under the same up/down order the routes obey (RoutingTables::upKey): to a switch "up"
+// from x only when x's own route does not run down-only, to one "down" only when that neighbour's route runs
+// down-only. So every switch keeps the length of its route and its route stays up* then down*: no route gets
+// longer, none can loop, and the channel dependency graph stays acyclic on one VL. A moved entry's port
+// joins the switch's AR group for the LID (it is an equal-cost port; a port of a link that came back is not
+// in the groups the repair left). Switches left without a route to a CA LID that have a legal way again (a
+// link came back) first get one, which moves no traffic.
+//
+// A move is taken when it lowers the sum of squared excesses of the link loads over the target and loads no
+// link past the load of the link it relieves; the best of a sample of such moves is taken. Where none
+// exists, a pair is tried: a move that raises the sum, then one off a link it loaded that lowers it more
+// (swapping traffic between two links, e.g. a leaf's routes out of its pod for routes within it). Passes
+// over the links above the target repeat until one moves nothing, so the max load only falls. Cost: per
+// search, the LFT row of the loaded link's switch and a walk of a few hops per candidate port; no per-LID
+// state, so memory does not grow with LIDs x switches.
+//
+// Pure: tables and their link loads in, new tables (sharing every row not written) out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fabric/result.h"
+#include "routing/lid_assignment.h"
+#include "routing/repair.h"
+#include "routing/routing_tables.h"
+
+namespace ibsm::routing {
+
+// Lower bound on the max switch-to-switch link load (as PortLoads counts it: CA source ports x CA
+// destination LIDs) of any destination-based routing: for every switch with CA sources, the routes from them
+// to the CA LIDs that leave the fabric elsewhere cross its live switch-to-switch links, so one of them
+// carries at least the share, rounded up.
+uint64_t loadLowerBound(const Topology& topo, const LidAssignment& lids);
+
+struct RebalanceOptions {
+  uint64_t target = 0;         // stop once the max load is at or below this; 0: loadLowerBound
+  size_t maxMoves = SIZE_MAX;  // stop after this many moves
+  uint32_t arGroupCap = 2048;  // per switch, as Options::arGroupCap
+};
+
+struct RebalanceResult {
+  RoutingTables tables;  // shares every row it did not change
+  PortLoads loads;       // of tables
+  size_t moved = 0;      // (switch, LID) entries that differ from the input tables
+  uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
+};
+
+// An Error when the routes obey no up/down order (upKey empty: the engine's tables are only ever recomputed).
+fabric::Result<RebalanceResult> rebalanceRoutes(const Topology& topo, const LidAssignment& lids,
+                                                const RoutingTables& tables, const PortLoads& loads,
+                                                const RebalanceOptions& options = {});
+
+}  // namespace ibsm::routing
