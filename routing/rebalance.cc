@@ -38,8 +38,10 @@ class Rebalancer {
     for (uint32_t s = 0; s < n; ++s) key_[s] = in.upKey[g_.node(s)];
     const std::vector<DestLid> dests = collectDestLids(topo, lids, g_);
     destSw_.assign(static_cast<size_t>(lids.maxLid().value) + 1, kInf);
+    for (const DestLid& d : dests) destSw_[d.lid.value] = d.sw;
+    switchLid_.assign(destSw_.size(), 0);
     for (const DestLid& d : dests)
-      if (!d.isSwitch) destSw_[d.lid.value] = d.sw;
+      if (d.isSwitch) switchLid_[d.lid.value] = 1;
     out_.target = options.target ? options.target : boundOf(g_, dests);
     load_.assign(g_.arcCount(), 0);
     for (uint32_t a = 0; a < g_.arcCount(); ++a) {
@@ -54,7 +56,7 @@ class Rebalancer {
   void run() {
     out_.tables = in_;  // rows shared until a move writes them
     out_.maxLoadBefore = maxLoad();
-    fillRoutes();
+    restoreRoutes();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
     // squared excesses over the target, so this ends.
@@ -201,7 +203,7 @@ class Rebalancer {
     };
     std::optional<Move> best;
     for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
-      if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s) continue;
+      if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || switchLid_[l]) continue;
       const uint16_t lid = static_cast<uint16_t>(l);
       upstream(s, lid);
       for (size_t k = 0; k < up_.size(); ++k) {
@@ -262,17 +264,21 @@ class Rebalancer {
     const uint64_t f = flow_[0];
     walk(m.lid, next(m.x, m.lid), oldArcs_);
     walk(m.lid, m.arc, newArcs_);
-    for (uint32_t a : oldArcs_) load_[a] -= f;
-    for (uint32_t a : newArcs_) load_[a] += f;
+    if (!switchLid_[m.lid]) {  // the loads count CA traffic only
+      for (uint32_t a : oldArcs_) load_[a] -= f;
+      for (uint32_t a : newArcs_) load_[a] += f;
+    }
     touched_.emplace_back(m.x, m.lid, entry(m.x, m.lid));
     out_.tables.lft[g_.node(m.x)][m.lid] = g_.arc(m.arc).port;  // this version's own row (block) from now on
     written();
   }
 
-  // Switches without a route to a CA LID that have a legal way now (a link came back: the repair leaves
-  // them as they were) get one, nearest first, down-only where they can: nobody routes through them yet, so
-  // no load changes.
-  void fillRoutes() {
+  // A repair keeps every route and leaves a link that came back unused. Here, for every LID, switches
+  // left without a route that have a legal way again get one, and routes the link makes shorter take it
+  // (minimal again, as the engine's): nearest first; a switch without a route goes down-only where it can,
+  // one whose route runs down-only stays so (a switch above may come down into it). The traffic through a
+  // switch whose route gets shorter moves with it.
+  void restoreRoutes() {
     const uint32_t n = static_cast<uint32_t>(g_.size());
     std::vector<uint8_t> missing(destSw_.size(), 0);
     for (uint32_t s = 0; s < n; ++s) {
@@ -281,52 +287,69 @@ class Rebalancer {
         if (destSw_[lid] != kInf && destSw_[lid] != s && (lid >= row.size() || row[lid] == kNoPort))
           missing[lid] = 1;
     }
-    constexpr uint32_t kNoLen = kInf;
-    std::vector<uint32_t> len(n);
-    std::vector<uint8_t> down(n);
-    struct Fill {
+    // Links no route uses in either direction: one that came back (or one no route needs).
+    std::vector<uint32_t> unused;
+    for (uint32_t a = 0; a < g_.arcCount(); ++a)
+      if (load_[a] == 0 && load_[g_.arc(a).reverse] == 0) unused.push_back(a);
+    for (size_t l = 1; l < destSw_.size(); ++l) {
+      if (destSw_[l] == kInf) continue;
+      const uint16_t lid = static_cast<uint16_t>(l);
+      bool shorter = false;
+      for (size_t i = 0; i < unused.size() && !missing[l] && !shorter; ++i) {
+        const uint32_t x = g_.arc(g_.arc(unused[i]).reverse).to, v = g_.arc(unused[i]).to;
+        shorter = x != destSw_[l] && lengthTo(v, lid) + 1 < lengthTo(x, lid);
+      }
+      if (missing[l] || shorter) relax(lid);
+    }
+  }
+
+  // Hops of s's route to the LID; kInf without one.
+  uint32_t lengthTo(uint32_t s, uint16_t lid) {
+    if (s == destSw_[lid]) return 0;
+    return walk(lid, next(s, lid), oldArcs_) ? static_cast<uint32_t>(oldArcs_.size()) : kInf;
+  }
+
+  void relax(uint16_t lid) {
+    const uint32_t n = static_cast<uint32_t>(g_.size());
+    struct Step {
       uint32_t x, arc, len;
       uint8_t down;
     };
-    std::vector<Fill> fills;
-    for (size_t l = 1; l < missing.size(); ++l) {
-      if (!missing[l]) continue;
-      const uint16_t lid = static_cast<uint16_t>(l);
+    std::vector<Step> steps;
+    for (;;) {
+      len_.resize(n);
+      down_.resize(n);
       for (uint32_t s = 0; s < n; ++s) {
-        const bool routed = s == destSw_[lid] || walk(lid, next(s, lid), oldArcs_);
-        len[s] = routed ? static_cast<uint32_t>(s == destSw_[lid] ? 0 : oldArcs_.size()) : kNoLen;
-        down[s] = routed && (s == destSw_[lid] || downOnly(s, oldArcs_));
+        len_[s] = lengthTo(s, lid);
+        down_[s] = len_[s] != kInf && (len_[s] == 0 || switchLid_[lid] || downOnly(s, oldArcs_));
       }
-      for (;;) {
-        fills.clear();
-        uint32_t nearest = kNoLen;
-        for (uint32_t x = 0; x < n; ++x) {
-          if (len[x] != kNoLen || entry(x, lid) != kNoPort) continue;
-          Fill best{x, kInf, kNoLen, 0};
-          for (uint32_t b = g_.firstArc(x); b < g_.firstArc(x + 1); ++b) {
-            const uint32_t v = g_.arc(b).to;
-            const uint8_t d = !isUp(x, v);
-            if (len[v] == kNoLen || (d && !down[v])) continue;
-            if (best.arc == kInf ||
-                std::tuple(!d, len[v] + 1, load_[b]) < std::tuple(!best.down, best.len, load_[best.arc]))
-              best = {x, b, len[v] + 1, d};
-          }
-          if (best.arc == kInf) continue;
-          fills.push_back(best);
-          nearest = std::min(nearest, best.len);
+      steps.clear();
+      uint32_t nearest = kInf;
+      for (uint32_t x = 0; x < n; ++x) {
+        if (x == destSw_[lid]) continue;
+        const bool routed = len_[x] != kInf;
+        if (routed ? entry(x, lid) == kNoPort : entry(x, lid) != kNoPort)
+          continue;  // a broken route: leave it
+        Step best{x, kInf, kInf, 0};
+        for (uint32_t b = g_.firstArc(x); b < g_.firstArc(x + 1); ++b) {
+          const uint32_t v = g_.arc(b).to;
+          const uint8_t d = !isUp(x, v) || switchLid_[lid];  // switch LIDs: plain shortest paths
+          if (len_[v] == kInf || len_[v] + 1 >= len_[x] || (d ? !down_[v] : routed && down_[x])) continue;
+          auto rank = [&](const Step& s) {  // (first, second, load)
+            const uint64_t notDown = !s.down;
+            return routed ? std::tuple(uint64_t{s.len}, notDown, load_[s.arc])
+                          : std::tuple(notDown, uint64_t{s.len}, load_[s.arc]);
+          };
+          const Step step{x, b, len_[v] + 1, d};
+          if (best.arc == kInf || rank(step) < rank(best)) best = step;
         }
-        if (fills.empty()) break;
-        for (const Fill& f : fills) {
-          if (f.len != nearest) continue;
-          len[f.x] = f.len;
-          down[f.x] = f.down;
-          touched_.emplace_back(f.x, lid, kNoPort);
-          auto& row = out_.tables.lft[g_.node(f.x)];
-          if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
-          row[lid] = g_.arc(f.arc).port;
-          written();
-        }
+        if (best.arc == kInf) continue;
+        steps.push_back(best);
+        nearest = std::min(nearest, best.len);
       }
+      if (steps.empty()) return;
+      for (const Step& st : steps)
+        if (st.len == nearest) apply({lid, st.x, st.arc, 0, 0});
     }
   }
 
@@ -359,14 +382,16 @@ class Rebalancer {
   RoutingGraph g_;
   ArcIndex arcs_;
   std::vector<uint32_t> key_;
-  std::vector<uint32_t> destSw_;  // CA LID -> the switch it leaves the fabric at; kInf otherwise
-  std::vector<uint64_t> load_;    // per arc
+  std::vector<uint32_t> destSw_;    // LID -> the switch it leaves the fabric at; kInf for none
+  std::vector<uint8_t> switchLid_;  // a switch's own LID: management traffic, in no load, on no order
+  std::vector<uint64_t> load_;      // per arc
   std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> touched_;  // (switch, LID, port before)
   std::vector<uint32_t> stamp_, memo_;                            // next()'s memo, valid at serial_
   uint32_t serial_ = 1;
   uint16_t memoLid_ = 0;
   // Scratch.
-  std::vector<uint32_t> up_, parent_, hot_, oldArcs_, newArcs_, firstArcs_;
+  std::vector<uint32_t> up_, parent_, hot_, oldArcs_, newArcs_, firstArcs_, len_;
+  std::vector<uint8_t> down_;
   std::vector<uint64_t> flow_;
 };
 

@@ -39,6 +39,8 @@ routing:
   roots: [0x10, 0x20]
   lmc: 2
   threads: 1024
+  rebalance: full
+  rebalance_min_gain_pct: 100
 sweep:
   interval_s: 0
 sm:
@@ -125,6 +127,8 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_FALSE(c.routing.rootsFile);
   EXPECT_EQ(c.routing.lmc, 2);
   EXPECT_EQ(c.routing.threads, 1024u);
+  EXPECT_EQ(c.routing.rebalance, RoutingConfig::Rebalance::kFull);
+  EXPECT_EQ(c.routing.rebalanceMinGainPct, 100u);
   EXPECT_EQ(c.sweep.intervalS, 0u);
   EXPECT_EQ(c.sm.priority, 15);
   EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
@@ -227,6 +231,8 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing:\n  threads: 0\n", "ibsm.yaml:2:12: routing.threads: 0 is out of range 1..1024"},
       {"routing:\n  threads: -4\n", "ibsm.yaml:2:12: routing.threads: -4 is out of range 1..1024"},
       {"routing:\n  threads: all\n", "ibsm.yaml:2:12: routing.threads: expected an integer, got \"all\""},
+      {"routing:\n  rebalance: sometimes\n",
+       "ibsm.yaml:2:14: routing.rebalance: expected off, incremental or full, got \"sometimes\""},
       {"sm:\n  m_key_protection_level: 4\n",
        "ibsm.yaml:2:27: sm.m_key_protection_level: 4 is out of range 0..3"},
       {"sm:\n  m_key_lease_period: 65536\n",
@@ -422,7 +428,10 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 38u);
+  EXPECT_EQ(byKey.size(), 40u);
+  EXPECT_TRUE(byKey["routing.rebalance"].reloadable);
+  EXPECT_EQ(byKey["routing.rebalance"].defaultValue, "incremental");
+  EXPECT_EQ(byKey["routing.rebalance_min_gain_pct"].defaultValue, "1");
   EXPECT_FALSE(byKey["routing.threads"].reloadable);
   EXPECT_TRUE(byKey["health.action"].reloadable);
   EXPECT_EQ(byKey["health.action"].defaultValue, "report");

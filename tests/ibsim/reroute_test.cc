@@ -127,7 +127,10 @@ TEST(Reroute, SpineLinkDownAndBack) {
   f.waitForTopologyEvent(events);
   routing::CheckReport back = f.converge();
   EXPECT_EQ(back.switchLinks, initial.switchLinks);
-  EXPECT_EQ(back.maxLoad, initial.maxLoad);  // balanced as at the start
+  // Balanced again: the incremental rebalance (the default) moves routes onto the link that came back until
+  // no move lowers the max; it ends at or below the engine's from-scratch balance at the start.
+  EXPECT_LE(back.maxLoad, initial.maxLoad);
+  EXPECT_EQ(back.maxStretch, 0u);  // minhop's routes are minimal again
 
   // ibsim drops AdaptiveRoutingInfo: each switch cost one probe in the first sweep and none since.
   RunOptions plain;
@@ -199,9 +202,9 @@ size_t numberBefore(const std::string& line, const std::string& what) {
 
 // A fat-tree link or switch fails: the trap's update repairs only the broken routes (fast, few routes moved),
 // then the incremental rebalancing run (the default) moves a few more off the event loop. Checked on the
-// switches' own tables: every pair reachable, deadlock-free, and the max link load within 2% of the lower
-// bound (a link) or within 10% of a from-scratch ftree run on the degraded fabric (a switch); the rebalance
-// after the link moves at most three times the routes the repair moved.
+// switches' own tables: every pair reachable, deadlock-free, and the max link load within 10% of the lower
+// bound and at most a from-scratch ftree run's on the degraded fabric (a link), within 10% of that run's (a
+// switch); the rebalance after the link moves at most three times the routes the repair moved.
 TEST(Reroute, FatTreeRepairThenRebalance) {
   Fixture f("--fat-tree 3 --radix 8", "ftree");
   routing::CheckReport initial = f.converge();
@@ -224,10 +227,17 @@ TEST(Reroute, FatTreeRepairThenRebalance) {
   const size_t repairMoved = numberBefore(repairs.back(), "routes changed");
   EXPECT_GT(repairMoved, 0u) << repairs.back();
   EXPECT_LE(numberBefore(rebalanced.back(), "routes changed"), 3 * repairMoved) << rebalanced.back();
-  routing::CheckReport link = f.converge();
+  fabric::TopologyPtr linkDown;
+  routing::CheckReport link = f.check(&linkDown);
+  EXPECT_EQ(link.unreachable, 0u) << routing::formatReportText(link);
   EXPECT_TRUE(link.cdgAcyclic) << routing::formatReportText(link);
-  EXPECT_LE(static_cast<double>(link.maxLoad), 1.02 * static_cast<double>(link.loadBound))
+  EXPECT_LE(static_cast<double>(link.maxLoad), 1.1 * static_cast<double>(link.loadBound))
       << routing::formatReportText(link) << f.sim->output(f.sm);
+  ASSERT_TRUE(linkDown);
+  const routing::LidAssignment linkLids = routing::LidAssignment::fromTopology(*linkDown);
+  auto linkScratch = routing::computeChain({"ftree"}, *linkDown, linkLids, routing::Options{});
+  ASSERT_TRUE(linkScratch.ok()) << linkScratch.error().message;
+  EXPECT_LE(link.maxLoad, routing::checkRoutes(*linkDown, linkLids, linkScratch->tables).maxLoad);
   EXPECT_LT(link.switchLinks, initial.switchLinks);
 
   // A whole spine.

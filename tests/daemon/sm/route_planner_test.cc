@@ -94,5 +94,58 @@ TEST(RoutePlanner, FourThreadsRouteAsOne) {
   }
 }
 
+// The rebalancing run after a repair, per routing.rebalance: incremental (the default) starts from the
+// repaired routes and moves few of them; full routes from scratch; off runs nothing.
+TEST(RoutePlanner, RebalanceModes) {
+  fabric::TopologyPtr topo = generate(routing::testing::fatTree(3, 8));
+  ASSERT_TRUE(topo);
+  auto lids = routing::assignLids(*topo, {}, 0);
+  ASSERT_TRUE(lids.ok());
+  // A spine's up-link to a core: the repair alone leaves the spine's other up-links above the bound.
+  const fabric::NodeIndex spine = *topo->findByDescription("spine-0");
+  uint8_t core = 0;
+  for (unsigned p = 1; p < topo->node(spine).ports.size() && !core; ++p)
+    if (topo->node(topo->node(spine).ports[p].peerNode).description.starts_with("core"))
+      core = static_cast<uint8_t>(p);
+  fabric::TopologyPtr after = routing::testing::takeDown(*topo, {{spine, core}});
+  for (RebalanceMode mode : {RebalanceMode::kIncremental, RebalanceMode::kFull, RebalanceMode::kOff}) {
+    mad::FakeClock clock;
+    RoutePlanner planner(clock, /*background=*/true);
+    planner.setOptions({"ftree"}, routing::Options{}, {mode, 1});
+    auto publish = [&](const fabric::TopologyPtr& t, const SubnetSnapshot* previous) {
+      auto planned = planner.plan(previous, *t, lids->lids, previous != nullptr);
+      EXPECT_TRUE(planned.ok());
+      auto snap = std::make_shared<SubnetSnapshot>();
+      snap->topology = t;
+      snap->lids = lids->lids;
+      snap->tables = planned->tables;
+      planner.published(snap, *planned);
+      return std::pair{snap, *planned};
+    };
+    auto [before, scratch] = publish(topo, nullptr);
+    planner.wait();
+    auto [current, repair] = publish(after, before.get());
+    ASSERT_TRUE(repair.repaired);
+    planner.wait();
+    auto r = planner.takeRebalance(current.get());
+    if (mode == RebalanceMode::kOff) {
+      EXPECT_FALSE(r.has_value());
+      continue;
+    }
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->error.empty()) << r->error;
+    EXPECT_LT(r->maxLoad, r->currentMaxLoad);
+    EXPECT_GT(r->lowerBound, 0u);
+    if (mode == RebalanceMode::kIncremental) {
+      EXPECT_EQ(r->plan.how, "incremental");
+      ASSERT_TRUE(r->plan.moved && repair.moved);
+      EXPECT_GT(*r->plan.moved, 0u);
+      EXPECT_LE(*r->plan.moved, 3 * *repair.moved);
+    } else {
+      EXPECT_EQ(r->plan.how, "ftree from scratch");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
