@@ -168,6 +168,18 @@ inline std::vector<std::pair<fabric::NodeIndex, uint8_t>> switchLinks(const fabr
   return out;
 }
 
+// The up-link of a generated fat tree's switch `name` to the first core it is cabled to (spine-0's: the
+// failure a repair alone cannot keep balanced); port 0 when there is none.
+inline std::pair<fabric::NodeIndex, uint8_t> coreLink(const fabric::Topology& topo, const std::string& name) {
+  const fabric::NodeIndex n = topo.findByDescription(name).value_or(topo.switches().front());
+  for (unsigned p = 1; p < topo.node(n).ports.size(); ++p) {
+    const fabric::Port& port = topo.node(n).ports[p];
+    if (port.connected() && topo.node(port.peerNode).description.starts_with("core"))
+      return {n, static_cast<uint8_t>(p)};
+  }
+  return {n, 0};
+}
+
 // Routed as the daemon routes (with AR groups and the switch LIDs' holes filled), with the link loads a
 // repair or rebalance starts from.
 struct RoutedWithLoads {

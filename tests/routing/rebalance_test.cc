@@ -73,13 +73,7 @@ TEST(Rebalance, AfterASpineUpLinkOfAThreeLevelTree) {
   TopologyPtr topo = generate(testing::fatTree(3, 12));
   ASSERT_TRUE(topo);
   Routed before = routeWithLoads(*topo, "ftree");
-  const NodeIndex spine = *topo->findByDescription("spine-0");
-  uint8_t core = 0;
-  for (unsigned p = 1; p < topo->node(spine).ports.size() && !core; ++p) {
-    const auto& port = topo->node(spine).ports[p];
-    if (port.connected() && topo->node(port.peerNode).description.starts_with("core"))
-      core = static_cast<uint8_t>(p);
-  }
+  const auto [spine, core] = testing::coreLink(*topo, "spine-0");
   ASSERT_NE(core, 0);
   TopologyPtr after = takeDown(*topo, {{spine, core}});
   size_t repairMoved = 0;
@@ -120,11 +114,8 @@ TEST(Rebalance, TakesALinkThatCameBackIntoUse) {
   ASSERT_TRUE(full);
   Routed original = routeWithLoads(*full, "ftree");
   const uint64_t originalMax = checkRoutes(*full, original.lids, original.tables).maxLoad;
-  const NodeIndex spine = *full->findByDescription("spine-0");
-  uint8_t core = 0;
-  for (unsigned p = 1; p < full->node(spine).ports.size() && !core; ++p)
-    if (full->node(full->node(spine).ports[p].peerNode).description.starts_with("core"))
-      core = static_cast<uint8_t>(p);
+  const auto [spine, core] = testing::coreLink(*full, "spine-0");
+  ASSERT_NE(core, 0);
   TopologyPtr degraded = takeDown(*full, {{spine, core}});
   Routed down = repaired(*full, original, *degraded);
   RebalanceResult b = rebalanceAndCheck(*degraded, down, true, "down");

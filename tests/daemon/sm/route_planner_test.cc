@@ -102,12 +102,8 @@ TEST(RoutePlanner, RebalanceModes) {
   auto lids = routing::assignLids(*topo, {}, 0);
   ASSERT_TRUE(lids.ok());
   // A spine's up-link to a core: the repair alone leaves the spine's other up-links above the bound.
-  const fabric::NodeIndex spine = *topo->findByDescription("spine-0");
-  uint8_t core = 0;
-  for (unsigned p = 1; p < topo->node(spine).ports.size() && !core; ++p)
-    if (topo->node(topo->node(spine).ports[p].peerNode).description.starts_with("core"))
-      core = static_cast<uint8_t>(p);
-  fabric::TopologyPtr after = routing::testing::takeDown(*topo, {{spine, core}});
+  fabric::TopologyPtr after =
+      routing::testing::takeDown(*topo, {routing::testing::coreLink(*topo, "spine-0")});
   for (RebalanceMode mode : {RebalanceMode::kIncremental, RebalanceMode::kFull, RebalanceMode::kOff}) {
     mad::FakeClock clock;
     RoutePlanner planner(clock, /*background=*/true);
