@@ -41,11 +41,10 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.routing.computeAr = c.ar.enable;
   o.routing.arGroupCap = c.ar.groupCap;
   o.routing.threads = c.routing.threads;
-  using Mode = RebalanceMode;
   using Conf = config::RoutingConfig::Rebalance;
-  o.rebalance.mode = c.routing.rebalance == Conf::kOff    ? Mode::kOff
-                     : c.routing.rebalance == Conf::kFull ? Mode::kFull
-                                                          : Mode::kIncremental;
+  o.rebalance.mode = c.routing.rebalance == Conf::kOff    ? RebalanceMode::kOff
+                     : c.routing.rebalance == Conf::kFull ? RebalanceMode::kFull
+                                                          : RebalanceMode::kIncremental;
   o.rebalance.minGainPct = c.routing.rebalanceMinGainPct;
   // auto: at most 8 here, and the route planner caps it by what every link offers.
   o.routing.vlLayers =

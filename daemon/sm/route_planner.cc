@@ -91,7 +91,9 @@ void RoutePlanner::start(Job job) {
                                  routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
     r.currentMaxLoad = maxLoad(*loads);
     if (mode == RebalanceMode::kIncremental) {
-      auto b = routing::rebalanceRoutes(*s.topology, s.lids, s.tables, *loads);
+      routing::RebalanceOptions ro;
+      ro.arGroupCap = options.arGroupCap;
+      auto b = routing::rebalanceRoutes(*s.topology, s.lids, s.tables, *loads, ro);
       if (!b) {
         r.error = b.error().message;
         return r;
