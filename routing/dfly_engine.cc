@@ -94,7 +94,7 @@ uint32_t findRoot(std::vector<uint32_t>& parent, uint32_t x) {
   return x;
 }
 
-fabric::Result<Dragonfly> detect(const SwitchGraph& g) {
+fabric::Result<Dragonfly> detect(const Topology& topo, const SwitchGraph& g) {
   const size_t S = g.size();
   const auto& arcs = g.arcs();
   Dragonfly d;
@@ -128,14 +128,22 @@ fabric::Result<Dragonfly> detect(const SwitchGraph& g) {
       uint32_t x = findRoot(parent, arcs[a].from), y = findRoot(parent, arcs[a].to);
       if (x != y) parent[std::max(x, y)] = std::min(x, y);
     }
-  // Groups numbered by their lowest switch.
+  // Groups numbered in the order of their lowest switch GUID: the numbers order the groups for the repairs'
+  // detours (and their SLs), which must not depend on the order in which a discovery listed the switches.
   d.group.assign(S, 0);
   std::vector<uint32_t> number(S, UINT32_MAX), size;
+  std::vector<fabric::Guid> lowest(S, fabric::Guid{UINT64_MAX});
+  std::vector<uint32_t> roots;
   for (SwitchIndex s = 0; s < S; ++s) {
-    uint32_t r = findRoot(parent, s);
-    if (number[r] == UINT32_MAX) number[r] = static_cast<uint32_t>(size.size()), size.push_back(0);
-    d.group[s] = number[r];
-    ++size[number[r]];
+    const uint32_t r = findRoot(parent, s);
+    if (lowest[r] == fabric::Guid{UINT64_MAX}) roots.push_back(r);
+    lowest[r] = std::min(lowest[r], topo.node(g.node(s)).guid);
+  }
+  std::sort(roots.begin(), roots.end(), [&](uint32_t x, uint32_t y) { return lowest[x] < lowest[y]; });
+  for (uint32_t r : roots) number[r] = static_cast<uint32_t>(size.size()), size.push_back(0);
+  for (SwitchIndex s = 0; s < S; ++s) {
+    d.group[s] = number[findRoot(parent, s)];
+    ++size[d.group[s]];
   }
   const size_t G = size.size();
   if (G < 2) return fabric::makeError("dfly: not a dragonfly (one group of switches)");
@@ -177,7 +185,7 @@ class DflyEngine final : public Engine {
   fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
                                         const Options& options) const override {
     SwitchGraph g(topo);
-    auto detected = detect(g);
+    auto detected = detect(topo, g);
     if (!detected) return detected.error();
     const Dragonfly& df = *detected;
     if (options.vlLayers < 2)
