@@ -22,6 +22,42 @@
 // last) by a CA only, so no dependency leads back to a global link: acyclic. So 2 VLs, and only the
 // (CA port, local port) pairs of each switch and the arbitration tables of the local ports need a Set.
 //
+// Repairs (routing/dfly_repair.h) route around a failed link inside the same scheme, on up to 4 VLs. The
+// table of every pair is set here already, for SLs 0-6, from the kinds of its two ports alone (CA, local,
+// global; routing/dfly_vls.h), so a repair only changes LFT entries and path SLs, and the VL programmer
+// writes just the pairs that repaired paths start to use. A global port also knows whether its peer's group
+// comes after its own in order A (group numbers) and in order B (the numbers rotated by half). A detour
+// through a third group z between groups x and y is a peak when z comes after both (it goes up, then down)
+// and a valley when it comes before both; SL 1 / 2 are peak / valley in order A, SL 5 / 6 in order B.
+//   out local,  in CA:     VL 1 (every SL)
+//   out local,  in local:  SL 1, 2, 4, 5, 6 on VL 3, SL 3 on VL 2      (the second of two local hops)
+//   out local,  in global: a peak's SL on VL 0 when it came in going up in its order, else VL 2; a valley's
+//                          SL the other way round
+//   out global, any in:    a peak's SL on VL 0 going up in its order, else VL 2; a valley's the other way
+//   everything else on VL 0, in particular SL 0 on every pair but (CA, local): a pair that only minimal
+//   paths use keeps its reset table, as before.
+// Rank the channel classes (link kind / VL):  L/1 < L/3 < G/0 < L/0 < G/2 < L/2.
+// Claim: the paths whose hops' ranks rise strictly are deadlock-free together, whatever their SLs. A
+// dependency joins two consecutive hops of one path, so it leads to a higher rank; a cycle would have to
+// come back to a lower one. The path shapes that rise (L: local hop, G+/G-: global hop up/down in the
+// order of the SL, [] optional):
+//   SL 0        [L] G [L]      L/1 G/0 L/0          (minimal, as routed from scratch)
+//   SL 0        L [L]          L/1 L/0              (inside a group, two hops where the local link is down)
+//   SL 4        L L G [L]      L/1 L/3 G/0 L/0      (a local link down in the source group)
+//   SL 3        [L] G L L      L/1 G/0 L/0 L/2      (a local link down in the destination group)
+//   SL 1 / 5    [L] [L] G+ [L] G- [L]   L/1 L/3 G/0 L/0 G/2 L/2   (a peak)
+//   SL 2 / 6    [L] [L] G- [L] G+ [L]   the same VLs                (a valley)
+// Why a detour needs a peak or a valley and an SL of its own: its two global hops, and the local hops after
+// each, meet the same kinds of ports (local in, global out; global in, local out), so a port pair alone
+// cannot tell the first from the second; the direction of the global link can, given the SL that says which
+// direction comes first. A detour through a group between the two ends in both orders has no such SL, nor
+// has a path with two local hops both before and after its global hop(s), or after a detour's first global
+// hop: a repair does not take them. (Order B exists because in order A the first and the last group have no
+// third group outside their interval; in B they are neighbours.) A repair checks every path it changes
+// against these ranks (the path's SL is the first of 0, 4, 3, 1, 2, 5, 6 under which it rises) and declines
+// when a source is left without one; the route checker's VL-aware CDG confirms it. So at most 4 VLs (0-3),
+// and 2 as long as nothing was repaired.
+//
 // AR groups (Options::computeAr): the parallel links to the LFT port's neighbour, which enter that switch on
 // the same kind of link (same VL on the next hop), nothing else.
 //
@@ -32,14 +68,13 @@
 #include <string>
 
 #include "routing/ar_groups.h"
+#include "routing/dfly_vls.h"
 #include "routing/engine.h"
 #include "routing/switch_graph.h"
 
 namespace ibsm::routing {
 
 namespace {
-
-constexpr uint64_t kAllSlOnVl1 = 0x1111111111111111ull;
 
 struct Global {
   uint32_t toGroup;
@@ -59,7 +94,7 @@ uint32_t findRoot(std::vector<uint32_t>& parent, uint32_t x) {
   return x;
 }
 
-fabric::Result<Dragonfly> detect(const SwitchGraph& g) {
+fabric::Result<Dragonfly> detect(const Topology& topo, const SwitchGraph& g) {
   const size_t S = g.size();
   const auto& arcs = g.arcs();
   Dragonfly d;
@@ -93,14 +128,22 @@ fabric::Result<Dragonfly> detect(const SwitchGraph& g) {
       uint32_t x = findRoot(parent, arcs[a].from), y = findRoot(parent, arcs[a].to);
       if (x != y) parent[std::max(x, y)] = std::min(x, y);
     }
-  // Groups numbered by their lowest switch.
+  // Groups numbered in the order of their lowest switch GUID: the numbers order the groups for the repairs'
+  // detours (and their SLs), which must not depend on the order in which a discovery listed the switches.
   d.group.assign(S, 0);
   std::vector<uint32_t> number(S, UINT32_MAX), size;
+  std::vector<fabric::Guid> lowest(S, fabric::Guid{UINT64_MAX});
+  std::vector<uint32_t> roots;
   for (SwitchIndex s = 0; s < S; ++s) {
-    uint32_t r = findRoot(parent, s);
-    if (number[r] == UINT32_MAX) number[r] = static_cast<uint32_t>(size.size()), size.push_back(0);
-    d.group[s] = number[r];
-    ++size[number[r]];
+    const uint32_t r = findRoot(parent, s);
+    if (lowest[r] == fabric::Guid{UINT64_MAX}) roots.push_back(r);
+    lowest[r] = std::min(lowest[r], topo.node(g.node(s)).guid);
+  }
+  std::sort(roots.begin(), roots.end(), [&](uint32_t x, uint32_t y) { return lowest[x] < lowest[y]; });
+  for (uint32_t r : roots) number[r] = static_cast<uint32_t>(size.size()), size.push_back(0);
+  for (SwitchIndex s = 0; s < S; ++s) {
+    d.group[s] = number[findRoot(parent, s)];
+    ++size[d.group[s]];
   }
   const size_t G = size.size();
   if (G < 2) return fabric::makeError("dfly: not a dragonfly (one group of switches)");
@@ -142,7 +185,7 @@ class DflyEngine final : public Engine {
   fabric::Result<RoutingTables> compute(const Topology& topo, const LidAssignment& lids,
                                         const Options& options) const override {
     SwitchGraph g(topo);
-    auto detected = detect(g);
+    auto detected = detect(topo, g);
     if (!detected) return detected.error();
     const Dragonfly& df = *detected;
     if (options.vlLayers < 2)
@@ -154,18 +197,36 @@ class DflyEngine final : public Engine {
     t.engine = "dfly";
     t.slLayers = 2;
     t.lft.resize(topo.size());
+    t.dflyVls = std::min<uint8_t>(options.vlLayers, 15);
+    t.dflyGroup.assign(topo.size(), 0);
     const uint32_t maxLid = lids.maxLid().value;
+    std::vector<dfly::PortKind> kind;
+    const uint32_t groups = static_cast<uint32_t>(df.globals.size());
     for (SwitchIndex s = 0; s < S; ++s) {
       const fabric::NodeIndex n = g.node(s);
+      t.dflyGroup[n] = df.group[s];
       t.lft[n].assign(maxLid + 1u, kNoPort);
       const fabric::Node& node = topo.node(n);
+      // Every pair's table, for the SLs of repairs too (see above): VL 1 from a CA port to a local port is
+      // all that the paths routed here use besides VL 0.
+      kind.assign(node.numPorts + 1u, dfly::kNone);
       for (unsigned q = 1; q <= node.numPorts; ++q) {
         const fabric::Port& p = node.ports[q];
-        if (!p.connected() || topo.node(p.peerNode).isSwitch()) continue;
-        for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a)
-          if (df.group[arcs[a].to] == df.group[s])
-            t.slToVl.setPacked(n, node.numPorts, q, arcs[a].port, kAllSlOnVl1);
+        if (p.connected() && !topo.node(p.peerNode).isSwitch() &&
+            portUsable(topo, n, fabric::PortNum{static_cast<uint8_t>(q)}))
+          kind[q] = dfly::kCa;
       }
+      for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a) {
+        const uint32_t x = df.group[s], y = df.group[arcs[a].to];
+        kind[arcs[a].port] = x == y ? dfly::kLocal : dfly::globalPort(x, y, groups);
+      }
+      for (unsigned in = 1; in <= node.numPorts; ++in)
+        for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a) {
+          const uint8_t out = arcs[a].port;
+          if (in == out || kind[in] == dfly::kNone) continue;
+          if (const uint64_t table = dfly::packedTable(kind[in], kind[out]))
+            t.slToVl.setPacked(n, node.numPorts, in, out, table);
+        }
     }
     std::vector<ArGroupBuilder> ar;
     if (options.computeAr) ar.assign(S, ArGroupBuilder(maxLid + 1u, options.arGroupCap));

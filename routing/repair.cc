@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "routing/dfly_repair.h"
 #include "routing/parallel.h"
 #include "routing/routing_graph.h"
 
@@ -519,6 +520,8 @@ fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssi
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,
                                           uint32_t arGroupCap) {
+  // dfly's routes obey no up/down order but a dragonfly's own scheme, which its repair keeps.
+  if (old.engine == "dfly") return repairDragonfly(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
   RepairResult out;
   Repairer r(oldTopo, old, topo, out);
   if (std::string why = r.check(oldLids, lids); !why.empty()) return fabric::makeError(why);

@@ -38,8 +38,11 @@ struct RepairResult {
   PortLoads loads;
   size_t destinations = 0;  // LIDs whose routes were looked at again
   size_t moved = 0;         // (switch, LID) entries that changed
+  std::string note;         // what an engine-specific repair did, for the event ("dfly: ..."); may be empty
 };
 
+// dfly's routes (old.engine "dfly") are repaired inside the dragonfly scheme instead, links that came back
+// included (routing/dfly_repair.h).
 // An Error when the change is not one a repair can follow (a link or node came up, LIDs moved, the engine's
 // routes obey no known order, a switch with CAs lost every legal way to a LID): the reason, for the log; the
 // caller then recomputes from scratch.

@@ -103,6 +103,10 @@ struct RoutingTables {
   // way to the destination taking its shortest one. All keys equal: plain shortest paths. Empty: the engine
   // promises no such order and its tables are only ever recomputed.
   std::vector<uint32_t> upKey;
+  // dfly only (routing/dfly_repair.h): [node] -> the dragonfly group of each switch, and the data VLs its
+  // repairs may spread paths over (Options::vlLayers when it routed). Empty / 0 for the other engines.
+  std::vector<uint32_t> dflyGroup;
+  uint8_t dflyVls = 0;
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;

@@ -27,6 +27,21 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
   // those map SL 0 off VL 0 (dfly's first local hop).
   const bool perPair = !tables.slToVl.empty();
   static const std::vector<uint8_t> kAllSl0;
+  // Whether an engine table sends SL 0 off VL 0 anywhere but on a path's first hop (dor's datelines; not
+  // dfly, whose SL 0 leaves VL 0 only on a host's first local hop). When not, a path on SL 0 needs only its
+  // first hop looked at: one scan of the source switch's row instead of a walk per (source, LID), which on a
+  // 1,020-switch dragonfly is the difference between about 5 ms and 280 ms, on every programming run.
+  bool sl0Beyond = false;
+  if (perPair)
+    for (fabric::NodeIndex u : topo.switches()) {
+      const fabric::Node& n = topo.node(u);
+      for (unsigned in = 1; in <= n.numPorts && !sl0Beyond; ++in) {
+        const fabric::Port& p = n.ports[in];
+        if (!p.connected() || !topo.node(p.peerNode).isSwitch()) continue;
+        for (unsigned o = 1; o <= n.numPorts && !sl0Beyond; ++o) sl0Beyond = tables.hopVl(u, in, o, 0) != 0;
+      }
+    }
+  std::vector<uint8_t> firstHops;  // [port]: some SL-0 path of the source switch leaves by it
   for (fabric::NodeIndex s = 0; s < topo.size(); ++s) {
     const auto& row = s < tables.sl.size() ? tables.sl[s] : kAllSl0;
     const fabric::Node& sw = topo.node(s);
@@ -41,9 +56,15 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
     if (caPorts.empty()) continue;
     bool any = false;
     const size_t lids = perPair ? tables.lft[s].size() : row.size();
+    firstHops.assign(sw.ports.size(), 0);
     for (size_t lid = 1; lid < lids; ++lid) {
       const uint8_t sl = lid < row.size() ? row[lid] : 0;
       if (sl == 0 && !perPair) continue;
+      if (sl == 0 && !sl0Beyond) {
+        const uint8_t o = tables.port(s, fabric::Lid{static_cast<uint16_t>(lid)});
+        if (o != kNoPort && o < firstHops.size()) firstHops[o] = 1;
+        continue;
+      }
       any = any || sl > 0;
       fabric::NodeIndex u = s;
       unsigned in = 0;
@@ -64,6 +85,10 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
         in = p.peerPort.value;
       }
     }
+    for (unsigned o = 1; o < firstHops.size(); ++o)
+      if (firstHops[o] && sw.ports[o].connected())
+        for (uint8_t q : caPorts)
+          if (tables.hopVl(s, q, o, 0) != 0) out.mark(s, sw.numPorts, q, o);
     for (uint8_t q : caPorts) {
       const fabric::Port& p = sw.ports[q];
       if (any || tables.hopVl(p.peerNode, 0, p.peerPort.value, 0) != 0)

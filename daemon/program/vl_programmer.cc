@@ -1,5 +1,6 @@
 #include "daemon/program/vl_programmer.h"
 
+#include <algorithm>
 #include <set>
 
 #include "mad/smp.h"
@@ -75,23 +76,37 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       heldTables.emplace(key, table);
     });
   };
-  auto sendArb = [&](NodeIndex n, const fabric::DrPath& route, uint8_t port, uint8_t modPort) {
+  // With the engine's own tables, an output's arbitration lists the VLs its used pairs send on, not every
+  // layer: a dfly repair that puts a few paths on VLs 2 and 3 rewrites the arbitration of the outputs those
+  // paths take, not of every output the host pairs' VL 1 uses (about 11,000 on a 1,020-switch dragonfly).
+  auto arbOf = [&](NodeIndex n, uint8_t out, const std::vector<uint8_t>& inputs) {
+    if (tables.slToVl.empty()) return arb;
+    uint8_t top = 0;
+    for (uint8_t in : inputs)
+      if (in != out && used.used(n, in, out))
+        for (uint8_t vl : tableOf(n, in, out)) top = std::max(top, vl);
+    VlProgramOptions o = options;
+    o.layers = std::min<uint8_t>(std::max<uint8_t>(options.layers, 1), static_cast<uint8_t>(top + 1));
+    return layeredVlArb(o);
+  };
+  auto sendArb = [&](NodeIndex n, const fabric::DrPath& route, uint8_t port, uint8_t modPort,
+                     const mad::VlArbBlock& block) {
     auto key = std::make_pair(topo.node(n).guid, port);
-    if (auto it = vlArb_.find(key); it != vlArb_.end() && it->second == arb) {
-      heldArb.emplace(key, arb);
+    if (auto it = vlArb_.find(key); it != vlArb_.end() && it->second == block) {
+      heldArb.emplace(key, block);
       ++report.vlArbSkipped;
       return;
     }
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrVlArb,
                                               mad::vlArbAttrMod(mad::kVlArbLowFirst, modPort), route);
-    mad::encodeVlArbBlock(arb, mad::smpData(smp));
-    phase.submit(std::move(smp), [&, key, n, port](const SmpAnswer& a) {
+    mad::encodeVlArbBlock(block, mad::smpData(smp));
+    phase.submit(std::move(smp), [&, key, n, port, block](const SmpAnswer& a) {
       if (!a.ok) {
         report.errors.push_back("VL001 VLArbitrationTable Set on " + describe(n, port, port) + a.failure());
         return;
       }
       ++report.vlArbSet;
-      heldArb.emplace(key, arb);
+      heldArb.emplace(key, block);
     });
   };
   for (NodeIndex i = 0; i < topo.size(); ++i) {
@@ -116,7 +131,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
           for (uint8_t in : linked)
             if (in != out && used.used(i, in, out))
               sendSl2Vl(i, topo.route(i), in, out, mad::slToVlAttrMod(in, out), tableOf(i, in, out));
-        sendArb(i, topo.route(i), out, out);
+        sendArb(i, topo.route(i), out, out, arbOf(i, out, linked));
       }
       // A switch that takes the all-ports modifier bits gets its whole SL-to-VL layer in one Set: every pair
       // holds the same table then, which maps SL 0 to VL 0 as the reset table does for pairs with SL 0
@@ -132,7 +147,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
       bool local = i == topo.smNode() && p == topo.smPort().value;
       if (!n.ports[p].connected() || (!route.count && !local) || !used.used(i, 0, p)) continue;
       sendSl2Vl(i, route, 0, static_cast<uint8_t>(p), 0, tableOf(i, 0, static_cast<uint8_t>(p)));
-      sendArb(i, route, static_cast<uint8_t>(p), 0);
+      sendArb(i, route, static_cast<uint8_t>(p), 0, arbOf(i, static_cast<uint8_t>(p), {0}));
     }
   }
   // A switch pair written before that no path needs now holds an older table: where that sends SL 0 elsewhere

@@ -38,6 +38,7 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
       out.loads = std::make_shared<const routing::PortLoads>(std::move(r->loads));
       out.moved = r->moved;
       out.how = "repair of " + std::to_string(r->destinations) + " LID(s)";
+      if (!r->note.empty()) out.how += " (" + r->note + ")";
       out.repaired = true;
       return out;
     }

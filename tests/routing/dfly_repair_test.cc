@@ -1,0 +1,290 @@
+// dfly's incremental repair (routing/dfly_repair.h) through repairRoutes: a failed global link (its group
+// pair's only one) is detoured through a third group, a failed local link by two local hops, on the SLs and
+// VLs of dfly_engine.cc's header: every pair reachable, the VL-aware CDG acyclic (and cyclic once the
+// detours' SLs share one VL), only the routes that crossed the link moved, the kept loads equal a recount; a
+// link that comes back restores the original tables; what it cannot repair it declines with the reason.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "routing/dfly_vls.h"
+#include "routing/engine.h"
+#include "routing/repair.h"
+#include "routing/route_checker.h"
+#include "tests/routing/generated_fabrics.h"
+
+namespace ibsm::routing {
+namespace {
+
+using fabric::TopologyPtr;
+using testing::dragonfly;
+using testing::generate;
+
+// The topology with links taken down (both ends Down), as ibsm-route --fail does.
+TopologyPtr takeDown(const Topology& topo, const std::vector<std::pair<NodeIndex, uint8_t>>& ports) {
+  Topology::AttrPatch patch;
+  for (auto [n, p] : ports) {
+    const fabric::Port& port = topo.node(n).ports[p];
+    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
+      fabric::PortAttrs a = topo.node(node).ports[num].attrs;
+      a.valid = true;
+      a.state = fabric::PortState::kDown;
+      patch.ports.emplace_back(node, PortNum{num}, a);
+    }
+  }
+  return topo.withAttrs(patch);
+}
+
+struct Routed {
+  LidAssignment lids;
+  RoutingTables tables;
+  PortLoads loads;
+};
+Routed route(const Topology& topo, uint8_t vls = 8) {
+  auto assigned = assignLids(topo, {}, 0);
+  EXPECT_TRUE(assigned.ok());
+  Routed r{assigned->lids, {}, {}};
+  Options o;
+  o.vlLayers = vls;
+  o.computeAr = false;
+  auto t = makeEngine("dfly")->compute(topo, r.lids, o);
+  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  if (t) r.tables = std::move(*t);
+  r.loads = computePortLoads(topo, r.lids, r.tables);
+  return r;
+}
+
+// Switch-to-switch links (lower node first) whose ends are in the same group (local) or not.
+std::vector<std::pair<NodeIndex, uint8_t>> links(const Topology& topo, const RoutingTables& t, bool local) {
+  std::vector<std::pair<NodeIndex, uint8_t>> out;
+  for (NodeIndex s : topo.switches())
+    for (unsigned p = 1; p < topo.node(s).ports.size(); ++p) {
+      const fabric::Port& port = topo.node(s).ports[p];
+      if (port.connected() && topo.node(port.peerNode).isSwitch() && s < port.peerNode &&
+          (t.dflyGroup[s] == t.dflyGroup[port.peerNode]) == local)
+        out.emplace_back(s, static_cast<uint8_t>(p));
+    }
+  return out;
+}
+
+// Whether the route from switch s to lid over `t` (on `topo`) takes the link out of (n, port), either way.
+bool crosses(const Topology& topo, const RoutingTables& t, NodeIndex s, uint16_t lid, NodeIndex n,
+             uint8_t port) {
+  const fabric::Port& far = topo.node(n).ports[port];
+  for (size_t hops = 0; hops < 10; ++hops) {
+    const uint8_t p = t.port(s, fabric::Lid{lid});
+    if (p == kNoPort || p == 0 || p >= topo.node(s).ports.size()) return false;
+    if ((s == n && p == port) || (s == far.peerNode && p == far.peerPort.value)) return true;
+    const fabric::Port& next = topo.node(s).ports[p];
+    if (!topo.node(next.peerNode).isSwitch()) return false;
+    s = next.peerNode;
+  }
+  return false;
+}
+
+// The same tables with SLs `sls` moved, on every pair, to the VL SL 0 takes there.
+RoutingTables onOneVl(const Topology& topo, RoutingTables t, std::initializer_list<uint8_t> sls) {
+  for (NodeIndex s : topo.switches()) {
+    const unsigned ports = topo.node(s).numPorts;
+    for (unsigned in = 0; in <= ports; ++in)
+      for (unsigned out = 0; out <= ports; ++out) {
+        uint64_t v = t.slToVl.packed(s, in, out);
+        const uint64_t vl0 = v & 0xF;
+        for (uint8_t sl : sls) v = (v & ~(uint64_t{0xF} << (4 * sl))) | (vl0 << (4 * sl));
+        t.slToVl.setPacked(s, ports, in, out, v);
+      }
+  }
+  return t;
+}
+
+// Repairs `before` for `after` and checks what every dfly repair promises.
+RepairResult repairAndCheck(const Topology& topo, const Routed& before, const Topology& after,
+                            std::pair<NodeIndex, uint8_t> failed, const std::string& what) {
+  auto r = repairRoutes(topo, before.lids, before.tables, before.loads, after, before.lids);
+  EXPECT_TRUE(r.ok()) << what << ": " << (r ? "" : r.error().message);
+  if (!r) return {};
+  EXPECT_EQ(r->tables.engine, "dfly");
+  EXPECT_EQ(r->note.rfind("dfly: ", 0), 0u) << r->note;
+  CheckReport rep = checkRoutes(after, before.lids, r->tables);
+  EXPECT_EQ(rep.unreachable, 0u) << what << "\n" << formatReportText(rep);
+  EXPECT_TRUE(rep.cdgChecked && rep.cdgAcyclic) << what << "\n" << formatReportText(rep);
+  EXPECT_LE(rep.cdgVls, 4u) << what;
+  EXPECT_LE(r->tables.slLayers, 4u) << what;
+  EXPECT_LE(rep.maxStretch, 3u) << what;
+  // Every path SL is one of dfly's.
+  for (const auto& row : r->tables.sl)
+    for (uint8_t sl : row) EXPECT_LT(sl, dfly::kSls) << what;
+  // The SL-to-VL tables are the engine's: a repair writes none of its own.
+  EXPECT_EQ(r->tables.slToVl, before.tables.slToVl) << what;
+  // Only routes that crossed the failed link moved, and `moved` counts them.
+  size_t moved = 0;
+  for (NodeIndex s : after.switches())
+    for (uint16_t lid = 1; lid <= before.lids.maxLid().value; ++lid)
+      if (r->tables.port(s, fabric::Lid{lid}) != before.tables.port(s, fabric::Lid{lid})) {
+        ++moved;
+        EXPECT_TRUE(crosses(topo, before.tables, s, lid, failed.first, failed.second))
+            << what << ": switch " << topo.node(s).description << " LID " << lid << " moved";
+      }
+  EXPECT_EQ(moved, r->moved) << what;
+  EXPECT_GT(moved, 0u) << what;
+  // The loads it keeps are the loads of its tables.
+  PortLoads recount = computePortLoads(after, before.lids, r->tables);
+  for (NodeIndex s : after.switches())
+    for (size_t p = 1; p < recount[s].size(); ++p) EXPECT_EQ(r->loads[s][p], recount[s][p]) << what;
+  return std::move(*r);
+}
+
+// Every global link of a dragonfly with one global link per group pair (9 groups of 4), down in turn: the
+// pair's routes go through a third group above or below both (SL 1 or 2, VLs 0-2), and only those. Put on
+// one VL with the minimal paths the detours of all those repairs together close a cycle.
+TEST(DflyRepair, EveryGlobalLinkThatIsItsGroupPairsOnlyOne) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  Routed before = route(*topo);
+  ASSERT_EQ(before.tables.engine, "dfly");
+  const auto globals = links(*topo, before.tables, false);
+  ASSERT_EQ(globals.size(), 36u);  // 9 groups, one link per pair
+  std::set<uint8_t> sls;
+  for (auto link : globals) {
+    const std::string what = topo->node(link.first).description + "[" + std::to_string(link.second) + "]";
+    TopologyPtr after = takeDown(*topo, {link});
+    RepairResult r = repairAndCheck(*topo, before, *after, link, what);
+    for (const auto& row : r.tables.sl)
+      for (uint8_t sl : row) sls.insert(sl);
+    EXPECT_EQ(r.tables.slLayers, 3u) << what;  // VL 2: the detour's second global hop
+    EXPECT_NE(r.note.find("through a third group"), std::string::npos) << r.note;
+  }
+  // Peaks and valleys in both orders of the groups (the pairs of the first and the last group have no third
+  // group outside their interval in order A).
+  EXPECT_EQ(sls, (std::set<uint8_t>{0, 1, 2, 5, 6}));
+
+  // Two failures in a row (two group pairs that share no group), then the detours with their SLs' VLs
+  // collapsed onto SL 0's: the CDG on one VL per link closes.
+  TopologyPtr once = takeDown(*topo, {globals[0]});
+  auto r1 = repairRoutes(*topo, before.lids, before.tables, before.loads, *once, before.lids);
+  ASSERT_TRUE(r1.ok()) << r1.error().message;
+  Routed second{before.lids, r1->tables, r1->loads};
+  size_t cyclic = 0, checked = 0;
+  for (size_t i = 1; i < globals.size(); ++i) {
+    TopologyPtr twice = takeDown(*once, {globals[i]});
+    auto r2 = repairRoutes(*once, second.lids, second.tables, second.loads, *twice, second.lids);
+    if (!r2) {
+      EXPECT_NE(r2.error().message.find("no deadlock-free way"), std::string::npos) << r2.error().message;
+      continue;
+    }
+    ++checked;
+    CheckReport ok = checkRoutes(*twice, before.lids, r2->tables);
+    EXPECT_EQ(ok.unreachable, 0u) << formatReportText(ok);
+    EXPECT_TRUE(ok.cdgAcyclic) << formatReportText(ok);
+    const RoutingTables flat =
+        onOneVl(*twice, r2->tables, {dfly::kSlPeakA, dfly::kSlValleyA, dfly::kSlPeakB, dfly::kSlValleyB});
+    cyclic += !checkRoutes(*twice, before.lids, flat).cdgAcyclic;
+  }
+  EXPECT_GE(checked, globals.size() / 2);
+  EXPECT_GT(cyclic, 0u) << "the detours' own VLs are what keeps them deadlock-free";
+}
+
+// Every local link down in turn (9 groups of 4 routers, 2 hosts each): its routes take two local hops in the
+// group (SL 0 inside the group, 4 before the global hop, 3 after it), never a third group, on VLs 0-3.
+TEST(DflyRepair, EveryLocalLink) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  Routed before = route(*topo);
+  const auto locals = links(*topo, before.tables, true);
+  ASSERT_EQ(locals.size(), 9u * 6);
+  std::set<uint8_t> sls;
+  for (auto link : locals) {
+    const std::string what = topo->node(link.first).description + "[" + std::to_string(link.second) + "]";
+    TopologyPtr after = takeDown(*topo, {link});
+    RepairResult r = repairAndCheck(*topo, before, *after, link, what);
+    for (const auto& row : r.tables.sl)
+      for (uint8_t sl : row) {
+        EXPECT_FALSE(dfly::isDetour(sl)) << what;
+        sls.insert(sl);
+      }
+    EXPECT_EQ(r.tables.slLayers, 4u) << what;
+  }
+  EXPECT_EQ(sls, (std::set<uint8_t>{0, 3, 4}));
+
+  // Two local links down in a row: repaired (checked as above) or declined with the reason; with the SLs of
+  // two local hops moved to the minimal paths' VLs, some of those repairs close a cycle.
+  size_t repaired = 0, cyclic = 0;
+  for (size_t i = 0; i < locals.size(); i += 3)
+    for (size_t j = i + 1; j < locals.size(); j += 2) {
+      TopologyPtr once = takeDown(*topo, {locals[i]});
+      auto r1 = repairRoutes(*topo, before.lids, before.tables, before.loads, *once, before.lids);
+      ASSERT_TRUE(r1.ok()) << r1.error().message;
+      TopologyPtr twice = takeDown(*once, {locals[j]});
+      Routed second{before.lids, r1->tables, r1->loads};
+      auto r2 = repairRoutes(*once, before.lids, r1->tables, r1->loads, *twice, before.lids);
+      if (!r2) {
+        EXPECT_NE(r2.error().message.find("has no deadlock-free way to LID"), std::string::npos);
+        continue;
+      }
+      ++repaired;
+      repairAndCheck(*once, second, *twice, locals[j], "two local links");
+      const RoutingTables flat = onOneVl(*twice, r2->tables, {dfly::kSlFirstLocals, dfly::kSlLastLocals});
+      cyclic += !checkRoutes(*twice, before.lids, flat).cdgAcyclic;
+    }
+  EXPECT_GT(repaired, 200u);
+  EXPECT_GT(cyclic, 0u);
+}
+
+// A link that comes back: the repaired tables are replaced by the engine's for the whole dragonfly, which
+// are the original ones (same LFTs, SLs all 0, same max load), and only what the repair moved moves back.
+TEST(DflyRepair, ALinkThatComesBackRestoresTheOriginalTables) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  Routed before = route(*topo);
+  const uint64_t maxLoad = checkRoutes(*topo, before.lids, before.tables).maxLoad;
+  for (bool local : {false, true}) {
+    const auto link = links(*topo, before.tables, local)[3];
+    TopologyPtr after = takeDown(*topo, {link});
+    auto down = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, before.lids);
+    ASSERT_TRUE(down.ok()) << down.error().message;
+    auto up = repairRoutes(*after, before.lids, down->tables, down->loads, *topo, before.lids);
+    ASSERT_TRUE(up.ok()) << up.error().message;
+    EXPECT_EQ(up->tables.lft, before.tables.lft);
+    EXPECT_EQ(up->tables.sl, before.tables.sl);
+    EXPECT_EQ(up->tables.slLayers, 2u);
+    EXPECT_EQ(up->moved, down->moved);
+    EXPECT_NE(up->note.find("whole again"), std::string::npos) << up->note;
+    CheckReport c = checkRoutes(*topo, before.lids, up->tables);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_EQ(c.maxLoad, maxLoad);
+    EXPECT_EQ(up->loads, before.loads);
+  }
+  // Two links down, one back: the repaired routes stay (valid without it) until the other one is back too.
+  const auto globals = links(*topo, before.tables, false);
+  TopologyPtr one = takeDown(*topo, {globals[0]});
+  TopologyPtr two = takeDown(*one, {globals[5]});
+  auto r1 = repairRoutes(*topo, before.lids, before.tables, before.loads, *one, before.lids);
+  ASSERT_TRUE(r1.ok());
+  auto r2 = repairRoutes(*one, before.lids, r1->tables, r1->loads, *two, before.lids);
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  TopologyPtr back = takeDown(*topo, {globals[5]});
+  auto r3 = repairRoutes(*two, before.lids, r2->tables, r2->loads, *back, before.lids);
+  ASSERT_TRUE(r3.ok()) << r3.error().message;
+  EXPECT_EQ(r3->moved, 0u);
+  EXPECT_TRUE(checkRoutes(*back, before.lids, r3->tables).ok());
+  auto r4 = repairRoutes(*back, before.lids, r3->tables, r3->loads, *topo, before.lids);
+  ASSERT_TRUE(r4.ok());
+  EXPECT_EQ(r4->tables.lft, before.tables.lft);
+}
+
+// What the scheme cannot do is declined with the reason, and the caller routes from scratch: a dragonfly
+// routed on 2 VLs has no VL for a detour's second global hop.
+TEST(DflyRepair, DeclinesWithoutTheVlsADetourNeeds) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  Routed before = route(*topo, 2);
+  const auto link = links(*topo, before.tables, false)[0];
+  TopologyPtr after = takeDown(*topo, {link});
+  auto r = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, before.lids);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("dfly: switch "), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("has no deadlock-free way to LID"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibsm::routing
