@@ -327,7 +327,11 @@ const std::vector<OptionDoc> kDocs = {
      "MKeyLeasePeriod in seconds (0 = never): how long a port stays protected after an SMP with a wrong key "
      "while no SM presents the right one; then its protect bits fall back to 0.",
      "", ""},
-    {"sm.poll_interval_ms", "", "A standby SM polls the master every poll_interval_ms milliseconds.", "", ""},
+    {"sm.poll_interval_ms", "",
+     "A standby SM polls the master every poll_interval_ms milliseconds; each poll waits at most that long "
+     "(and 1 s) for its answer, so a dead master is noticed within (poll_retries + 1) * poll_interval_ms "
+     "(800 ms with the defaults).",
+     "", ""},
     {"sm.poll_retries", "", "A standby SM takes over after poll_retries unanswered polls.", "", ""},
     {"mad.window", "", "MADs in flight.", "", ""},
     {"mad.timeout_ms", "",

@@ -264,6 +264,7 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
   inSweep_ = true;
   auto report = sm_.sweep(cause);
   inSweep_ = false;
+  std::string readback;  // a new master's read-back of the LFTs, for the log line
   s.number = sm_.sweeps();
   if (!report) {
     s.error = report.error().message;
@@ -282,6 +283,11 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
     s.fallbacks = r.fallbacks;
     s.discoveryMs = ms(r.discovery.elapsed);
     s.routingMs = ms(r.routingTime);
+    if (r.readback)
+      readback = "; LFTs read back: " + std::to_string(r.readback->blocks) + " blocks (" +
+                 std::to_string(r.readback->failed) + " failed), " + std::to_string(r.readback->kept) +
+                 " held entries kept where a fresh run differs, " + std::to_string(r.readback->replaced) +
+                 " invalid ones replaced" + (r.readback->note.empty() ? "" : " (" + r.readback->note + ")");
     for (const auto& w : r.warnings) log_.warn("SWEEP003", w);
     for (const auto& f : r.fallbacks) log_.info("ROUTE002", "routing fallback: " + f);
     size_t shown = 0;
@@ -303,7 +309,7 @@ SweepSummary Service::sweep(const std::string& cause, bool heavy) {
     msg += std::string(s.subnetUp ? "SUBNET UP" : "SUBNET NOT UP") + " in " + fixed1(s.durationMs) + " ms, " +
            std::to_string(s.smps) + " SMPs, " + std::to_string(s.lftBlocksSent) + " LFT blocks written, " +
            std::to_string(s.routesChanged) + " routes changed, " + std::to_string(s.lidsChanged) +
-           " LIDs changed";
+           " LIDs changed" + readback;
   events_.add("sweep", msg,
               {{"number", std::to_string(s.number)},
                {"cause", cause},

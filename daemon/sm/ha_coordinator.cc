@@ -121,12 +121,18 @@ SmStateMachine::Decision HaCoordinator::discover(fabric::TopologyPtr topology) {
       const fabric::Port& port = n.ports[p];
       if (!port.attrs.valid || !(port.attrs.capMask & kCapIsSm) || port.guid == portGuid_) continue;
       if (auto at = locateSm(port.guid)) {
-        sms.push_back(*at);
         present.push_back(port.guid);
+        // The master whose polls failed is not asked again: that would cost the takeover a query timeout
+        // and its retry for an answer the polls already gave.
+        if (lost_ && *lost_ == port.guid)
+          sm_.noteRemote(port.guid, std::get<1>(*at), std::get<2>(*at), std::nullopt, clock_.now());
+        else
+          sms.push_back(*at);
       }
     }
   }
   sm_.keepOnly(present);
+  lost_.reset();
   const SmState before = sm_.state();
   querySms(sms);
   auto d = sm_.decide(clock_.now());
@@ -195,6 +201,8 @@ void HaCoordinator::pollMaster() {
     return;
   }
   mad::RequestOptions ro;
+  // At most one interval (and 1 s) per poll: the polls never pile up, and a dead master is noticed within
+  // (pollRetries + 1) * pollInterval of its last answer (800 ms with the defaults).
   ro.timeout = std::min<mad::Duration>(options_.pollInterval, std::chrono::milliseconds(1000));
   ro.retries = 0;
   Guid guid = m->guid;
@@ -317,6 +325,7 @@ HaCoordinator::Turn HaCoordinator::tick(bool lightSweepDue) {
       if (takeover_) {
         takeover_ = false;
         const RemoteSm* m = sm_.master() ? sm_.findRemote(*sm_.master()) : nullptr;
+        if (m) lost_ = m->guid;
         return {"failover: master " + (m ? fabric::toString(m->guid) : std::string("?")) + " lost after " +
                 std::to_string(sm_.failedPolls()) + " failed polls"};
       }

@@ -81,6 +81,7 @@ class HaCoordinator {
   std::function<void(TopologyEvent)> events_;
   fabric::TopologyPtr seen_;           // the last discovered topology, master or not (to find other SMs)
   bool takeover_ = false;              // standby: the master is lost
+  std::optional<fabric::Guid> lost_;   // that master: the takeover's discovery does not ask it again
   bool sweepWanted_ = false;           // a HANDOVER or DISCOVER came: sweep as master
   std::optional<fabric::Guid> ackTo_;  // send ACKNOWLEDGE to this SM
   std::set<fabric::Guid> learn_;       // SMs that queried us: look at them

@@ -43,7 +43,7 @@ struct RemoteSm {
 struct SmStateOptions {
   uint8_t priority = 0;
   uint64_t smKey = 0;
-  mad::Duration pollInterval = std::chrono::milliseconds(1000);
+  mad::Duration pollInterval = std::chrono::milliseconds(200);
   unsigned pollRetries = 3;
 };
 

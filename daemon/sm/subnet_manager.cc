@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "daemon/program/lft_reader.h"
 #include "mad/notice.h"
 #include "mad/smp.h"
+#include "routing/adopt.h"
 
 namespace ibsm::daemon {
 
@@ -128,10 +130,23 @@ fabric::Result<SweepReport> SubnetManager::sweep(const std::string& cause) {
 fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) {
   const mad::TimePoint start = clock_.now();
   SweepReport report;
-  auto found = discoverer_.discover();
+  // A takeover (failover or handover) while the standby's model is current starts from it: the SA and the
+  // programming need no discovery first. What changed since it was read and is not acknowledged yet
+  // (PortStateChange still set) is found by the light sweep that follows at once.
+  const bool warm = standbyModel_ && options_.lightSweepInterval.count() > 0 &&
+                    ha_.state() != SmState::kDiscovering &&
+                    clock_.now() - standbyModelAt_ <= kStandbyModelLifetimes * options_.lightSweepInterval;
+  const mad::TimePoint modelAt = standbyModelAt_;
+  auto found = warm ? fabric::Result<DiscoveryResult>(std::move(*standbyModel_)) : discoverer_.discover();
+  standbyModel_.reset();
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
+  if (warm) found->stats = DiscoveryStats{};  // nothing was read for this sweep
   report.discovery = found->stats;
   SmStateMachine::Decision decision = ha_.discover(found->topology);
+  if (decision.state != SmState::kMaster && found->stats.failed == 0) {
+    standbyModel_ = *found;  // a standby keeps the fabric it found warm for a takeover
+    standbyModelAt_ = warm ? modelAt : start;
+  }
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
     const RemoteSm* m = decision.master ? ha_.machine().findRemote(*decision.master) : nullptr;
@@ -150,6 +165,18 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   TopologyEvent ev;
   ev.cause = cause;
   ev.action = "heavy sweep";
+  if (warm) {
+    ev.action +=
+        " from the standby's model read " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(start - modelAt).count()) +
+        " ms before (no discovery)";
+    nextLightSweep_ = clock_.now();  // what changed since the model was read: at the next tick
+  }
+  if (const auto& rb = applied->readback)
+    ev.action += "; LFTs read back: " + std::to_string(rb->blocks) + " blocks (" +
+                 std::to_string(rb->failed) + " failed), " + std::to_string(rb->kept) +
+                 " held entries kept where a fresh run differs, " + std::to_string(rb->replaced) +
+                 " invalid ones replaced" + (rb->note.empty() ? "" : " (" + rb->note + ")");
   ev.lftBlocksSent = applied->program.lftBlocksSent;
   ev.vlSetsSent = applied->vl.sets();
   ev.smps =
@@ -197,7 +224,15 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   const bool samePartitions = sameAsLast && sameEndPorts(*last_->topology, topo);
   if (!samePartitions) report.pkeys = programPartitions(topo);
   for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
+  // A new master term (start, takeover, handover): what the switches hold is read back, and the routes
+  // held stay where they are valid, so nothing is written that need not be.
+  std::optional<PhaseStats> readPhase;
+  if (ha_.machine().masterTerms() != readBackTerm_) {
+    readBackTerm_ = ha_.machine().masterTerms();
+    readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
+  }
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
+  if (readPhase) report.program.phases.insert(report.program.phases.begin(), *readPhase);
   if (!samePartitions) report.program.phases.insert(report.program.phases.begin(), report.pkeys.phase);
   // Partition enforcement after the port states: the Sets above start from the blocks as read.
   {
@@ -527,6 +562,44 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   logEvent(std::move(ev));
 }
 
+PhaseStats SubnetManager::adoptHeldRoutes(const DiscoveryResult& found, const fabric::Topology& routeTopo,
+                                          const routing::LidAssignment& lids, routing::RoutingTables& tables,
+                                          SweepReport& report) {
+  // The SA answers while the blocks are read (at 11,664 hosts that takes seconds): a PathRecord needs the
+  // topology, the LIDs and a way along the tables, which the fresh engine's give. So a first snapshot now.
+  auto early = std::make_shared<SubnetSnapshot>();
+  early->topology = routingView(found.topology);
+  early->lids = lids;
+  early->tables = tables;
+  early->pkeys = pkeyProgrammer_.tables();
+  early->partitions = partitionMap_;
+  early->partitionDefs = partitionDefs_;
+  snapshot_ = std::move(early);
+  // What this SM believed the switches hold is stale once another master (or an older run) held them.
+  cache_.clear();
+  LftReadback rb = readLfts(engine_, clock_, *found.topology, cache_);
+  routing::AdoptResult a = routing::adoptHeldTables(routeTopo, lids, std::move(tables), rb.held);
+  tables = std::move(a.tables);
+  report.readback = SweepReport::Readback{rb.blocks, rb.failed, a.kept, a.replaced, a.why};
+  if (a.destinationsRejected)
+    report.warnings.push_back("ROUTE010 the held routes to " + std::to_string(a.destinationsRejected) +
+                              " LID(s) do not reach them from every switch: the fresh engine's replace them");
+  return rb.phase;
+}
+
+// A standby sees no traps (they go to the master) and the master clears PortStateChange, so light reads
+// (SwitchInfo) cannot tell what changed: the standby re-reads the fabric (a read-only discovery, no Set) once
+// per sweep interval instead, off the master's way. A model that fails to read completely is not kept; the
+// previous one ages out after kStandbyModelLifetimes intervals and a takeover then discovers first.
+void SubnetManager::refreshStandbyModel() {
+  const mad::TimePoint start = clock_.now();
+  nextLightSweep_ = start + options_.lightSweepInterval;
+  auto found = discoverer_.discover();
+  if (!found || found->stats.failed) return;
+  standbyModel_ = std::move(*found);
+  standbyModelAt_ = start;
+}
+
 void SubnetManager::programMulticast(const fabric::Topology& topo) {
   mcastVersion_ = mcastGroups_.version();
   lastMcast_ = mcastProgrammer_.program(topo, mcastGroups_.routes(topo));
@@ -544,7 +617,10 @@ void SubnetManager::tick() {
     (void)sweep(*ha.sweep);
     return;
   }
-  if (!ha.master) return;
+  if (!ha.master) {
+    if (lightSweepDue && ha_.state() == SmState::kStandby) refreshStandbyModel();
+    return;
+  }
   if (snapshot_ && last_)
     if (auto rebalance = planner_.takeRebalance(snapshot_.get())) programRebalance(std::move(*rebalance));
   // Joins and leaves since the last run: only the MFTs change (the trees of the other groups stay as

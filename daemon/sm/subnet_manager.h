@@ -47,7 +47,7 @@ struct SmOptions {
   uint8_t priority = 0;
   uint64_t smKey = 0;
   fabric::Guid portGuid;  // our port, if known before the first sweep (SMInfo answers)
-  mad::Duration pollInterval = std::chrono::milliseconds(1000);  // standby: polls of the master's SMInfo
+  mad::Duration pollInterval = std::chrono::milliseconds(200);  // standby: polls of the master's SMInfo
   unsigned pollRetries = 3;  // standby: failed polls in a row before it takes over
   ProgramOptions program;
   ArOptions ar;  // adaptive routing on the switches (used when routing.computeAr)
@@ -75,6 +75,13 @@ struct SweepReport {
   std::optional<size_t> routesMoved;  // known without comparing the tables (a repair)
   mad::Duration routingTime{};
   ProgramReport program;
+  // A new master (start, takeover, handover) reads the LFTs back and adopts the valid held routes
+  // (routing/adopt.h): blocks read, entries kept where a fresh run differs, invalid entries replaced.
+  struct Readback {
+    size_t blocks = 0, failed = 0, kept = 0, replaced = 0;
+    std::string note;  // why nothing was adopted, if so
+  };
+  std::optional<Readback> readback;
   PkeyReport pkeys;  // its phase is program.phases' first
   ArReport ar;
   VlReport vl;
@@ -174,6 +181,12 @@ class SubnetManager {
   // topo with the isolated links down (topo itself when none is isolated).
   fabric::TopologyPtr routingView(const fabric::TopologyPtr& topo) const;
   void programMulticast(const fabric::Topology& topo);
+  // First run of a master term: reads the LFTs back into the block cache and adopts the valid held routes.
+  PhaseStats adoptHeldRoutes(const DiscoveryResult& found, const fabric::Topology& routeTopo,
+                             const routing::LidAssignment& lids, routing::RoutingTables& tables,
+                             SweepReport& report);
+  // STANDBY: the fabric as last read, kept warm for a takeover without discovery.
+  void refreshStandbyModel();
   void programRebalance(RoutePlanner::Rebalance rebalance);
   // Resolves the partitions on topo, programs the P_Key tables and keeps the broadcast groups in step.
   PkeyReport programPartitions(const fabric::Topology& topo);
@@ -207,6 +220,12 @@ class SubnetManager {
   uint64_t sweeps_ = 0;
   LightSweeps lightSweeps_;
   std::optional<DiscoveryResult> last_;  // what the last sweep found (the base of targeted updates)
+  // STANDBY: the fabric as its last complete read-only discovery found it, and when. A takeover or handover
+  // within kStandbyModelLifetimes sweep intervals of it starts from it instead of discovering again.
+  static constexpr int kStandbyModelLifetimes = 3;
+  std::optional<DiscoveryResult> standbyModel_;
+  mad::TimePoint standbyModelAt_{};
+  uint32_t readBackTerm_ = 0;  // masterTerms() whose first run read the LFTs back
   mad::TimePoint nextLightSweep_{};
   std::function<void(const TopologyEvent&)> onEvent_;
   std::function<void(const mad::MadPacket&)> saHandler_;

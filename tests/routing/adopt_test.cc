@@ -1,0 +1,229 @@
+// Adopting the tables the switches hold (after a takeover or a restart): valid held routes stay even where a
+// fresh engine run differs (the tables a repair left), invalid entries (a loop, a dead port, a hop that
+// breaks the up/down order) take the fresh engine's, and the result is complete and deadlock-free.
+#include "routing/adopt.h"
+
+#include <gtest/gtest.h>
+
+#include "routing/engine.h"
+#include "routing/repair.h"
+#include "routing/route_checker.h"
+#include "tests/routing/generated_fabrics.h"
+
+namespace ibsm::routing {
+namespace {
+
+using fabric::TopologyPtr;
+using testing::generate;
+
+struct Routed {
+  LidAssignment lids;
+  RoutingTables tables;
+};
+Routed route(const Topology& topo, const std::string& engine, Options options = {}) {
+  auto assigned = assignLids(topo, {}, 0);
+  EXPECT_TRUE(assigned.ok());
+  Routed r{assigned->lids, {}};
+  auto t = makeEngine(engine)->compute(topo, r.lids, options);
+  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  if (!t) return r;
+  r.tables = std::move(*t);
+  fillSwitchLidHoles(topo, r.lids, options, r.tables);
+  return r;
+}
+
+// The topology with one switch-to-switch link down (both ends).
+TopologyPtr takeDown(const Topology& topo, NodeIndex n, uint8_t p) {
+  Topology::AttrPatch patch;
+  const fabric::Port& port = topo.node(n).ports[p];
+  for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
+    fabric::PortAttrs a = topo.node(node).ports[num].attrs;
+    a.valid = true;
+    a.state = fabric::PortState::kDown;
+    patch.ports.emplace_back(node, PortNum{num}, a);
+  }
+  return topo.withAttrs(patch);
+}
+
+// The first switch port (from the top of the tree, spine side) that leads to another switch.
+std::pair<NodeIndex, uint8_t> aSpineLink(const Topology& topo) {
+  const NodeIndex spine = *topo.findByDescription("spine-0");
+  for (unsigned p = 1; p < topo.node(spine).ports.size(); ++p)
+    if (topo.node(spine).ports[p].connected()) return {spine, static_cast<uint8_t>(p)};
+  ADD_FAILURE() << "spine-0 has no link";
+  return {spine, 1};
+}
+
+void expectSound(const Topology& topo, const LidAssignment& lids, const RoutingTables& t) {
+  CheckOptions co;
+  co.checkAr = co.checkArCdg = false;
+  CheckReport rep = checkRoutes(topo, lids, t, co);
+  EXPECT_GT(rep.pairs, 0u);
+  EXPECT_EQ(rep.unreachable, 0u) << formatReportText(rep);
+  EXPECT_TRUE(rep.cdgAcyclic);
+}
+
+size_t differences(const Topology& topo, const RoutingTables& a, const RoutingTables& b) {
+  size_t n = 0;
+  for (NodeIndex s : topo.switches())
+    for (size_t lid = 0; lid < std::max(a.lft[s].size(), b.lft[s].size()); ++lid)
+      n += a.port(s, fabric::Lid{static_cast<uint16_t>(lid)}) !=
+           b.port(s, fabric::Lid{static_cast<uint16_t>(lid)});
+  return n;
+}
+
+TEST(Adopt, TheEnginesOwnTablesStayAsTheyAre) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  Routed r = route(*topo, "ftree");
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, r.tables.lft);
+  EXPECT_TRUE(a.why.empty()) << a.why;
+  EXPECT_EQ(a.kept, 0u);
+  EXPECT_EQ(a.replaced, 0u);
+  EXPECT_EQ(differences(*topo, a.tables, r.tables), 0u);
+  EXPECT_EQ(a.tables.upKey, r.tables.upKey);
+}
+
+// After a spine link failed, the repair moved some routes; a restart's fresh ftree run routes otherwise. The
+// repaired routes are all valid: every one stays, nothing would be written.
+class AdoptRepaired : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AdoptRepaired, KeepsEveryRouteARepairLeft) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  Routed before = route(*topo, GetParam());
+  auto [sw, port] = aSpineLink(*topo);
+  TopologyPtr after = takeDown(*topo, sw, port);
+  PortLoads loads = computePortLoads(*topo, before.lids, before.tables);
+  auto repaired = repairRoutes(*topo, before.lids, before.tables, loads, *after, before.lids);
+  ASSERT_TRUE(repaired.ok()) << repaired.error().message;
+  Routed fresh = route(*after, GetParam());
+  ASSERT_GT(differences(*after, fresh.tables, repaired->tables), 0u) << "the test needs tables that differ";
+
+  // Where a repair left a switch without a legal way to another switch's LID (no port: the rebalancing run
+  // fills it), the fresh engine's entry fills the hole; every other entry stays.
+  size_t holes = 0;
+  for (NodeIndex s : after->switches())
+    for (uint16_t l = 1; l <= before.lids.maxLid().value; ++l) {
+      const fabric::Lid lid{l};
+      if (repaired->tables.port(s, lid) == kNoPort && fresh.tables.port(s, lid) != kNoPort) {
+        EXPECT_TRUE(after->node(before.lids.owner(lid).node).isSwitch()) << "switch " << s << " LID " << l;
+        ++holes;
+      }
+    }
+  AdoptResult a = adoptHeldTables(*after, before.lids, fresh.tables, repaired->tables.lft);
+  EXPECT_TRUE(a.why.empty()) << a.why;
+  EXPECT_EQ(a.replaced, holes);
+  EXPECT_EQ(a.destinationsRejected, 0u);
+  EXPECT_EQ(differences(*after, a.tables, repaired->tables), holes);
+  EXPECT_GT(a.kept, 0u);
+  expectSound(*after, before.lids, a.tables);
+  EXPECT_EQ(a.tables.upKey, fresh.tables.upKey);  // later repairs use the fresh engine's order
+  EXPECT_EQ(a.tables.engine, fresh.tables.engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, AdoptRepaired, ::testing::Values("ftree", "updn", "minhop"),
+                         [](const auto& info) { return info.param; });
+
+// Held tables with three kinds of damage: a port that leads nowhere, a loop between two switches and, on a
+// leaf, a route that goes up where it could go down (legal neither for ftree nor as a shortest path). Only
+// those entries are replaced; the rest of the held tables stay.
+TEST(Adopt, InvalidEntriesTakeTheFreshEnginesAndTheRestStays) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  Routed r = route(*topo, "ftree");
+  Rows<LftRow> held = r.tables.lft;
+  const NodeIndex leaf0 = *topo->findByDescription("leaf-0");
+  const NodeIndex leaf1 = *topo->findByDescription("leaf-1");
+  // A CA LID cabled to leaf-1, and one cabled to leaf-0.
+  auto caLidAt = [&](NodeIndex leaf) {
+    for (unsigned p = 1; p < topo->node(leaf).ports.size(); ++p) {
+      const fabric::Port& port = topo->node(leaf).ports[p];
+      if (port.connected() && !topo->node(port.peerNode).isSwitch())
+        return r.lids.base(port.peerNode, port.peerPort).value;
+    }
+    return uint16_t{0};
+  };
+  const uint16_t far = caLidAt(leaf1), near = caLidAt(leaf0);
+  ASSERT_NE(far, 0);
+  ASSERT_NE(near, 0);
+  // A port that leads nowhere near: a host's.
+  uint8_t hostPort = 0;
+  for (unsigned p = 1; p < topo->node(leaf0).ports.size(); ++p) {
+    const fabric::Port& port = topo->node(leaf0).ports[p];
+    if (port.connected() && !topo->node(port.peerNode).isSwitch()) hostPort = static_cast<uint8_t>(p);
+  }
+  ASSERT_NE(hostPort, 0);
+  held[leaf0][far] = hostPort;
+  // A loop: the switch leaf-0 sends `far` to sends it back to leaf-0.
+  const uint16_t other = static_cast<uint16_t>(far + 1);
+  const uint8_t up = r.tables.port(leaf0, fabric::Lid{other});
+  const fabric::Port& upPort = topo->node(leaf0).ports[up];
+  ASSERT_TRUE(topo->node(upPort.peerNode).isSwitch());
+  held[upPort.peerNode][other] = upPort.peerPort.value;
+  // A hop up on leaf-0 for a LID of its own CAs (it must go straight down).
+  held[leaf0][near] = up;
+
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
+  EXPECT_TRUE(a.why.empty()) << a.why;
+  EXPECT_EQ(a.replaced, 3u);
+  EXPECT_EQ(differences(*topo, a.tables, r.tables), 0u);
+  expectSound(*topo, r.lids, a.tables);
+}
+
+// A legal detour through another spine stays; only its illegal neighbour goes.
+TEST(Adopt, ALegalAlternativeStays) {
+  TopologyPtr topo = generate(testing::fatTree(2, 8));
+  Routed r = route(*topo, "ftree");
+  const NodeIndex leaf0 = *topo->findByDescription("leaf-0");
+  const NodeIndex leaf1 = *topo->findByDescription("leaf-1");
+  uint16_t lid = 0;
+  for (unsigned p = 1; p < topo->node(leaf1).ports.size() && !lid; ++p) {
+    const fabric::Port& port = topo->node(leaf1).ports[p];
+    if (port.connected() && !topo->node(port.peerNode).isSwitch())
+      lid = r.lids.base(port.peerNode, port.peerPort).value;
+  }
+  ASSERT_NE(lid, 0);
+  const uint8_t was = r.tables.port(leaf0, fabric::Lid{lid});
+  uint8_t alt = 0;
+  for (unsigned p = 1; p < topo->node(leaf0).ports.size() && !alt; ++p) {
+    const fabric::Port& port = topo->node(leaf0).ports[p];
+    if (p != was && port.connected() && topo->node(port.peerNode).isSwitch()) alt = static_cast<uint8_t>(p);
+  }
+  ASSERT_NE(alt, 0);
+  Rows<LftRow> held = r.tables.lft;
+  held[leaf0][lid] = alt;
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
+  EXPECT_EQ(a.kept, 1u);
+  EXPECT_EQ(a.replaced, 0u);
+  EXPECT_EQ(a.tables.port(leaf0, fabric::Lid{lid}), alt);
+  expectSound(*topo, r.lids, a.tables);
+}
+
+// Unknown rows (a switch not read back) take the fresh engine's entries.
+TEST(Adopt, UnreadSwitchesTakeTheFreshTables) {
+  TopologyPtr topo = generate(testing::fatTree(2, 8));
+  Routed r = route(*topo, "updn");
+  Rows<LftRow> held;
+  held.resize(topo->size());
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
+  EXPECT_EQ(a.kept, 0u);
+  EXPECT_EQ(a.replaced, 0u);
+  EXPECT_EQ(differences(*topo, a.tables, r.tables), 0u);
+}
+
+// Engines whose deadlock freedom rests on their own SLs/VLs keep their fresh tables.
+TEST(Adopt, EnginesWithoutAnOrderKeepTheirFreshTables) {
+  TopologyPtr topo = generate(testing::mesh(12, 4, 5));
+  Options o;
+  o.vlLayers = 8;
+  Routed r = route(*topo, "dfsp", o);
+  ASSERT_EQ(r.tables.lft.size(), topo->size());
+  Rows<LftRow> held = r.tables.lft;
+  const NodeIndex s = topo->switches().front();
+  held[s][1] = held[s][1] == 1 ? 2 : 1;
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
+  EXPECT_FALSE(a.why.empty());
+  EXPECT_EQ(a.kept, 0u);
+  EXPECT_EQ(differences(*topo, a.tables, r.tables), 0u);
+}
+
+}  // namespace
+}  // namespace ibsm::routing
