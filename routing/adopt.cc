@@ -21,11 +21,6 @@ class Adopter {
   Adopter(const Topology& topo, const RoutingTables& fresh, const Rows<LftRow>& held, AdoptResult& out)
       : fresh_(fresh), held_(held), out_(out), g_(topo) {
     const uint32_t n = static_cast<uint32_t>(g_.size());
-    stride_ = g_.maxPort() + 1u;
-    arcAt_.assign(static_cast<size_t>(n) * stride_, kInf);
-    for (uint32_t s = 0; s < n; ++s)
-      for (uint32_t a = g_.firstArc(s); a < g_.firstArc(s + 1); ++a)
-        arcAt_[static_cast<size_t>(s) * stride_ + g_.arc(a).port] = a;
     key_.resize(n);
     for (uint32_t s = 0; s < n; ++s) key_[s] = fresh.upKey[g_.node(s)];
     byKey_.resize(n);
@@ -113,18 +108,14 @@ class Adopter {
 
  private:
   bool isUp(uint32_t from, uint32_t to) const { return key_[to] < key_[from]; }
-  uint32_t arcOf(uint32_t s, uint8_t port) const {
-    return port < stride_ ? arcAt_[static_cast<size_t>(s) * stride_ + port] : kInf;
-  }
 
   bool legal(uint32_t s, const DestLid& d, uint8_t port) const {
     if (s == d.sw) return port == d.port;
-    const uint32_t a = arcOf(s, port);
+    const uint32_t a = arcOf_(s, port);
     if (a == kInf) return false;
     if (d.isSwitch) return true;  // any way without a loop: a walk decides (reachesEverywhere)
     const uint32_t v = g_.arc(a).to;
-    if (ddown_[s] != kInf) return !isUp(s, v) && ddown_[v] == ddown_[s] - 1;
-    return dany_[s] != kInf && isUp(s, v) && dany_[v] == dany_[s] - 1;
+    return legalHop(isUp(s, v), ddown_[s], dany_[s], ddown_[v], dany_[v]);
   }
 
   // Whether the mix leads every switch that has a way to the destination there, without a loop. Switches
@@ -149,7 +140,7 @@ class Adopter {
           state_[x] = kNone;
           break;
         }
-        const uint32_t a = arcOf(x, want_[x]);
+        const uint32_t a = arcOf_(x, want_[x]);
         if (a == kInf) break;  // leaves the switch fabric elsewhere
         state_[x] = kVisiting;
         path.push_back(x);
@@ -166,8 +157,7 @@ class Adopter {
   const Rows<LftRow>& held_;
   AdoptResult& out_;
   RoutingGraph g_;
-  size_t stride_ = 0;
-  std::vector<uint32_t> arcAt_;  // (switch, port) -> arc
+  ArcIndex arcOf_{g_};
   std::vector<uint32_t> key_, byKey_, ddown_, dany_;
   uint32_t distFor_ = kInf;
   std::vector<uint8_t> want_, state_;

@@ -5,12 +5,11 @@
 //
 // Valid, per destination LID:
 //   - a CA LID: the held entry of switch x, towards neighbour v, is one of the legal equal-cost next hops
-//   under
-//     the fresh engine's up/down order (RoutingTables::upKey, the rule routing/repair.cc's candidates()
-//     applies): v's legal route is one hop shorter, and v is up from x while x has no down-only way, or the
-//     hop is down and v's down-only route is one hop shorter than x's. The exit switch must send it out of
-//     the port the LID's owner is cabled to. Such routes stay up* then down* under one order, so the channel
-//     dependency graph on one VL stays acyclic, whatever mix of held and fresh entries results.
+//     under the fresh engine's up/down order (RoutingTables::upKey; legalHop in routing_graph.h, the rule
+//     repairs apply): v's legal route is one hop shorter, and v is up from x while x has no down-only way,
+//     or the hop is down and v's down-only route is one hop shorter than x's. The exit switch must send it
+//     out of the port the LID's owner is cabled to. Such routes stay up* then down* under one order, so the
+//     channel dependency graph on one VL stays acyclic, whatever mix of held and fresh entries results.
 //   - a switch's own LID (management traffic only, on VL 15): any held way that reaches it without a loop.
 // Invalid entries take the fresh engine's; a destination whose mix does not reach its LID from every switch
 // that can reach it takes the fresh engine's routes entirely. Unused LIDs take the fresh entries (no port).

@@ -272,7 +272,7 @@ class Repairer {
     if (any == kInf) return;
     for (uint32_t a = g_.firstArc(s); a < g_.firstArc(s + 1); ++a) {
       const uint32_t v = g_.arc(a).to;
-      if (down != kInf ? !isUp(s, v) && downDist(v) == down - 1 : isUp(s, v) && anyDist(v) == any - 1) fn(a);
+      if (legalHop(isUp(s, v), down, any, downDist(v), anyDist(v))) fn(a);
     }
   }
   uint64_t load(uint32_t a) {

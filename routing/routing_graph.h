@@ -74,6 +74,15 @@ class ArcIndex {
   std::vector<uint32_t> at_;
 };
 
+// The up/down rule a repair, the rebalance's restoring and adoption share. s's route to a destination takes
+// the hop s -> v when it is one step along a shortest legal route: with a down-only way (sDown known) only a
+// down hop to a switch whose down-only way is one shorter; otherwise an up hop to a switch whose legal route
+// (sAny) is one shorter. Routes built so stay up* then down* under one order: the CDG on one VL is acyclic.
+inline bool legalHop(bool up, uint32_t sDown, uint32_t sAny, uint32_t vDown, uint32_t vAny) {
+  if (sDown != RoutingGraph::kNone) return !up && vDown == sDown - 1;
+  return sAny != RoutingGraph::kNone && up && vAny == sAny - 1;
+}
+
 // A destination LID as seen by the switches: where it leaves the switch fabric.
 struct DestLid {
   Lid lid;

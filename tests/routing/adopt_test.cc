@@ -15,35 +15,10 @@ namespace {
 
 using fabric::TopologyPtr;
 using testing::generate;
+using testing::takeDown;
 
-struct Routed {
-  LidAssignment lids;
-  RoutingTables tables;
-};
-Routed route(const Topology& topo, const std::string& engine, Options options = {}) {
-  auto assigned = assignLids(topo, {}, 0);
-  EXPECT_TRUE(assigned.ok());
-  Routed r{assigned->lids, {}};
-  auto t = makeEngine(engine)->compute(topo, r.lids, options);
-  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
-  if (!t) return r;
-  r.tables = std::move(*t);
-  fillSwitchLidHoles(topo, r.lids, options, r.tables);
-  return r;
-}
-
-// The topology with one switch-to-switch link down (both ends).
-TopologyPtr takeDown(const Topology& topo, NodeIndex n, uint8_t p) {
-  Topology::AttrPatch patch;
-  const fabric::Port& port = topo.node(n).ports[p];
-  for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
-    fabric::PortAttrs a = topo.node(node).ports[num].attrs;
-    a.valid = true;
-    a.state = fabric::PortState::kDown;
-    patch.ports.emplace_back(node, PortNum{num}, a);
-  }
-  return topo.withAttrs(patch);
-}
+using Routed = testing::RoutedWithLoads;
+using testing::routeWithLoads;
 
 // The first switch port (from the top of the tree, spine side) that leads to another switch.
 std::pair<NodeIndex, uint8_t> aSpineLink(const Topology& topo) {
@@ -74,7 +49,7 @@ size_t differences(const Topology& topo, const RoutingTables& a, const RoutingTa
 
 TEST(Adopt, TheEnginesOwnTablesStayAsTheyAre) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
-  Routed r = route(*topo, "ftree");
+  Routed r = routeWithLoads(*topo, "ftree");
   AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, r.tables.lft);
   EXPECT_TRUE(a.why.empty()) << a.why;
   EXPECT_EQ(a.kept, 0u);
@@ -89,13 +64,13 @@ class AdoptRepaired : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AdoptRepaired, KeepsEveryRouteARepairLeft) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
-  Routed before = route(*topo, GetParam());
+  Routed before = routeWithLoads(*topo, GetParam());
   auto [sw, port] = aSpineLink(*topo);
-  TopologyPtr after = takeDown(*topo, sw, port);
+  TopologyPtr after = takeDown(*topo, {{sw, port}});
   PortLoads loads = computePortLoads(*topo, before.lids, before.tables);
   auto repaired = repairRoutes(*topo, before.lids, before.tables, loads, *after, before.lids);
   ASSERT_TRUE(repaired.ok()) << repaired.error().message;
-  Routed fresh = route(*after, GetParam());
+  Routed fresh = routeWithLoads(*after, GetParam());
   ASSERT_GT(differences(*after, fresh.tables, repaired->tables), 0u) << "the test needs tables that differ";
 
   // Where a repair left a switch without a legal way to another switch's LID (no port: the rebalancing run
@@ -128,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, AdoptRepaired, ::testing::Values("ftree", "upd
 // those entries are replaced; the rest of the held tables stay.
 TEST(Adopt, InvalidEntriesTakeTheFreshEnginesAndTheRestStays) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
-  Routed r = route(*topo, "ftree");
+  Routed r = routeWithLoads(*topo, "ftree");
   Rows<LftRow> held = r.tables.lft;
   const NodeIndex leaf0 = *topo->findByDescription("leaf-0");
   const NodeIndex leaf1 = *topo->findByDescription("leaf-1");
@@ -171,7 +146,7 @@ TEST(Adopt, InvalidEntriesTakeTheFreshEnginesAndTheRestStays) {
 // A legal detour through another spine stays; only its illegal neighbour goes.
 TEST(Adopt, ALegalAlternativeStays) {
   TopologyPtr topo = generate(testing::fatTree(2, 8));
-  Routed r = route(*topo, "ftree");
+  Routed r = routeWithLoads(*topo, "ftree");
   const NodeIndex leaf0 = *topo->findByDescription("leaf-0");
   const NodeIndex leaf1 = *topo->findByDescription("leaf-1");
   uint16_t lid = 0;
@@ -200,7 +175,7 @@ TEST(Adopt, ALegalAlternativeStays) {
 // Unknown rows (a switch not read back) take the fresh engine's entries.
 TEST(Adopt, UnreadSwitchesTakeTheFreshTables) {
   TopologyPtr topo = generate(testing::fatTree(2, 8));
-  Routed r = route(*topo, "updn");
+  Routed r = routeWithLoads(*topo, "updn");
   Rows<LftRow> held;
   held.resize(topo->size());
   AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
@@ -214,7 +189,7 @@ TEST(Adopt, EnginesWithoutAnOrderKeepTheirFreshTables) {
   TopologyPtr topo = generate(testing::mesh(12, 4, 5));
   Options o;
   o.vlLayers = 8;
-  Routed r = route(*topo, "dfsp", o);
+  Routed r = routeWithLoads(*topo, "dfsp", o);
   ASSERT_EQ(r.tables.lft.size(), topo->size());
   Rows<LftRow> held = r.tables.lft;
   const NodeIndex s = topo->switches().front();

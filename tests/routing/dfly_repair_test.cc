@@ -19,39 +19,14 @@ namespace {
 using fabric::TopologyPtr;
 using testing::dragonfly;
 using testing::generate;
+using testing::takeDown;
 
-// The topology with links taken down (both ends Down), as ibsm-route --fail does.
-TopologyPtr takeDown(const Topology& topo, const std::vector<std::pair<NodeIndex, uint8_t>>& ports) {
-  Topology::AttrPatch patch;
-  for (auto [n, p] : ports) {
-    const fabric::Port& port = topo.node(n).ports[p];
-    for (auto [node, num] : {std::pair{n, p}, std::pair{port.peerNode, port.peerPort.value}}) {
-      fabric::PortAttrs a = topo.node(node).ports[num].attrs;
-      a.valid = true;
-      a.state = fabric::PortState::kDown;
-      patch.ports.emplace_back(node, PortNum{num}, a);
-    }
-  }
-  return topo.withAttrs(patch);
-}
-
-struct Routed {
-  LidAssignment lids;
-  RoutingTables tables;
-  PortLoads loads;
-};
+using Routed = testing::RoutedWithLoads;
 Routed route(const Topology& topo, uint8_t vls = 8) {
-  auto assigned = assignLids(topo, {}, 0);
-  EXPECT_TRUE(assigned.ok());
-  Routed r{assigned->lids, {}, {}};
   Options o;
   o.vlLayers = vls;
   o.computeAr = false;
-  auto t = makeEngine("dfly")->compute(topo, r.lids, o);
-  EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
-  if (t) r.tables = std::move(*t);
-  r.loads = computePortLoads(topo, r.lids, r.tables);
-  return r;
+  return testing::routeWithLoads(topo, "dfly", o);
 }
 
 // Switch-to-switch links (lower node first) whose ends are in the same group (local) or not.

@@ -187,14 +187,16 @@ struct RoutedWithLoads {
   RoutingTables tables;
   PortLoads loads;
 };
-inline RoutedWithLoads routeWithLoads(const fabric::Topology& topo, const std::string& engine) {
+inline RoutedWithLoads routeWithLoads(const fabric::Topology& topo, const std::string& engine,
+                                      const Options& options = {}) {
   auto assigned = assignLids(topo, {}, 0);
   EXPECT_TRUE(assigned.ok());
   RoutedWithLoads r{assigned->lids, {}, {}};
-  auto t = makeEngine(engine)->compute(topo, r.lids, Options{});
+  auto t = makeEngine(engine)->compute(topo, r.lids, options);
   EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
+  if (!t) return r;
   r.tables = std::move(*t);
-  fillSwitchLidHoles(topo, r.lids, Options{}, r.tables);
+  fillSwitchLidHoles(topo, r.lids, options, r.tables);
   r.loads = computePortLoads(topo, r.lids, r.tables);
   return r;
 }
