@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "mad/smp.h"
 
@@ -229,6 +230,48 @@ bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex no
   return at == node && (port.value == 0 || arrived == port);
 }
 
+// Ports found without their link: both ends of each, as (node, port).
+using DeadPorts = std::set<std::pair<NodeIndex, uint8_t>>;
+
+// Directed routes breadth-first from the SM's port that pass through no `avoid` switch and over no dead port
+// (a DR SMP never passes through a CA); nullopt for nodes they do not reach.
+std::vector<std::optional<DrPath>> routesAvoiding(const fabric::Topology& topo,
+                                                  const std::vector<bool>& avoid, const DeadPorts& dead) {
+  std::vector<std::optional<DrPath>> route(topo.size());
+  std::vector<NodeIndex> queue{0};
+  route[0] = DrPath{};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const fabric::Node& n = topo.node(queue[head]);
+    if (head > 0 && (!n.isSwitch() || avoid[queue[head]])) continue;
+    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (!port.connected() || route[port.peerNode] ||
+          dead.contains({queue[head], static_cast<uint8_t>(p)}) ||
+          (head == 0 && !n.isSwitch() && p != topo.smPort().value))
+        continue;
+      if (auto r = route[queue[head]]->extended(static_cast<uint8_t>(p))) {
+        route[port.peerNode] = *r;
+        queue.push_back(port.peerNode);
+      }
+    }
+  }
+  return route;
+}
+
+// Whether the directed route passes a dead port or through an `avoid` switch before its end.
+bool crosses(const fabric::Topology& topo, const DrPath& route, const std::vector<bool>& avoid,
+             const DeadPorts& dead) {
+  NodeIndex at = 0;
+  for (uint8_t i = 1; i <= route.count; ++i) {
+    const fabric::Node& n = topo.node(at);
+    const uint8_t p = route.hops[i];
+    if ((i > 1 && avoid[at]) || dead.contains({at, p}) || p >= n.ports.size() || !n.ports[p].connected())
+      return true;
+    at = n.ports[p].peerNode;
+  }
+  return false;
+}
+
 // Applies the links, drops nodes the SM cannot reach any more, gives every node a directed route that leads
 // to it (breadth-first from the SM's port where its old one does not; a DR SMP never passes through a CA) and
 // builds the snapshot.
@@ -337,9 +380,20 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   const mad::TimePoint start = clock_.now();
   const mad::MadCounters before = engine_.counters();
   const fabric::Topology& topo = *previous.topology;
-  std::vector<bool> isChanged(topo.size(), false);
+  std::vector<bool> isChanged(topo.size(), false), silent(topo.size(), false);
+  std::vector<NodeIndex> toRead;
   for (NodeIndex n : changed)
-    if (n < topo.size() && topo.node(n).isSwitch()) isChanged[n] = true;
+    if (n < topo.size() && topo.node(n).isSwitch() && !isChanged[n]) {
+      isChanged[n] = true;
+      toRead.push_back(n);
+    }
+  // Routes that avoid silent switches, for the switches read around them (see below).
+  std::map<NodeIndex, DrPath> via;
+  DeadPorts dead;
+  auto routeOf = [&](NodeIndex n) {
+    auto it = via.find(n);
+    return it != via.end() ? it->second : topo.route(n);
+  };
 
   // First the changed switches' PortInfo. A port is as the SM left it when it is still ACTIVE with its link
   // (a link that came back starts in INIT), or still has no link; and port 0 keeps its LID.
@@ -349,27 +403,131 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     std::optional<RawAttr> data;
   };
   std::vector<Read> reads;
-  for (NodeIndex i = 0; i < topo.size(); ++i)
-    if (isChanged[i])
-      for (unsigned p = 0; p <= topo.node(i).numPorts; ++p) reads.push_back({i, static_cast<uint8_t>(p), {}});
   bool same = heldDown == previous.heldDown;
-  for (Read& rd : reads)
-    engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, rd.port, topo.route(rd.node)),
-                   [&rd, &same, &topo](const MadResult& r) {
-                     if (!r.ok() || r.header.status != 0) return void(same = false);
-                     rd.data.emplace();
-                     std::copy_n(mad::smpData(r.response), rd.data->size(), rd.data->begin());
-                     const fabric::PortAttrs now = mad::decodePortInfo(rd.data->data());
-                     const fabric::Port& was = topo.node(rd.node).ports[rd.port];
-                     if (rd.port == 0)
-                       same = same && now.lid == was.attrs.lid;
-                     else if (was.connected())
-                       same = same && was.attrs.state == fabric::PortState::kActive &&
-                              now.state == fabric::PortState::kActive;
-                     else
-                       same = same && now.physState != kLinkUp;
-                   });
-  engine_.runUntilIdle();
+  // In rounds: a switch whose link to a changed one is lost is read too (a switch that died takes all its
+  // links, and its neighbours' traps and PortStateChange come in pieces over seconds). A changed switch that
+  // does not answer on its route (dead, or behind a link that is) is read around instead: its neighbours on
+  // routes that avoid it. If one of them still has an ACTIVE link to it, it is alive and read through that
+  // neighbour; otherwise it is gone with all its links. A heavy sweep is left for what this cannot reach.
+  for (int round = 0; !toRead.empty() && round < 4; ++round) {
+    const size_t first = reads.size();
+    for (NodeIndex i : toRead)
+      for (unsigned p = 0; p <= topo.node(i).numPorts; ++p) reads.push_back({i, static_cast<uint8_t>(p), {}});
+    auto ask = [&](size_t k, mad::RequestOptions attempts, auto then) {
+      Read& rd = reads[k];
+      engine_.submit(
+          mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, rd.port, routeOf(rd.node)),
+          [&rd, &same, &topo, then](const MadResult& r) {
+            if (!r.ok() || r.header.status != 0) return void(same = false);
+            rd.data.emplace();
+            std::copy_n(mad::smpData(r.response), rd.data->size(), rd.data->begin());
+            const fabric::PortAttrs now = mad::decodePortInfo(rd.data->data());
+            const fabric::Port& was = topo.node(rd.node).ports[rd.port];
+            if (rd.port == 0)
+              same = same && now.lid == was.attrs.lid;
+            else if (was.connected())
+              same = same && was.attrs.state == fabric::PortState::kActive &&
+                     now.state == fabric::PortState::kActive;
+            else
+              same = same && now.physState != kLinkUp;
+            then();
+          },
+          attempts);
+    };
+    // Port 0 first, with one short attempt: a switch on a route through a dead link (or dead itself) costs
+    // that, not every port with every retry. Its other ports are asked once it answers (a switch silent by
+    // loss alone is found alive through a neighbour below).
+    for (size_t k = first; k < reads.size(); k += topo.node(reads[k].node).numPorts + 1u)
+      ask(k, mad::RequestOptions{{}, 1}, [&ask, k, n = topo.node(reads[k].node).numPorts] {
+        for (size_t j = 1; j <= n; ++j) ask(k + j, {}, [] {});
+      });
+    engine_.runUntilIdle();
+    toRead.clear();
+    auto readAlso = [&](NodeIndex n) {
+      if (isChanged[n] || silent[n]) return;
+      isChanged[n] = true;
+      toRead.push_back(n);
+    };
+    std::vector<NodeIndex> quiet;
+    for (size_t k = first; k < reads.size(); ++k) {
+      const Read& rd = reads[k];
+      if (rd.port == 0) {
+        if (!rd.data) quiet.push_back(rd.node);
+        continue;
+      }
+      const fabric::Port& was = topo.node(rd.node).ports[rd.port];
+      if (!rd.data || !was.connected() ||
+          mad::decodePortInfo(rd.data->data()).state == fabric::PortState::kActive)
+        continue;
+      dead.insert({rd.node, rd.port});
+      dead.insert({was.peerNode, was.peerPort.value});
+      if (topo.node(was.peerNode).isSwitch()) readAlso(was.peerNode);
+    }
+    // A silent switch that a neighbour read in this round still sees linked is alive: read it through them.
+    std::vector<NodeIndex> revived;
+    for (size_t k = first; k < reads.size(); ++k) {
+      const Read& rd = reads[k];
+      const fabric::Port& was = topo.node(rd.node).ports[rd.port];
+      if (rd.port == 0 || !rd.data || !was.connected() || !silent[was.peerNode] ||
+          mad::decodePortInfo(rd.data->data()).physState != kLinkUp)
+        continue;
+      if (auto r = routeOf(rd.node).extended(rd.port)) {
+        silent[was.peerNode] = false;
+        via[was.peerNode] = *r;
+        revived.push_back(was.peerNode);
+      }
+    }
+    for (NodeIndex x : quiet) {
+      silent[x] = true;
+      isChanged[x] = false;
+    }
+    // What was read of them on their old routes failed: they are read again (revived) or not at all.
+    std::erase_if(reads, [&](const Read& rd) {
+      return silent[rd.node] || std::count(revived.begin(), revived.end(), rd.node);
+    });
+    for (NodeIndex x : revived) {
+      isChanged[x] = true;
+      toRead.push_back(x);
+    }
+    for (NodeIndex x : quiet)
+      for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size(); ++p) {
+        const fabric::Port& port = topo.node(x).ports[p];
+        if (port.connected() && topo.node(port.peerNode).isSwitch()) readAlso(port.peerNode);
+      }
+    // The switches to read next whose routes pass a lost link or a silent switch are read around them; one
+    // that has no such route is cut off (dropped when the snapshot is built) and not read.
+    std::optional<std::vector<std::optional<DrPath>>> around;
+    std::erase_if(toRead, [&](NodeIndex n) {
+      if (!crosses(topo, routeOf(n), silent, dead)) return false;
+      if (!around) around = routesAvoiding(topo, silent, dead);
+      if (const auto& r = (*around)[n]) return via[n] = *r, false;
+      isChanged[n] = false;
+      return true;
+    });
+  }
+  for (NodeIndex n : toRead)  // left after the last round: asked below
+    for (unsigned p = 0; p <= topo.node(n).numPorts; ++p) reads.push_back({n, static_cast<uint8_t>(p), {}});
+  // A silent switch is gone only when each switch it was linked to is silent too or was read and has no
+  // link to it. Otherwise (a neighbour not reached in these rounds) it is asked on its old route below, and a
+  // heavy sweep follows when that fails.
+  std::map<std::pair<NodeIndex, uint8_t>, size_t> readOf;
+  for (size_t k = 0; k < reads.size(); ++k) readOf[{reads[k].node, reads[k].port}] = k;
+  for (NodeIndex x = 0; x < topo.size(); ++x) {
+    if (!silent[x]) continue;
+    same = false;
+    bool gone = true;
+    for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size(); ++p) {
+      const fabric::Port& port = topo.node(x).ports[p];
+      if (!port.connected() || !topo.node(port.peerNode).isSwitch() || silent[port.peerNode]) continue;
+      auto it = readOf.find({port.peerNode, port.peerPort.value});
+      gone = gone && it != readOf.end() && reads[it->second].data &&
+             mad::decodePortInfo(reads[it->second].data->data()).physState != kLinkUp;
+    }
+    if (gone) continue;
+    silent[x] = false;
+    isChanged[x] = true;
+    for (unsigned p = 0; p <= topo.node(x).numPorts; ++p) reads.push_back({x, static_cast<uint8_t>(p), {}});
+  }
   if (same) {
     DiscoveryResult result;
     result.topology = previous.topology;
@@ -389,6 +547,11 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   sweep->switchInfo = previous.switchInfo;
   sweep->smPortNum = topo.smPort().value;
   for (NodeIndex i = 0; i < topo.size(); ++i) {
+    if (silent[i]) {  // gone: its links go with it (a node left unreachable is dropped)
+      for (unsigned p = 1; p <= topo.node(i).numPorts && p < topo.node(i).ports.size(); ++p)
+        sweep->builder.disconnect(i, fabric::PortNum{static_cast<uint8_t>(p)});
+      continue;
+    }
     if (!isChanged[i]) continue;
     const fabric::Node& n = topo.node(i);
     // A port still ACTIVE keeps its known peer; every other one is explored again: the one towards the SM
@@ -404,9 +567,9 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   // The answers already read are used as they are; a port that did not answer is asked again.
   for (const Read& rd : reads) {
     if (rd.data)
-      sweep->onPortInfo(rd.node, topo.route(rd.node), rd.port, 0xFF, true, rd.data->data());
+      sweep->onPortInfo(rd.node, routeOf(rd.node), rd.port, 0xFF, true, rd.data->data());
     else
-      sweep->queryPort(rd.node, topo.route(rd.node), rd.port, 0xFF, true);
+      sweep->queryPort(rd.node, routeOf(rd.node), rd.port, 0xFF, true);
   }
   sweep->run();
   auto result = finish(*sweep);

@@ -8,6 +8,8 @@ FlapDamping::LinkChanges FlapDamping::noteLinkChanges(const fabric::Topology& be
                                                       const fabric::Topology& after,
                                                       const std::vector<fabric::Guid>& switches) {
   LinkChanges changes;
+  std::vector<fabric::Guid> sorted = switches;
+  std::sort(sorted.begin(), sorted.end());
   for (fabric::Guid g : switches) {
     auto b = before.findNode(g);
     auto a = after.findNode(g);
@@ -17,11 +19,15 @@ FlapDamping::LinkChanges FlapDamping::noteLinkChanges(const fabric::Topology& be
       bool wasUp = nb.ports[p].connected();
       bool isUp = a && after.node(*a).ports[p].connected();
       if (wasUp == isUp) continue;
+      // A link seen from both its ends counts once (at the end with the lower GUID).
+      const fabric::Port& port = isUp ? after.node(*a).ports[p] : nb.ports[p];
+      const fabric::Guid peer = (isUp ? after : before).node(port.peerNode).guid;
+      const bool once = peer > g || !std::binary_search(sorted.begin(), sorted.end(), peer);
       if (isUp) {
-        ++changes.up;
+        changes.up += once;
         continue;
       }
-      ++changes.down;
+      changes.down += once;
       noteDown(g, static_cast<uint8_t>(p));
     }
   }

@@ -25,7 +25,8 @@ class FlapDamping {
   struct LinkChanges {
     size_t up = 0, down = 0;
   };
-  // Compares the ports of the re-read switches before and after; every link that went down is noted.
+  // Compares the ports of the re-read switches before and after; every link that went down is noted. A link
+  // both of whose ends were re-read counts once.
   LinkChanges noteLinkChanges(const fabric::Topology& before, const fabric::Topology& after,
                               const std::vector<fabric::Guid>& switches);
   // The port (of a node by GUID) went down now.

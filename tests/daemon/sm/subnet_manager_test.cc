@@ -320,6 +320,47 @@ TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehin
   EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
 }
 
+// The spine that carries the SM's directed routes to the other leaves dies: its links go down in two pieces,
+// each reported by the leaves' traps. Each piece is one targeted update that reads around the silent spine
+// (through leaves and the other spines) instead of through it; after the second the spine is gone with its
+// links. No update falls into a heavy sweep or ends with errors, and every route stays valid.
+TEST(SubnetManager, AWholeSwitchLostInPiecesIsReadAroundWithoutAHeavySweep) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  const fabric::Topology& topo = *before->topology;
+  const auto [leaf, port] = smLeafUplink(topo);
+  ASSERT_TRUE(port);
+  const fabric::NodeIndex spine = topo.node(leaf).ports[*port].peerNode;
+  std::vector<uint8_t> links;
+  for (unsigned p = 1; p < topo.node(spine).ports.size(); ++p)
+    if (topo.node(spine).ports[p].connected()) links.push_back(static_cast<uint8_t>(p));
+  ASSERT_GT(links.size(), 2u);
+  const uint64_t lost = f.fabric->lost();
+  for (size_t piece : {links.size() / 2, links.size()}) {
+    for (size_t i = piece == links.size() ? links.size() / 2 : 0; i < piece; ++i)
+      ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, spine), fabric::PortNum{links[i]}));
+    f.sm->tick();  // the traps
+    f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+    f.sm->tick();
+  }
+  ASSERT_EQ(f.events.size(), 2u);
+  for (const auto& e : f.events) {
+    EXPECT_EQ(e.action.find("heavy sweep"), std::string::npos) << e.action;
+    EXPECT_TRUE(e.ok) << e.action;
+  }
+  EXPECT_EQ(f.events[0].linksDown + f.events[1].linksDown, links.size());
+  // Only short attempts at port 0 of each switch whose route passed the spine, no more.
+  size_t behind = 0;
+  for (fabric::NodeIndex s : topo.switches())
+    behind += topo.route(s).count >= 2 && topo.route(s).hops[2] == *port;
+  EXPECT_LE(f.fabric->lost() - lost, 2 * behind);
+  const auto& after = *f.sm->snapshot();
+  EXPECT_FALSE(after.topology->findNode(topo.node(spine).guid));
+  EXPECT_EQ(after.topology->size(), topo.size() - 1);
+  EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
 
