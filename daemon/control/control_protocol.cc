@@ -120,6 +120,10 @@ const std::vector<CommandInfo>& commands() {
       {"reroute", Access::kChange, {}, "recompute and reprogram the routes now"},
       {"health-release", Access::kChange, {"port"}, "route an isolated link again (port: NODE/PORTNUM)"},
       {"loglevel", Access::kChange, {"level"}, "set the log level: error, warn, info or debug"},
+      {"handover",
+       Access::kChange,
+       {"to"},
+       "hand the subnet to a standby SM (to: its port GUID; default the best standby)"},
       // A change although it changes no SM state: it writes a file that grows with switches x LIDs (1.58 GB
       // on an 11,664-host Clos) into paths.dump_dir and keeps the dump writer busy, which only those who may
       // resweep should be able to cause. Readers get the same routes with `routes`.

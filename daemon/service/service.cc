@@ -128,7 +128,7 @@ fabric::Result<void> Service::start() {
   }
   state_.updateStatus([&](StatusInfo& s) {
     s.logLevel = std::string(config::toString(log_.level()));
-    s.priority = config_->sm.priority;
+    s.priority = sm_.priority();
     s.sweepIntervalS = config_->sweep.intervalS;
   });
   // Targeted updates after traps and light sweeps (SubnetManager::tick, every sweep.interval_s) report here,
@@ -419,7 +419,7 @@ void Service::reload() {
   if (diff->mad) log_.warn("CFG004", "mad.* changes take effect when ibsmd restarts");
   state_.updateStatus([&](StatusInfo& st) {
     st.logLevel = std::string(config::toString(log_.level()));
-    st.priority = config_->sm.priority;
+    st.priority = sm_.priority();
     st.sweepIntervalS = config_->sweep.intervalS;
   });
   events_.add("config", "reloaded: " + changes, {{"ok", "true"}});
@@ -448,6 +448,27 @@ Json Service::loglevel(const Request& r, const PeerCredentials& peer) {
   events_.add("control", "log level " + previous + " -> " + now,
               {{"uid", std::to_string(peer.uid)}, {"pid", std::to_string(peer.pid)}});
   return okResponse(r.id, {{"level", now}, {"previous", previous}});
+}
+
+Json Service::handover(const Request& r, const PeerCredentials& peer) {
+  std::optional<fabric::Guid> to;
+  if (auto it = r.args.find("to"); it != r.args.end() && !it->is_null()) {
+    if (it->is_string()) to = fabric::parseGuid(it->get<std::string>());
+    if (!to) return errorResponse(r.id, ErrorCode::kBadRequest, "handover: to must be a port GUID");
+  }
+  auto target = sm_.planHandover(to);
+  const std::string who = "uid " + std::to_string(peer.uid) + " pid " + std::to_string(peer.pid);
+  if (!target) {
+    log_.warn("CTL013", "handover requested by " + who + " refused: " + target.error().message);
+    return errorResponse(r.id, ErrorCode::kFailed, "handover: " + target.error().message);
+  }
+  const std::string guid = fabric::toString(*target);
+  log_.info("CTL013",
+            "handover to " + guid + " requested by " + who + "; sm.priority now 0 until configured anew");
+  events_.add("control", "handover to " + guid,
+              {{"uid", std::to_string(peer.uid)}, {"pid", std::to_string(peer.pid)}});
+  state_.updateStatus([&](StatusInfo& st) { st.priority = sm_.priority(); });
+  return okResponse(r.id, {{"to", guid}, {"priority", sm_.priority()}});
 }
 
 std::vector<fabric::Partition> Service::allPartitions() const {
@@ -645,6 +666,10 @@ void Service::onChangeRequest(Request request, PeerCredentials peer, ControlServ
     }
     if (request.command == "partition") {
       reply(partition(request, peer));
+      return;
+    }
+    if (request.command == "handover") {
+      reply(handover(request, peer));
       return;
     }
     if (request.command == "health-release") {

@@ -90,6 +90,7 @@ class Service {
   void feedMetrics();
   std::string statusLine() const;
   Json loglevel(const Request& request, const PeerCredentials& peer);
+  Json handover(const Request& request, const PeerCredentials& peer);
   // ibsmctl partition add|remove|add-member|remove-member: checked, persisted, applied as a delta.
   Json partition(const Request& request, const PeerCredentials& peer);
 

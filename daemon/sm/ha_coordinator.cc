@@ -46,7 +46,8 @@ HaCoordinator::HaCoordinator(mad::MadEngine& engine, const mad::Clock& clock, Sm
       options_(options),
       sm_(options),
       portGuid_(self),
-      events_(std::move(events)) {
+      events_(std::move(events)),
+      configuredPriority_(options.priority) {
   sm_.setSelf(portGuid_);
 }
 
@@ -174,6 +175,31 @@ void HaCoordinator::checkRemoteSms(const std::string& why) {
   auto d = sm_.decide(clock_.now());
   if (d.state != before) stateEvent(why, before);
   if (d.handoverTo) sendSmInfoSet(*d.handoverTo, SmControl::kHandover);
+}
+
+fabric::Result<Guid> HaCoordinator::planHandover(std::optional<Guid> to) {
+  if (sm_.state() != SmState::kMaster)
+    return fabric::makeError(std::string("this SM is not the master (") + toString(sm_.state()) + ")");
+  const RemoteSm* target = nullptr;
+  for (const RemoteSm& r : sm_.remotes())
+    if (r.answered && r.keyOk && r.state == SmState::kStandby && (!to || r.guid == *to) &&
+        (!target || better(r.priority, r.guid, target->priority, target->guid)))
+      target = &r;
+  if (!target)
+    return fabric::makeError(to ? "SM " + fabric::toString(*to) +
+                                      " is not a standby SM that answered this master"
+                                : std::string("no standby SM answered this master"));
+  if (!better(target->priority, target->guid, 0, portGuid_))
+    return fabric::makeError("SM " + fabric::toString(target->guid) + " (priority " +
+                             std::to_string(target->priority) +
+                             ") is not better than this SM at priority 0 (on a tie the lower port GUID "
+                             "wins) and would hand the subnet back: raise its sm.priority");
+  const Guid guid = target->guid;
+  handedOver_ = true;
+  options_.priority = 0;
+  sm_.setOptions(options_);
+  sendSmInfoSet(guid, SmControl::kHandover);
+  return guid;
 }
 
 void HaCoordinator::sendSmInfoSet(Guid to, SmControl control) {
@@ -339,6 +365,8 @@ HaCoordinator::Turn HaCoordinator::tick(bool lightSweepDue) {
     sweepWanted_ = false;
     return {"handover"};
   }
+  if (recheck_) checkRemoteSms("sm.priority changed");
+  recheck_ = false;
   if (!learn_.empty()) checkRemoteSms("an SM queried us");
   if (lightSweepDue && !sm_.remotes().empty()) checkRemoteSms("light sweep");
   return {std::nullopt, sm_.state() == SmState::kMaster};

@@ -25,11 +25,19 @@ class HaCoordinator {
   // self: our port GUID if known before the first discovery (SMInfo answers); events: SM state changes.
   HaCoordinator(mad::MadEngine& engine, const mad::Clock& clock, SmStateOptions options, fabric::Guid self,
                 std::function<void(TopologyEvent)> events);
+  // A new priority (a config reload) makes a master look at the other SMs at once: a standby now better
+  // takes over within a poll (a planned handover by priority). The priority a planned handover dropped to 0
+  // stays so until the configured one changes.
   void setOptions(SmStateOptions options) {
+    handedOver_ = handedOver_ && options.priority == configuredPriority_;
+    configuredPriority_ = options.priority;
+    if (handedOver_) options.priority = 0;
+    recheck_ = recheck_ || options.priority != options_.priority;
     options_ = options;
     sm_.setOptions(options);
   }
   SmState state() const { return sm_.state(); }
+  uint8_t priority() const { return options_.priority; }
   const SmStateMachine& machine() const { return sm_; }
 
   // Our port as the topology shows it (it may differ from the one given at construction).
@@ -39,6 +47,12 @@ class HaCoordinator {
   SmStateMachine::Decision discover(fabric::TopologyPtr topology);
   // MASTER: hand the subnet over to a better SM (SMInfo Set HANDOVER).
   void handOver(fabric::Guid to) { sendSmInfoSet(to, SmControl::kHandover); }
+  // A planned handover (ibsmctl handover): the master hands over to `to` (default: the best standby that
+  // answered) and drops its own priority to 0 until sm.priority is configured anew (a reload that changes it,
+  // or a restart), so the new master does not hand the subnet back. Refused (the reason returned) when we are
+  // not the master, no such standby answered, or it would not be better than us at priority 0. Returns the
+  // target.
+  fabric::Result<fabric::Guid> planHandover(std::optional<fabric::Guid> to);
   // An SMInfo Get or Set sent to us.
   void onSmInfo(const mad::MadPacket& mad, const mad::MadHeader& header);
   // An SA request while we are not the master: answered Busy (the client asks again, by then at the master
@@ -83,6 +97,9 @@ class HaCoordinator {
   bool takeover_ = false;              // standby: the master is lost
   std::optional<fabric::Guid> lost_;   // that master: the takeover's discovery does not ask it again
   bool sweepWanted_ = false;           // a HANDOVER or DISCOVER came: sweep as master
+  bool recheck_ = false;               // our priority changed: a master looks at the other SMs
+  uint8_t configuredPriority_ = 0;     // sm.priority as configured
+  bool handedOver_ = false;            // a planned handover dropped our priority to 0
   std::optional<fabric::Guid> ackTo_;  // send ACKNOWLEDGE to this SM
   std::set<fabric::Guid> learn_;       // SMs that queried us: look at them
   std::map<fabric::Guid, mad::TimePoint> learnedAt_;

@@ -6,12 +6,9 @@ namespace ibsm::daemon {
 
 using fabric::Guid;
 
-namespace {
-// An SM is better than another with a higher priority, on a tie with the lower port GUID.
 bool better(uint8_t pa, Guid ga, uint8_t pb, Guid gb) {
   return pa != pb ? pa > pb : ga.value < gb.value;
 }
-}  // namespace
 
 const char* toString(SmState s) {
   switch (s) {

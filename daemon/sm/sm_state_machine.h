@@ -27,6 +27,10 @@ enum class SmControl : uint32_t {
   kDiscover = 5
 };
 
+// Whether an SM (priority pa, port GUID ga) is better than another: a higher priority, on a tie the lower
+// GUID.
+bool better(uint8_t pa, fabric::Guid ga, uint8_t pb, fabric::Guid gb);
+
 // Another SM, as its last SMInfo answer described it.
 struct RemoteSm {
   fabric::Guid guid;  // port GUID

@@ -122,6 +122,9 @@ class SubnetManager {
   }
 
   SmState state() const { return ha_.state(); }
+  // ibsmctl handover: see HaCoordinator::planHandover.
+  fabric::Result<fabric::Guid> planHandover(std::optional<fabric::Guid> to) { return ha_.planHandover(to); }
+  uint8_t priority() const { return ha_.priority(); }  // as SMInfo shows it
   const SmStateMachine& smStateMachine() const { return ha_.machine(); }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   uint64_t sweeps() const { return sweeps_; }

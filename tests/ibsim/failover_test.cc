@@ -145,6 +145,50 @@ TEST(Failover, ASigkilledMasterLeavesEveryLidAndLftAsItWas) {
   f.sim->stop(b);
 }
 
+// A planned handover (ibsmctl handover) from the master (priority 2) to the standby (priority 1): the old
+// master is STANDBY when the command returns, the new one took over from its model and wrote no LFT block,
+// every LID and LFT entry is as it was, and the subnet is not handed back (the old master's priority is 0).
+TEST(Failover, APlannedHandoverKeepsEveryLidAndLftAndSticks) {
+  Fabric f;
+  pid_t a = f.startSm("a", kHostA, {"--set", "sm.priority=2"});
+  ASSERT_TRUE(f.sim->waitForOutput(a, "SUBNET UP", 60s, 20ms)) << f.sim->output(a);
+  pid_t b = f.startSm("b", kHostB, {"--set", "sm.priority=1"});
+  ASSERT_TRUE(waitUntil([&] { return f.state("b") == "STANDBY"; }, 30s, "b STANDBY", 20ms))
+      << f.sim->output(b);
+  const std::string lftsBefore = f.lfts();
+  const auto lidsBefore = f.lids();
+  // The master knows its standby once a light sweep has asked it (b announced itself with a Trap 144).
+  RunOptions plain;
+  plain.preload = false;
+  plain.timeout = 20s;
+  RunResult r;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        r = f.sim->run({binPath("ibsmctl"), "--socket", f.sock("a"), "--json", "handover"}, plain);
+        return r.exitCode == 0;
+      },
+      20s, "a handover accepted", 200ms))
+      << r.out << r.err << f.sim->output(a);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.value("state", ""), "STANDBY") << r.out;
+  EXPECT_EQ(j.value("priority", -1), 0) << r.out;
+  std::printf("handover: this SM STANDBY after %lld ms\n",
+              static_cast<long long>(j.value("ms", int64_t{-1})));
+  EXPECT_TRUE(waitUntil([&] { return f.state("b") == "MASTER"; }, 10s, "b MASTER", 10ms)) << f.sim->output(b);
+  ASSERT_TRUE(f.sim->waitForOutput(b, "LFTs read back", 20s, 20ms)) << f.sim->output(b);
+  const std::string out = f.sim->output(b);
+  EXPECT_NE(out.find("from the standby's model"), std::string::npos) << out;
+  EXPECT_EQ(numberBefore(out, "LFTs read back", "LFT blocks"), 0) << out;
+  std::this_thread::sleep_for(3s);  // light sweeps of the new master: it does not hand back
+  EXPECT_EQ(f.state("a"), "STANDBY") << f.sim->output(a);
+  EXPECT_EQ(f.state("b"), "MASTER") << f.sim->output(b);
+  EXPECT_EQ(f.lfts(), lftsBefore);
+  EXPECT_EQ(f.lids(), lidsBefore);
+  f.sim->stop(a);
+  f.sim->stop(b);
+}
+
 // A link fails and the repair moves routes (minhop: no switch-LID holes, so every entry is a valid one);
 // ibsmd restarts on the same state directory: same LIDs, same tables, no LFT block written.
 TEST(Failover, ARestartKeepsTheRoutesARepairMoved) {

@@ -434,6 +434,13 @@ Formatted formatResult(const std::string& command, const json& r, int64_t nowMs)
     }
     if (command == "partition" || command == "health-release") return {r.value("message", "") + "\n", 0};
     if (command == "health") return health(r, nowMs);
+    if (command == "handover") {
+      const std::string state = r.value("state", "?");
+      return {"handover to " + r.value("to", "?") + ": this SM is " + state + " after " +
+                  std::to_string(r.value("ms", int64_t{0})) + " ms (priority now " +
+                  std::to_string(r.value("priority", 0)) + ")\n",
+              state == "STANDBY" ? 0 : 1};
+    }
     if (command == "loglevel")
       return {"log level: " + r.value("previous", "?") + " -> " + r.value("level", "?") + "\n", 0};
     if (command == "dump") {

@@ -7,7 +7,7 @@ _ibsmctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel dump partition health help"
+  local commands="status nodes switches lids links routes path ar events check topology resweep reroute loglevel handover dump partition health help"
   local globals="--socket --json --timeout --config --help --version"
   case $prev in
     --socket|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;

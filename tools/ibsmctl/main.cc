@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config_loader.h"
@@ -73,6 +74,11 @@ const std::vector<CommandSpec> kCommands = {
      "port) with their peer, since when, their error counter totals and the rates over the thresholds that "
      "put them there, and the ports flap damping holds down. release PORT (NODE/PORTNUM; root or "
      "control.group) routes an isolated link again before its clean period is over."},
+    {"handover", "[GUID]",
+     "Hand the subnet to a standby SM (GUID: its port GUID; default the best standby that answered this "
+     "master) and wait until this SM is STANDBY. The new master keeps every LID and route. This SM's "
+     "priority drops to 0 until sm.priority is configured anew, so the subnet is not handed back; refused "
+     "when the standby would not be better than this SM at priority 0. Root or control.group only."},
     {"dump", "lfts",
      "Write opensm-lfts.dump into paths.dump_dir now and print its path once written. The file holds every "
      "switch's LFT as ibsmd programmed it (the format dump_lfts prints). With dumps.lfts: on_request (the "
@@ -313,6 +319,9 @@ int main(int argc, char** argv) {
       command = "health-release";
       args = json{{"port", pos[1]}};
     }
+  } else if (command == "handover") {
+    wantPositional(0, 1);
+    if (!pos.empty()) args["to"] = pos[0];
   } else if (command == "dump") {
     wantPositional(1, 1);
     if (pos[0] != "lfts") usage("dump: the only dump on request is lfts, not '" + pos[0] + "'");
@@ -329,6 +338,7 @@ int main(int argc, char** argv) {
                                                                  : slow       ? 120
                                                                               : 10) *
                                                                 1000));
+  const auto start = std::chrono::steady_clock::now();
   ctl::Exchange ex = ctl::request(socketPath, command, args, timeout);
   switch (ex.failure) {
     case ctl::Failure::kNone:
@@ -352,7 +362,23 @@ int main(int argc, char** argv) {
     if (code == "busy") return kUnreachable;
     return kFailed;
   }
-  const json& result = resp.contains("result") ? resp["result"] : json::object();
+  json result = resp.contains("result") ? resp["result"] : json::object();
+  if (command == "handover") {
+    // Done when this SM is STANDBY (the new master acknowledged); its state and the time since the request
+    // are added.
+    std::string state;
+    while (std::chrono::steady_clock::now() - start < timeout) {
+      ctl::Exchange st = ctl::request(socketPath, "status", json::object(), timeout);
+      if (st.failure == ctl::Failure::kNone && st.response.contains("result"))
+        state = st.response["result"].value("state", "");
+      if (state != "MASTER") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    result["state"] = state;
+    result["ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+            .count();
+  }
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();

@@ -154,9 +154,9 @@ TEST(ControlProtocolAccess, RootDaemonUserAndGroupMembersMayChangeState) {
   for (const CommandInfo& c : commands()) {
     // dump writes a file that grows with switches x LIDs into paths.dump_dir: only for those who may resweep.
     // partition (add/remove/members) reprograms P_Key tables; partitions (list/show) only reads.
-    // health-release routes an isolated link again; health only reads.
+    // health-release routes an isolated link again; health only reads. handover gives mastership away.
     bool changes = c.name == "resweep" || c.name == "reroute" || c.name == "loglevel" || c.name == "dump" ||
-                   c.name == "partition" || c.name == "health-release";
+                   c.name == "partition" || c.name == "health-release" || c.name == "handover";
     EXPECT_EQ(c.access == Access::kChange, changes) << c.name;
   }
 }

@@ -100,5 +100,25 @@ TEST_F(Ha, BecomesMasterOfAFabricWithoutOtherSmsAndOnlyThenServesTheSa) {
   EXPECT_FALSE(turn.sweep);
 }
 
+// A planned handover needs a master and a standby that answered it; refused otherwise, with the priority
+// left as it was.
+TEST_F(Ha, APlannedHandoverIsRefusedWithoutAStandby) {
+  auto notMaster = ha->planHandover(std::nullopt);
+  ASSERT_FALSE(notMaster);
+  EXPECT_NE(notMaster.error().message.find("not the master (DISCOVERING)"), std::string::npos)
+      << notMaster.error().message;
+  (void)ha->discover(f.discover().topology);
+  ASSERT_EQ(ha->state(), SmState::kMaster);
+  auto none = ha->planHandover(std::nullopt);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "no standby SM answered this master");
+  auto unknown = ha->planHandover(fabric::Guid{0x1234});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("is not a standby SM"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_EQ(ha->priority(), 5);
+  EXPECT_EQ(ha->state(), SmState::kMaster);
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
