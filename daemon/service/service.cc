@@ -201,6 +201,8 @@ void Service::onTopologyEvent(const TopologyEvent& e) {
                      " routes changed, " + std::to_string(e.lftBlocksSent) + " LFT blocks, " +
                      std::to_string(e.vlSetsSent) + " VL table Sets, " + std::to_string(e.smps) +
                      " SMPs; converged in " + fixed1(s.durationMs) + " ms" + (e.ok ? "" : " (with errors)");
+  if (e.rereadTime.count() || e.routingTime.count())
+    line += " (re-read " + fixed1(ms(e.rereadTime)) + " ms, routing " + fixed1(ms(e.routingTime)) + " ms)";
   log_.log(e.ok ? LogLevel::kInfo : LogLevel::kWarn, "TOPO001", line, {{"CAUSE", e.cause}});
   events_.add("topology", line,
               {{"cause", e.cause},

@@ -390,6 +390,12 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   // Routes that avoid silent switches, for the switches read around them (see below).
   std::map<NodeIndex, DrPath> via;
   DeadPorts dead;
+  // A neighbour's port facing a silent switch: the route it was asked on and its PhysicalPortState.
+  struct Facing {
+    DrPath route;
+    std::optional<uint8_t> physState;
+  };
+  std::map<std::pair<NodeIndex, uint8_t>, Facing> facing;
   auto routeOf = [&](NodeIndex n) {
     auto it = via.find(n);
     return it != via.end() ? it->second : topo.route(n);
@@ -463,44 +469,52 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
       dead.insert({was.peerNode, was.peerPort.value});
       if (topo.node(was.peerNode).isSwitch()) readAlso(was.peerNode);
     }
-    // A silent switch that a neighbour read in this round still sees linked is alive: read it through them.
-    std::vector<NodeIndex> revived;
-    for (size_t k = first; k < reads.size(); ++k) {
-      const Read& rd = reads[k];
-      const fabric::Port& was = topo.node(rd.node).ports[rd.port];
-      if (rd.port == 0 || !rd.data || !was.connected() || !silent[was.peerNode] ||
-          mad::decodePortInfo(rd.data->data()).physState != kLinkUp)
-        continue;
-      if (auto r = routeOf(rd.node).extended(rd.port)) {
-        silent[was.peerNode] = false;
-        via[was.peerNode] = *r;
-        revived.push_back(was.peerNode);
-      }
-    }
+    // What was read of the silent ones on their old routes failed: each neighbour is asked about its port
+    // facing it, on a route that avoids lost links and silent switches. One that still sees the link up
+    // brings it back, read through that neighbour next round; else it stays silent (gone, see below).
     for (NodeIndex x : quiet) {
       silent[x] = true;
       isChanged[x] = false;
     }
-    // What was read of them on their old routes failed: they are read again (revived) or not at all.
-    std::erase_if(reads, [&](const Read& rd) {
-      return silent[rd.node] || std::count(revived.begin(), revived.end(), rd.node);
-    });
-    for (NodeIndex x : revived) {
-      isChanged[x] = true;
-      toRead.push_back(x);
-    }
+    std::erase_if(reads, [&](const Read& rd) { return silent[rd.node]; });
+    std::optional<std::vector<std::optional<DrPath>>> around;
+    auto reachable = [&](NodeIndex n) -> std::optional<DrPath> {
+      if (!crosses(topo, routeOf(n), silent, dead)) return routeOf(n);
+      if (!around) around = routesAvoiding(topo, silent, dead);
+      return (*around)[n];
+    };
     for (NodeIndex x : quiet)
       for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size(); ++p) {
         const fabric::Port& port = topo.node(x).ports[p];
-        if (port.connected() && topo.node(port.peerNode).isSwitch()) readAlso(port.peerNode);
+        if (!port.connected() || !topo.node(port.peerNode).isSwitch() || silent[port.peerNode]) continue;
+        auto r = reachable(port.peerNode);
+        if (!r) continue;
+        Facing& f = facing[{port.peerNode, port.peerPort.value}];
+        f = Facing{*r, std::nullopt};
+        engine_.submit(mad::makeDirectedSmp(mad::kGet, mad::kAttrPortInfo, port.peerPort.value, *r),
+                       [&f](const MadResult& res) {
+                         if (res.ok() && res.header.status == 0)
+                           f.physState = mad::decodePortInfo(mad::smpData(res.response)).physState;
+                       });
+      }
+    engine_.runUntilIdle();
+    for (NodeIndex x : quiet)
+      for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size() && silent[x]; ++p) {
+        const fabric::Port& port = topo.node(x).ports[p];
+        auto f = facing.find({port.peerNode, port.peerPort.value});
+        if (f == facing.end() || f->second.physState != kLinkUp) continue;
+        if (auto r = f->second.route.extended(port.peerPort.value)) {
+          silent[x] = false;
+          isChanged[x] = true;
+          via[x] = *r;
+          toRead.push_back(x);
+        }
       }
     // The switches to read next whose routes pass a lost link or a silent switch are read around them; one
     // that has no such route is cut off (dropped when the snapshot is built) and not read.
-    std::optional<std::vector<std::optional<DrPath>>> around;
+    around.reset();  // silent switches came back
     std::erase_if(toRead, [&](NodeIndex n) {
-      if (!crosses(topo, routeOf(n), silent, dead)) return false;
-      if (!around) around = routesAvoiding(topo, silent, dead);
-      if (const auto& r = (*around)[n]) return via[n] = *r, false;
+      if (auto r = reachable(n)) return via[n] = *r, false;
       isChanged[n] = false;
       return true;
     });
@@ -510,8 +524,6 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   // A silent switch is gone only when each switch it was linked to is silent too or was read and has no
   // link to it. Otherwise (a neighbour not reached in these rounds) it is asked on its old route below, and a
   // heavy sweep follows when that fails.
-  std::map<std::pair<NodeIndex, uint8_t>, size_t> readOf;
-  for (size_t k = 0; k < reads.size(); ++k) readOf[{reads[k].node, reads[k].port}] = k;
   for (NodeIndex x = 0; x < topo.size(); ++x) {
     if (!silent[x]) continue;
     same = false;
@@ -519,9 +531,8 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size(); ++p) {
       const fabric::Port& port = topo.node(x).ports[p];
       if (!port.connected() || !topo.node(port.peerNode).isSwitch() || silent[port.peerNode]) continue;
-      auto it = readOf.find({port.peerNode, port.peerPort.value});
-      gone = gone && it != readOf.end() && reads[it->second].data &&
-             mad::decodePortInfo(reads[it->second].data->data()).physState != kLinkUp;
+      auto f = facing.find({port.peerNode, port.peerPort.value});
+      gone = gone && f != facing.end() && f->second.physState && *f->second.physState != kLinkUp;
     }
     if (gone) continue;
     silent[x] = false;

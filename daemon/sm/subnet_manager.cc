@@ -331,6 +331,8 @@ fabric::Result<SweepReport> SubnetManager::update(const std::vector<Guid>& switc
   if (!applied) return applied;
   applied->total = clock_.now() - start;
   ev.action += "; routes: " + applied->routes;
+  ev.rereadTime = applied->discovery.elapsed;
+  ev.routingTime = applied->routingTime;
   if (applied->routesMoved)
     ev.lftEntriesChanged = *applied->routesMoved;
   else if (old)

@@ -19,7 +19,8 @@ struct TopologyEvent {
   size_t lftBlocksSent = 0;
   size_t vlSetsSent = 0;  // SLtoVLMappingTable and VLArbitrationTable Sets
   size_t smps = 0;
-  mad::Duration convergence{};  // event received -> last changed block acknowledged
+  mad::Duration convergence{};                // event received -> last changed block acknowledged
+  mad::Duration rereadTime{}, routingTime{};  // of a targeted update: re-reading the switches, routing
   bool ok = true;
 };
 

@@ -320,6 +320,32 @@ TEST(SubnetManager, ALightSweepRoutesAroundADeadLinkBeforeAskingTheSwitchesBehin
   EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
 }
 
+// Only the far end of a dead link on the SM's directed routes reports it (its trap; the near end's is lost):
+// that switch is silent on its route, which crosses the link. Its neighbours, read around it, still see it
+// linked: it is alive, read through one of them, and the update finds the link from there; no heavy sweep.
+TEST(SubnetManager, ASwitchSilentBehindAnUnknownDeadLinkIsFoundAliveThroughItsNeighbours) {
+  SmFixture f;
+  f.up();
+  auto before = f.sm->snapshot();
+  const fabric::Topology& topo = *before->topology;
+  const auto [leaf, port] = smLeafUplink(topo);
+  ASSERT_TRUE(port);
+  const fabric::NodeIndex spine = topo.node(leaf).ports[*port].peerNode;
+  ASSERT_TRUE(f.fabric->linkDown(f.fakeIndex(topo, leaf), fabric::PortNum{*port}));
+  while (f.port.receive(mad::Duration::zero())) {
+  }  // the traps are lost
+  f.sm->queueUpdate({topo.node(spine).guid}, "test: the far end's trap");
+  f.clock.advance(f.sm->options().trapBatchDelay + 1ms);
+  f.sm->tick();
+  ASSERT_EQ(f.events.size(), 1u);
+  EXPECT_EQ(f.events[0].action.find("heavy sweep"), std::string::npos) << f.events[0].action;
+  EXPECT_TRUE(f.events[0].ok) << f.events[0].action;
+  EXPECT_EQ(f.events[0].linksDown, 1u);
+  const auto& after = *f.sm->snapshot();
+  EXPECT_EQ(after.topology->size(), topo.size());
+  EXPECT_TRUE(routing::checkRoutes(*after.topology, after.lids, after.tables).ok());
+}
+
 // The spine that carries the SM's directed routes to the other leaves dies: its links go down in two pieces,
 // each reported by the leaves' traps. Each piece is one targeted update that reads around the silent spine
 // (through leaves and the other spines) instead of through it; after the second the spine is gone with its
