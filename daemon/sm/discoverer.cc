@@ -412,9 +412,10 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   bool same = heldDown == previous.heldDown;
   // In rounds: a switch whose link to a changed one is lost is read too (a switch that died takes all its
   // links, and its neighbours' traps and PortStateChange come in pieces over seconds). A changed switch that
-  // does not answer on its route (dead, or behind a link that is) is read around instead: its neighbours on
-  // routes that avoid it. If one of them still has an ACTIVE link to it, it is alive and read through that
-  // neighbour; otherwise it is gone with all its links. A heavy sweep is left for what this cannot reach.
+  // does not answer on its route (dead, or behind a link that is) is read around instead: its neighbours are
+  // asked about their ports facing it, on routes that avoid it. If one of them still sees the link up, it is
+  // alive and read through that neighbour; otherwise it is gone with all its links. A heavy sweep is left for
+  // what this cannot reach.
   for (int round = 0; !toRead.empty() && round < 4; ++round) {
     const size_t first = reads.size();
     for (NodeIndex i : toRead)
@@ -521,8 +522,8 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
   }
   for (NodeIndex n : toRead)  // left after the last round: asked below
     for (unsigned p = 0; p <= topo.node(n).numPorts; ++p) reads.push_back({n, static_cast<uint8_t>(p), {}});
-  // A silent switch is gone only when each switch it was linked to is silent too or was read and has no
-  // link to it. Otherwise (a neighbour not reached in these rounds) it is asked on its old route below, and a
+  // A silent switch is gone only when each switch it was linked to is silent too or answered that its port
+  // facing it has no link. Otherwise (a neighbour not reached) it is asked on its old route below, and a
   // heavy sweep follows when that fails.
   for (NodeIndex x = 0; x < topo.size(); ++x) {
     if (!silent[x]) continue;
