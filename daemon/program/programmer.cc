@@ -315,6 +315,7 @@ ProgramReport ProgramRun::run() {
       for (unsigned p = first; p <= last; ++p) setLid(phase, n, p);
     }
   });
+  if (opt_.beforeSwitches) opt_.beforeSwitches();
   // Phase 2: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
   phase("switches", [&](PhaseRunner& phase) {
     const uint16_t top = lids_.maxLid().value;

@@ -4,6 +4,7 @@
 // flight; SMPs and time are counted per phase.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -50,6 +51,10 @@ struct ProgramOptions {
   // and switch port 0 that does not hold them yet. nullopt: protection off, the fields are left as they are.
   // (The SMPs carry the key through the MadEngine, not through these options.)
   std::optional<mad::MkeyInfo> mkey;
+  // Runs after the endports' LIDs and SM LID are set and before the switches are programmed (a new master
+  // reads the LFTs back there: the hosts find the new SM, and its SA, first). It may change the tables given
+  // to program().
+  std::function<void()> beforeSwitches;
 };
 
 struct ProgramReport {

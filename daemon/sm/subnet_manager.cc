@@ -225,11 +225,15 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   if (!samePartitions) report.pkeys = programPartitions(topo);
   for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
   // A new master term (start, takeover, handover): what the switches hold is read back, and the routes
-  // held stay where they are valid, so nothing is written that need not be.
+  // held stay where they are valid, so nothing is written that need not be. The SA answers from the fresh
+  // engine's tables meanwhile, and the hosts learn the new SM LID before the (long) read.
   std::optional<PhaseStats> readPhase;
   if (ha_.machine().masterTerms() != readBackTerm_) {
     readBackTerm_ = ha_.machine().masterTerms();
-    readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
+    publishEarly(routeTopo, assigned->lids, routed->tables);
+    program.beforeSwitches = [&] {
+      readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
+    };
   }
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
   if (readPhase) report.program.phases.insert(report.program.phases.begin(), *readPhase);
@@ -564,19 +568,23 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   logEvent(std::move(ev));
 }
 
-PhaseStats SubnetManager::adoptHeldRoutes(const DiscoveryResult& found, const fabric::Topology& routeTopo,
-                                          const routing::LidAssignment& lids, routing::RoutingTables& tables,
-                                          SweepReport& report) {
-  // The SA answers while the blocks are read (at 11,664 hosts that takes seconds): a PathRecord needs the
-  // topology, the LIDs and a way along the tables, which the fresh engine's give. So a first snapshot now.
+// The SA answers while the blocks are read back (at 11,664 hosts that takes seconds): a PathRecord needs the
+// topology, the LIDs and a way along the tables, which the fresh engine's give. So a first snapshot.
+void SubnetManager::publishEarly(fabric::TopologyPtr routeTopo, const routing::LidAssignment& lids,
+                                 const routing::RoutingTables& tables) {
   auto early = std::make_shared<SubnetSnapshot>();
-  early->topology = routingView(found.topology);
+  early->topology = std::move(routeTopo);
   early->lids = lids;
   early->tables = tables;
   early->pkeys = pkeyProgrammer_.tables();
   early->partitions = partitionMap_;
   early->partitionDefs = partitionDefs_;
   snapshot_ = std::move(early);
+}
+
+PhaseStats SubnetManager::adoptHeldRoutes(const DiscoveryResult& found, const fabric::Topology& routeTopo,
+                                          const routing::LidAssignment& lids, routing::RoutingTables& tables,
+                                          SweepReport& report) {
   // What this SM believed the switches hold is stale once another master (or an older run) held them.
   cache_.clear();
   LftReadback rb = readLfts(engine_, clock_, *found.topology, cache_);

@@ -184,7 +184,11 @@ class SubnetManager {
   // topo with the isolated links down (topo itself when none is isolated).
   fabric::TopologyPtr routingView(const fabric::TopologyPtr& topo) const;
   void programMulticast(const fabric::Topology& topo);
-  // First run of a master term: reads the LFTs back into the block cache and adopts the valid held routes.
+  // First run of a master term: a snapshot of the fresh run for the SA, published before anything is written;
+  // then (between the endports' LIDs and the switches) the LFTs read back into the block cache and the valid
+  // held routes adopted.
+  void publishEarly(fabric::TopologyPtr routeTopo, const routing::LidAssignment& lids,
+                    const routing::RoutingTables& tables);
   PhaseStats adoptHeldRoutes(const DiscoveryResult& found, const fabric::Topology& routeTopo,
                              const routing::LidAssignment& lids, routing::RoutingTables& tables,
                              SweepReport& report);
