@@ -175,6 +175,8 @@ void Service::publish(const std::shared_ptr<const SubnetSnapshot>& before, Sweep
 }
 
 void Service::onTopologyEvent(const TopologyEvent& e) {
+  // The SM state shows at once, also when it changes inside a sweep (a takeover is a sweep).
+  state_.updateStatus([&](StatusInfo& st) { st.state = toString(sm_.state()); });
   if (inSweep_) return;  // sweep() reports its own cycle, with more detail
   SweepSummary s;
   s.number = sm_.sweeps();
