@@ -224,9 +224,11 @@ TEST(Failover, ARestartKeepsTheRoutesARepairMoved) {
   f.sim->stop(a);
 
   pid_t a2 = f.startSm("a", kHostA, opts);
-  ASSERT_TRUE(f.sim->waitForOutput(a2, "SUBNET UP", 60s, 20ms)) << f.sim->output(a2);
+  // The sweep's own line (SM001 "SUBNET UP" is logged just before it).
+  ASSERT_TRUE(f.sim->waitForOutput(a2, "LIDs changed", 60s, 20ms)) << f.sim->output(a2);
   const std::string out = f.sim->output(a2);
-  std::printf("restart: %s\n", out.substr(out.find("sweep 1")).substr(0, 400).c_str());
+  ASSERT_NE(out.find("sweep 1 (start)"), std::string::npos) << out;
+  std::printf("restart: %s\n", out.substr(out.find("sweep 1 (start)"), 400).c_str());
   EXPECT_EQ(numberBefore(out, "sweep 1 (start)", "LFT blocks written"), 0) << out;
   EXPECT_EQ(numberBefore(out, "sweep 1 (start)", "invalid ones replaced"), 0) << out;
   EXPECT_EQ(numberBefore(out, "sweep 1 (start)", "LIDs changed"), 0) << out;
