@@ -59,6 +59,7 @@ struct SweepConfig {
 struct SmConfig {
   uint8_t priority = 0;  // 0..15, SMInfo priority
   uint64_t key = 0;      // SM_Key
+  uint64_t saKey = 1;    // SA_Key: SA requests carrying it are trusted (OpenSM's sa_key and its default)
   // Standby: how often to poll the master, and unanswered polls before taking over. Each poll waits at most
   // one interval for its answer, so a dead master is noticed within (pollRetries + 1) * pollIntervalMs:
   // 800 ms with the defaults (IBA 14.4.1 leaves both to the SM; the target is 1 s).
