@@ -174,6 +174,7 @@ struct HealthConfig {
     for (const auto& c : kHealthCounters) t.push_back(c.perMinute);
     return t;
   }();
+  uint32_t startThreshold = 1000;  // counts found at the first read past it isolate; 0: never
   uint32_t maxIsolated = 8;
   uint32_t cleanPeriodS = 600;
   bool operator==(const HealthConfig&) const = default;

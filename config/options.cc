@@ -424,6 +424,13 @@ const std::vector<OptionDoc> kDocs = {
      "port_xmit_constraint_errors, port_rcv_constraint_errors, local_link_integrity_errors, "
      "excessive_buffer_overrun_errors, vl15_dropped, port_xmit_wait; the ones not given keep their default.",
      "", ""},
+    {"health.start_threshold", "",
+     "Counts found at ibsmd's first read of a port are of unknown age: a watched counter (threshold above 0) "
+     "that is not zero makes a warning (HLTH001, \"found at start, interval unknown\"); with health.action "
+     "isolate, a count past start_threshold isolates the port's link as soon as its loss cuts no node off "
+     "(0: "
+     "never). The master clears what it read, so rates follow.",
+     "", ""},
     {"health.max_isolated", "",
      "Most links isolated at once; past it, ports over a threshold are reported only.", "", ""},
     {"health.clean_period_s", "",
@@ -817,6 +824,9 @@ std::vector<Option> makeTable() {
                  }
                  return out + "}";
                }});
+  t.push_back(uintOption(
+      "health.start_threshold", true, &ConfigDiff::health, 0, 1000000000,
+      [](auto& c) -> auto& { return c.health.startThreshold; }));
   t.push_back(uintOption(
       "health.max_isolated", true, &ConfigDiff::health, 0, 1000000,
       [](auto& c) -> auto& { return c.health.maxIsolated; }));
