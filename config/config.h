@@ -59,6 +59,7 @@ struct SweepConfig {
 struct SmConfig {
   uint8_t priority = 0;  // 0..15, SMInfo priority
   uint64_t key = 0;      // SM_Key
+  uint64_t saKey = 1;    // SA_Key: SA requests carrying it are trusted (OpenSM's sa_key and its default)
   // Standby: how often to poll the master, and unanswered polls before taking over. Each poll waits at most
   // one interval for its answer, so a dead master is noticed within (pollRetries + 1) * pollIntervalMs:
   // 800 ms with the defaults (IBA 14.4.1 leaves both to the SM; the target is 1 s).
@@ -173,6 +174,7 @@ struct HealthConfig {
     for (const auto& c : kHealthCounters) t.push_back(c.perMinute);
     return t;
   }();
+  uint32_t startThreshold = 1000;  // counts found at the first read past it isolate; 0: never
   uint32_t maxIsolated = 8;
   uint32_t cleanPeriodS = 600;
   bool operator==(const HealthConfig&) const = default;

@@ -266,6 +266,16 @@ Option uintOption(std::string_view key, bool reloadable, bool ConfigDiff::*effec
                 std::to_string(lo) + ".." + std::to_string(hi)};
 }
 
+// A 64-bit key (SM_Key, SA_Key), shown in hex; restart-only.
+template <typename F>
+Option keyOption(std::string_view key, F field) {
+  return Option{key, false, nullptr,
+                [=](const RawValue& v, Config& c) {
+                  return parseUint(v, 0, std::numeric_limits<uint64_t>::max(), field(c));
+                },
+                [=](const Config& c) { return hex64(field(c)); }};
+}
+
 template <typename F>
 Option pathOption(std::string_view key, bool reloadable, F field) {
   return Option{key, reloadable, nullptr,
@@ -313,6 +323,11 @@ const std::vector<OptionDoc> kDocs = {
     {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
     {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
     {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
+    {"sm.sa_key", "a 64-bit number",
+     "SA_Key (OpenSM's sa_key): an SA request carrying it is trusted (P_KeyTableRecords are given only to "
+     "trusted requesters), one carrying 0 is answered as untrusted, and one carrying any other key is "
+     "dropped unanswered (IBA 15.2.1.1; OpenSM's default key, which its osmtest presents, is 1).",
+     "", ""},
     {"sm.m_key", "0 (off), a 64-bit key or random",
      "M_Key protecting the PortInfo of every managed port (IBA 14.2.4; OpenSM's m_key). random is generated "
      "once and kept in <state_dir>/mkey, so a restarted ibsmd with the same state directory still manages "
@@ -408,6 +423,13 @@ const std::vector<OptionDoc> kDocs = {
      "port_rcv_errors, port_rcv_remote_physical_errors, port_rcv_switch_relay_errors, port_xmit_discards, "
      "port_xmit_constraint_errors, port_rcv_constraint_errors, local_link_integrity_errors, "
      "excessive_buffer_overrun_errors, vl15_dropped, port_xmit_wait; the ones not given keep their default.",
+     "", ""},
+    {"health.start_threshold", "",
+     "Counts found at ibsmd's first read of a port are of unknown age: a watched counter (threshold above 0) "
+     "that is not zero makes a warning (HLTH001, \"found at start, interval unknown\"); with health.action "
+     "isolate, a count past start_threshold isolates the port's link as soon as its loss cuts no node off "
+     "(0: "
+     "never). The master clears what it read, so rates follow.",
      "", ""},
     {"health.max_isolated", "",
      "Most links isolated at once; past it, ports over a threshold are reported only.", "", ""},
@@ -626,11 +648,10 @@ std::vector<Option> makeTable() {
       [](auto& c) -> auto& { return c.sweep.intervalS; }));
   t.push_back(uintOption(
       "sm.priority", true, &ConfigDiff::sm, 0, 15, [](auto& c) -> auto& { return c.sm.priority; }));
-  t.push_back({"sm.key", false, nullptr,
-               [](const RawValue& v, Config& c) {
-                 return parseUint(v, 0, std::numeric_limits<uint64_t>::max(), c.sm.key);
-               },
-               [](const Config& c) { return hex64(c.sm.key); }});
+  t.push_back(keyOption(
+      "sm.key", [](auto& c) -> auto& { return c.sm.key; }));
+  t.push_back(keyOption(
+      "sm.sa_key", [](auto& c) -> auto& { return c.sm.saKey; }));
   t.push_back({"sm.m_key", false, nullptr,
                [](const RawValue& v, Config& c) -> MaybeProblem {
                  if (v.kind == RawValue::Kind::kScalar && v.text == "random") {
@@ -803,6 +824,9 @@ std::vector<Option> makeTable() {
                  }
                  return out + "}";
                }});
+  t.push_back(uintOption(
+      "health.start_threshold", true, &ConfigDiff::health, 0, 1000000000,
+      [](auto& c) -> auto& { return c.health.startThreshold; }));
   t.push_back(uintOption(
       "health.max_isolated", true, &ConfigDiff::health, 0, 1000000,
       [](auto& c) -> auto& { return c.health.maxIsolated; }));

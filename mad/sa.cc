@@ -55,6 +55,7 @@ constexpr uint16_t kLinkRecordWidths[] = {16, 8, 8, 16};
 constexpr uint16_t kSwitchInfoRecordWidths[] = {16, 16, 16, 16, 16, 16, 8, 8, 8, 8,
                                                 16, 1,  3,  1,  1,  1,  1, 1, 1, 16};
 constexpr uint16_t kLftRecordWidths[] = {16, 16};
+constexpr uint16_t kMftRecordWidths[] = {16, 4, 3, 9, 32};
 constexpr uint16_t kGuidInfoRecordWidths[] = {16, 8, 8, 32, 64, 64, 64, 64, 64, 64, 64, 64};
 constexpr uint16_t kSmInfoRecordWidths[] = {16, 16, 64, 64, 32, 4, 4};
 constexpr uint16_t kPathRecordWidths[] = {32, 32, 128, 128, 16, 16, 1, 3, 20, 8, 8, 1,
@@ -184,6 +185,8 @@ std::span<const uint16_t> recordFieldWidths(uint16_t attrId) {
       return kSwitchInfoRecordWidths;
     case kSaAttrLftRecord:
       return kLftRecordWidths;
+    case kSaAttrMftRecord:
+      return kMftRecordWidths;
     case kSaAttrGuidInfoRecord:
       return kGuidInfoRecordWidths;
     case kSaAttrSmInfoRecord:
@@ -213,6 +216,8 @@ size_t recordSize(uint16_t attrId) {
       return kSwitchInfoRecordSize;
     case kSaAttrLftRecord:
       return kLftRecordSize;
+    case kSaAttrMftRecord:
+      return kMftRecordSize;
     case kSaAttrGuidInfoRecord:
       return kGuidInfoRecordSize;
     case kSaAttrSmInfoRecord:
@@ -298,6 +303,13 @@ void encodeLftRecord(uint16_t lid, uint16_t block, const uint8_t* ports64, uint8
   put16(rec, lid);
   put16(rec + 2, block);
   std::memcpy(rec + 4, ports64, 64);
+}
+
+void encodeMftRecord(uint16_t lid, uint32_t attrMod, const MftBlock& block, uint8_t* rec) {
+  std::memset(rec, 0, kMftRecordSize);
+  put16(rec, lid);
+  put16(rec + 2, static_cast<uint16_t>((attrMod >> 28) << 12 | (attrMod & 0x1FF)));
+  encodeMftBlock(block, rec + 8);
 }
 
 void encodeGuidInfoRecord(uint16_t lid, uint8_t block, const std::vector<uint64_t>& guids, uint8_t* rec) {

@@ -42,6 +42,7 @@ enum SaAttr : uint16_t {
   kSaAttrPortInfoRecord = 0x12,
   kSaAttrSwitchInfoRecord = 0x14,
   kSaAttrLftRecord = 0x15,
+  kSaAttrMftRecord = 0x17,
   kSaAttrSmInfoRecord = 0x18,
   kSaAttrLinkRecord = 0x20,
   kSaAttrGuidInfoRecord = 0x30,
@@ -118,6 +119,7 @@ inline constexpr size_t kPortInfoRecordSize = 68;
 inline constexpr size_t kLinkRecordSize = 8;
 inline constexpr size_t kSwitchInfoRecordSize = 4 + 17;
 inline constexpr size_t kLftRecordSize = 68;
+inline constexpr size_t kMftRecordSize = 72;  // LID, Position/BlockNum, reserved 4, 32 port masks
 inline constexpr size_t kGuidInfoRecordSize = 72;
 inline constexpr size_t kSmInfoRecordSize = 4 + 21;
 inline constexpr size_t kPathRecordSize = 64;
@@ -164,6 +166,8 @@ LinkRecord decodeLinkRecord(const uint8_t* rec);
 
 void encodeSwitchInfoRecord(uint16_t lid, const uint8_t* switchInfo, uint8_t* rec);
 void encodeLftRecord(uint16_t lid, uint16_t block, const uint8_t* ports64, uint8_t* rec);
+// MulticastForwardingTableRecord (IBA 15.2.5.8): `attrMod` as the MFT SMP's (mftAttrMod: position, block).
+void encodeMftRecord(uint16_t lid, uint32_t attrMod, const MftBlock& block, uint8_t* rec);
 void encodeGuidInfoRecord(uint16_t lid, uint8_t block, const std::vector<uint64_t>& guids, uint8_t* rec);
 void encodeSmInfoRecord(uint16_t lid, const SmInfo& info, uint8_t* rec);
 SmInfo decodeSmInfoRecord(const uint8_t* rec, uint16_t* lid);

@@ -91,17 +91,31 @@ std::vector<HealthDecision> HealthPolicy::evaluate(const std::vector<PortRecord>
     while (!links_.empty()) out.push_back(restore(links_.size() - 1, "health.action is report", now));
   for (uint32_t r = 0; r < ports.size(); ++r) {
     const PortRecord& rec = ports[r];
-    if (rec.sweep != sweep || rec.lastInterval.count() <= 0) continue;
+    if (rec.sweep != sweep) continue;
     PortStatus& st = status_[r];
-    const double minutes = std::chrono::duration<double>(rec.lastInterval).count() / 60.0;
+    // Why the port is bad in this sample, and whether that asks for isolation. The first read has no
+    // interval: its counts are of unknown age (a bad cable for a year or a burst a second ago), so watched
+    // counters found above zero are reported, and only counts past start_threshold isolate.
     std::string over;
+    bool isolating = false;
+    const bool first = rec.lastInterval.count() <= 0;
+    const double minutes = std::chrono::duration<double>(rec.lastInterval).count() / 60.0;
     for (size_t i = 0; i < mad::kPerfCounters; ++i) {
       const double threshold = options_.thresholds[i];
+      if (threshold <= 0) continue;
+      const std::string counter = mad::perfCounterName(static_cast<mad::PerfCounter>(i));
+      if (first) {
+        if (rec.found[i] == 0) continue;
+        isolating = isolating || (options_.startThreshold && rec.found[i] > options_.startThreshold);
+        over += (over.empty() ? "found at start, interval unknown: " : ", ") + counter + " " +
+                std::to_string(rec.found[i]);
+        continue;
+      }
       const double rate = static_cast<double>(rec.lastErrors[i]) / minutes;
-      if (threshold <= 0 || rate <= threshold) continue;
+      if (rate <= threshold) continue;
+      isolating = true;
       if (!over.empty()) over += ", ";
-      over += std::string(mad::perfCounterName(static_cast<mad::PerfCounter>(i))) + " +" + perMinute(rate) +
-              "/min (threshold " + perMinute(threshold) + "/min)";
+      over += counter + " +" + perMinute(rate) + "/min (threshold " + perMinute(threshold) + "/min)";
     }
     auto node = topo.findNode(rec.node);
     const fabric::Port* port =
@@ -110,8 +124,18 @@ std::vector<HealthDecision> HealthPolicy::evaluate(const std::vector<PortRecord>
     const std::string name = node ? portName(topo, *node, rec.port) : fabric::toString(rec.node);
     const PortId self{rec.node, rec.port};
     const PortId peer = linked ? PortId{topo.node(port->peerNode).guid, port->peerPort.value} : PortId{};
-    if (over.empty()) {
-      if (st.state == PortHealthState::kOk || now - st.lastBad < options_.cleanPeriod) continue;
+    if (!over.empty()) {
+      st.lastBad = now;
+      st.reason = over;
+      if (st.state == PortHealthState::kOk) {
+        st.state = PortHealthState::kWarning;
+        st.since = now;
+        st.refusedReported = false;
+        out.push_back({HealthDecision::Kind::kWarning, self, peer,
+                       name + (first ? " counters " : " over threshold: ") + over});
+      }
+      st.isolateFound = st.isolateFound || (first && isolating);
+    } else if (st.state != PortHealthState::kOk && now - st.lastBad >= options_.cleanPeriod) {
       auto link = std::find_if(links_.begin(), links_.end(), [&](const Link& l) { return l.record == r; });
       if (link != links_.end()) {
         out.push_back(restore(static_cast<size_t>(link - links_.begin()), "clean period over", now));
@@ -121,15 +145,9 @@ std::vector<HealthDecision> HealthPolicy::evaluate(const std::vector<PortRecord>
       out.push_back({HealthDecision::Kind::kRestored, self, peer, name + ": clean period over, ok again"});
       continue;
     }
-    st.lastBad = now;
-    st.reason = over;
-    if (st.state == PortHealthState::kOk) {
-      st.state = PortHealthState::kWarning;
-      st.since = now;
-      st.refusedReported = false;
-      out.push_back({HealthDecision::Kind::kWarning, self, peer, name + " over threshold: " + over});
-    }
-    if (st.state != PortHealthState::kWarning || options_.action != HealthAction::kIsolate || !linked)
+    // A port found bad at start is isolated as soon as it can be, with no further increase needed.
+    if (!(isolating || st.isolateFound) || st.state != PortHealthState::kWarning ||
+        options_.action != HealthAction::kIsolate || !linked)
       continue;
     std::string refusal;
     if (links_.size() >= options_.maxIsolated)
@@ -147,7 +165,7 @@ std::vector<HealthDecision> HealthPolicy::evaluate(const std::vector<PortRecord>
     st.state = PortHealthState::kIsolated;
     st.since = now;
     links_.push_back(Link{self, peer, r, link});
-    out.push_back({HealthDecision::Kind::kIsolated, self, peer, "isolating " + link + ": " + over});
+    out.push_back({HealthDecision::Kind::kIsolated, self, peer, "isolating " + link + ": " + st.reason});
   }
   // An isolated port whose counters cannot be read (routing around its link may leave its switch without a
   // LID route from the SM, as up/down forbids the detour) gets its link back after the clean period without

@@ -1,6 +1,9 @@
 // The health policy: after each counter sweep, every port's error counters (increases per minute over the
-// last interval) against health.thresholds. A port over a threshold is a warning (HLTH001); with
-// health.action isolate its link is isolated (HLTH002): routed around as if it were down, not disabled. An
+// last interval) against health.thresholds. A port over a threshold is a warning (HLTH001), and so is one
+// whose watched counters are not zero at the first read (found at start, interval unknown); with
+// health.action isolate its link is isolated (HLTH002): routed around as if it were down, not disabled (a
+// port found at start only when a count is past health.start_threshold, at the first sweep at which its
+// link's loss cuts no node off). An
 // isolation is refused (HLTH003) when the link's loss would cut a node off the SM, or when max_isolated
 // links are out already. A warning or isolation ends after clean_period of samples under every threshold, or
 // when an operator releases the port (HLTH004). Pure: counters, topology and time in, decisions out.
@@ -22,6 +25,7 @@ enum class HealthAction : uint8_t { kReport, kIsolate };
 struct HealthOptions {
   HealthAction action = HealthAction::kReport;
   std::array<double, mad::kPerfCounters> thresholds{};  // increases per minute; 0: not checked
+  uint64_t startThreshold = 1000;  // a watched count found at the first read past it isolates; 0: never
   unsigned maxIsolated = 8;
   mad::Duration cleanPeriod = std::chrono::seconds(600);
 };
@@ -48,6 +52,7 @@ class HealthPolicy {
     std::string reason;
     mad::TimePoint lastBad{}, since{};
     bool refusedReported = false;  // HLTH003 once per warning
+    bool isolateFound = false;     // counts found at start asked for isolation: tried every sweep
   };
   // Every port read in counter sweep `sweep` is judged. topo: the topology routing uses (isolated links
   // down), for the peers and the connectivity check.

@@ -165,6 +165,7 @@ void PerfManager::onCounters(uint32_t record, const mad::MadResult& r) {
   }
   const mad::TimePoint now = clock_.now();
   if (!rec.seen) {
+    rec.found = pc.errors;
     auto caps = caps_.find(rec.node);
     rec.extended = caps != caps_.end() && caps->second.capMask &&
                    (*caps->second.capMask & (mad::kPmExtendedWidth | mad::kPmExtendedWidthNoIetf));

@@ -42,6 +42,7 @@ struct PortRecord {
   std::array<uint64_t, mad::kPerfCounters> errors{};     // running totals
   std::array<uint64_t, mad::kPerfDataCounters> data{};   // running totals (bytes, packets)
   std::array<uint64_t, mad::kPerfCounters> rawErrors{};  // what the port holds after our last read / clear
+  std::array<uint64_t, mad::kPerfCounters> found{};      // what the first read found: counts of unknown age
   std::array<uint64_t, mad::kPerfDataCounters> rawData{};
   // Increase in the last interval (between the last two reads) and its length; interval 0: not yet known.
   std::array<uint64_t, mad::kPerfCounters> lastErrors{};

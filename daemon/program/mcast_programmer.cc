@@ -14,32 +14,11 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
   PhaseRunner phase(engine_, clock_, "mft");
 
   // What every switch should hold: attribute modifier -> block.
-  std::unordered_map<NodeIndex, std::map<uint32_t, mad::MftBlock>> want;
-  uint32_t topBlock = 0;
-  for (const routing::McastGroupRoute& g : groups) {
-    if (g.mlid < routing::kMinMlid || g.mlid > routing::kMaxMlid) continue;
-    const uint32_t index = g.mlid - routing::kMinMlid;
-    const uint32_t block = index / mad::kMftBlockMlids;
-    topBlock = std::max(topBlock, block);
-    routing::McastTree tree = routing::buildMcastTree(topo, g.members);
-    report.unreachableMembers += tree.unreachable.size();
-    for (const auto& [n, mask] : tree.switches) {
-      const fabric::Node& node = topo.node(n);
-      if (index >= node.sw.multicastFdbCap) {
-        report.warnings.push_back("MCAST001 MLID " + std::to_string(g.mlid) +
-                                  " is past the MulticastFDBCap of " + fabric::toString(node.guid) + " (" +
-                                  node.description + ")");
-        continue;
-      }
-      for (uint32_t pos = 0; pos * mad::kMftPositionPorts <= node.numPorts; ++pos) {
-        uint16_t bits = 0;
-        for (unsigned i = 0; i < mad::kMftPositionPorts; ++i)
-          if (pos * mad::kMftPositionPorts + i < mask.size() && mask.test(pos * mad::kMftPositionPorts + i))
-            bits = static_cast<uint16_t>(bits | 1u << i);
-        if (bits) want[n][mad::mftAttrMod(block, pos)][index % mad::kMftBlockMlids] = bits;
-      }
-    }
-  }
+  MftPlan plan = planMfts(topo, groups);
+  report.unreachableMembers = plan.unreachableMembers;
+  report.warnings = std::move(plan.warnings);
+  auto& want = plan.blocks;
+  const uint32_t topBlock = plan.topBlock;
 
   // Switches that left the fabric are forgotten: one that comes back (maybe rebooted) is written from
   // scratch.

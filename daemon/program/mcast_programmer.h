@@ -12,6 +12,7 @@
 #include "daemon/program/block_cache.h"
 #include "daemon/program/phase_runner.h"
 #include "daemon/program/programmer.h"  // for the users that expect it
+#include "daemon/state/mft_plan.h"
 #include "mad/mad_engine.h"
 #include "mad/smp.h"
 #include "routing/multicast.h"

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/state/mft_plan.h"
+
 namespace ibsm::daemon {
 
 SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
@@ -79,6 +81,30 @@ SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix) {
       if (port.attrs.widthActive) limits.rateCap = mad::rateEnum(mad::rateTenthsGbps(port.attrs));
     }
     answer(groups.join(req, mask, limits, proxy || req.proxyJoin));
+    return a;
+  };
+}
+
+SaServer::Handler makeMftRecordHandler(const McastGroups& groups) {
+  return [&groups](const SaServer::Query& q) {
+    SaServer::Answer a;
+    a.recordSize = mad::kMftRecordSize;
+    if (q.header.method != mad::kGet && q.header.method != mad::kGetTable) {
+      a.status = mad::kStatusMethodAttrUnsupported;
+      return a;
+    }
+    if (!q.snapshot) return a;
+    const fabric::Topology& topo = *q.snapshot->topology;
+    const MftPlan plan = planMfts(topo, groups.routes(topo));
+    for (fabric::NodeIndex s : topo.switches()) {
+      const uint16_t lid = q.snapshot->lids.base(s, fabric::PortNum{0}).value;
+      auto blocks = plan.blocks.find(s);
+      if (!lid || blocks == plan.blocks.end()) continue;
+      for (const auto& [mod, block] : blocks->second) {
+        mad::encodeMftRecord(lid, mod, block, a.add());
+        a.keepIfMatches(mad::kSaAttrMftRecord, q.sa.compMask, mad::saData(q.mad));
+      }
+    }
     return a;
   };
 }

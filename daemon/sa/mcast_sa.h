@@ -9,5 +9,8 @@
 namespace ibsm::daemon {
 
 SaServer::Handler makeMcMemberHandler(McastGroups& groups, uint64_t gidPrefix = mad::kDefaultGidPrefix);
+// MulticastForwardingTableRecords (attribute 0x0017, Get/GetTable): the MFT blocks the groups' trees give
+// each switch (what the MFT programmer writes), one record per switch, position and block with an entry.
+SaServer::Handler makeMftRecordHandler(const McastGroups& groups);
 
 }  // namespace ibsm::daemon

@@ -214,11 +214,11 @@ Answer smInfoRecords(const Query& q, const SaServer::SmInfoFn& smInfo) {
 
 // One record per block of every P_Key table the SM read: a switch's port 0, and for a CA the port its LID
 // belongs to (PortNum is then the port, and not matched: the LID names it).
-Answer pkeyTableRecords(const Query& q, const SaServer::SmInfoFn& smInfo, size_t maxRecords) {
+Answer pkeyTableRecords(const Query& q, uint64_t saKey, size_t maxRecords) {
   Answer a;
   a.recordSize = mad::kPkeyTableRecordSize;
-  // P_KeyTableRecords are given to trusted requesters only (IBA 15.2.5.11): those presenting the SM_Key.
-  if (q.sa.smKey != (smInfo ? smInfo().smKey : 0)) return fail(mad::kStatusReqInvalid);
+  // P_KeyTableRecords are given to trusted requesters only (IBA 15.2.5.11): those presenting the SA_Key.
+  if (q.sa.smKey != saKey) return fail(mad::kStatusReqInvalid);
   if (!q.snapshot || !q.snapshot->pkeys) return a;
   const auto& topo = *q.snapshot->topology;
   const uint8_t* query = mad::saData(q.mad);

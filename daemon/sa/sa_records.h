@@ -37,6 +37,6 @@ Answer switchInfoRecords(const Query& q);
 Answer lftRecords(const Query& q, size_t maxRecords);
 Answer guidInfoRecords(const Query& q);
 Answer smInfoRecords(const Query& q, const SaServer::SmInfoFn& smInfo);
-Answer pkeyTableRecords(const Query& q, const SaServer::SmInfoFn& smInfo, size_t maxRecords);
+Answer pkeyTableRecords(const Query& q, uint64_t saKey, size_t maxRecords);
 
 }  // namespace ibsm::daemon::sa

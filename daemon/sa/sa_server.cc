@@ -36,6 +36,14 @@ uint8_t responseMethod(uint8_t method) {
   }
 }
 
+// Whether a subscription asks for a generic notice (0xFFFF, 0xFFFFFF: any); a vendor-specific one asks for
+// none of them.
+bool subscribedTo(const mad::InformInfo& i, const mad::Notice& n) {
+  return i.isGeneric && (i.trapNumber == 0xFFFF || i.trapNumber == n.trapNumber) &&
+         (i.type == 0xFFFF || i.type == n.type) &&
+         (i.producerType == 0xFFFFFF || i.producerType == n.producerType);
+}
+
 }  // namespace
 
 uint8_t* SaServer::Answer::add() {
@@ -82,6 +90,12 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
   const bool rmppData = rmpp.active() && rmpp.type == mad::kRmppData;
   if (rmpp.active() && !rmppData && rmpp.type != mad::kRmppNone) return rmppControl(req, h);
   ++counters_.requests;
+  // A wrong non-zero SA_Key is ignored, not answered (IBA 15.2.1.1; OpenSM drops it, osmtest -f a expects a
+  // timeout): an answer would tell a prober that the key is wrong.
+  if (const uint64_t key = mad::decodeSaHeader(req).smKey; key != 0 && key != options_.saKey) {
+    ++counters_.wrongKey;
+    return {};
+  }
   if (h.classVersion != mad::kSaClassVersion) {
     ++counters_.errors;
     counters_.answered(h.attrId, mad::kStatusBadVersion);
@@ -93,6 +107,10 @@ std::vector<mad::MadPacket> SaServer::handle(const mad::MadPacket& req) {
     counters_.answered(h.attrId, mad::kStatusReqInvalid);
     return {mad::makeSaResponse(req, responseMethod(h.method), mad::kStatusReqInvalid)};
   }
+  // A requester that reuses a TID is done with the answer it had under it: stop resending that one (umad2sim
+  // gives every osmtest run the same TIDs, and a late segment of the last run's table would be taken as the
+  // answer to this request).
+  if (sessions_.erase(SessionKey{req.addr.lid, req.addr.qpn, h.tid})) ++counters_.rmppAborted;
   auto snap = snapshot_ ? snapshot_() : nullptr;
   Query q{req, h, mad::decodeSaHeader(req), snap.get(), clock_.now()};
   Answer a = dispatch(q);
@@ -215,7 +233,8 @@ SaServer::Answer SaServer::dispatch(const Query& q) {
     case mad::kSaAttrSmInfoRecord:
       return readOnly([&](const Query& x) { return sa::smInfoRecords(x, smInfo_); });
     case mad::kSaAttrPkeyTableRecord:
-      return readOnly([&](const Query& x) { return sa::pkeyTableRecords(x, smInfo_, options_.maxRecords); });
+      return readOnly(
+          [&](const Query& x) { return sa::pkeyTableRecords(x, options_.saKey, options_.maxRecords); });
     case mad::kSaAttrPathRecord:
       return readOnly([&](const Query& x) { return sa::pathRecords(x, options_); });
     case mad::kSaAttrInformInfoRecord:
@@ -296,9 +315,12 @@ SaServer::Answer SaServer::serviceRecords(const Query& q) {
 SaServer::Answer SaServer::informInfo(const Query& q) {
   Answer a;
   a.recordSize = mad::kInformInfoSize;
+  // Vendor-specific subscriptions are kept (and listed) as OpenSM keeps them; no notice the SM forwards
+  // matches them.
   mad::InformInfo info = mad::decodeInformInfo(mad::saData(q.mad));
-  if (!info.isGeneric)
-    return fail(mad::kStatusReqInvalid);  // vendor-specific subscriptions are not supported
+  // A subscription without a QPN is for the requester's own (OpenSM keeps it so): a later request naming that
+  // QPN finds it. An unsubscribe names the QPN it means.
+  if (info.subscribe && !info.qpn) info.qpn = q.mad.addr.qpn;
   Gid subscriber = info.gid;
   if (q.snapshot && q.mad.addr.lid) {
     if (auto e = endportByLid(*q.snapshot, q.mad.addr.lid))
@@ -313,7 +335,7 @@ SaServer::Answer SaServer::informInfo(const Query& q) {
   if (info.subscribe) {
     if (std::none_of(subscribers_.begin(), subscribers_.end(), same)) {
       mad::MadAddress addr = q.mad.addr;
-      if (info.qpn) addr.qpn = info.qpn;
+      addr.qpn = info.qpn;
       subscribers_.push_back(Subscriber{info, addr, subscriber});
     }
   } else {
@@ -350,9 +372,7 @@ std::vector<mad::MadPacket> SaServer::reportsFor(const mad::Notice& n) {
   mad::encodeNotice(n, nullptr, notice);
   for (const Subscriber& s : subscribers_) {
     const auto& i = s.info;
-    if (i.trapNumber != 0xFFFF && i.trapNumber != n.trapNumber) continue;
-    if (i.type != 0xFFFF && i.type != n.type) continue;
-    if (i.producerType != 0xFFFFFF && i.producerType != n.producerType) continue;
+    if (!subscribedTo(i, n)) continue;
     if (i.lidBegin != 0xFFFF && (n.lidAddr < i.lidBegin || n.lidAddr > std::max(i.lidBegin, i.lidEnd)))
       continue;
     out.push_back(makeReport(s, notice));
@@ -397,12 +417,8 @@ std::vector<mad::MadPacket> SaServer::reportsForSnapshot() {
     Gid gid{options_.gidPrefix, guid};
     uint8_t notice[mad::kNoticeSize];
     mad::encodeNotice(n, &gid, notice);
-    for (const Subscriber& s : subscribers_) {
-      if (s.info.trapNumber != 0xFFFF && s.info.trapNumber != trap) continue;
-      if (s.info.type != 0xFFFF && s.info.type != 4) continue;
-      if (s.info.producerType != 0xFFFFFF && s.info.producerType != 4) continue;
-      out.push_back(makeReport(s, notice));
-    }
+    for (const Subscriber& s : subscribers_)
+      if (subscribedTo(s.info, n)) out.push_back(makeReport(s, notice));
   };
   for (uint64_t g : now)
     if (!was.count(g)) emit(64, g);

@@ -4,9 +4,10 @@
 // Built in: ClassPortInfo, NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord, LFTRecord,
 // GUIDInfoRecord, SMInfoRecord, P_KeyTableRecord (trusted requests only), PathRecord, MultiPathRecord,
 // ServiceRecord (Set/Get/GetTable/Delete, leases), InformInfo (Set: subscribe/unsubscribe) and
-// InformInfoRecord. Other attributes (MCMemberRecord) plug in with setHandler(). Every request is answered:
-// unknown attribute/method and bad queries get the MAD status of IBA 13.4.7 / 15.2.1.3. GetTable answers go
-// out as RMPP (IBA 13.6): the first window at once, the rest as the requester ACKs, with resends on timeout.
+// InformInfoRecord. Other attributes (MCMemberRecord, MulticastForwardingTableRecord) plug in with
+// setHandler(). Every request but one with a wrong SA_Key is answered: unknown attribute/method and bad
+// queries get the MAD status of IBA 13.4.7 / 15.2.1.3. GetTable answers go out as RMPP (IBA 13.6): the first
+// window at once, the rest as the requester ACKs, with resends on timeout.
 #pragma once
 
 #include <functional>
@@ -28,10 +29,13 @@ struct SaOptions {
   mad::Duration rmppTimeout = std::chrono::milliseconds(200);
   unsigned rmppRetries = 3;
   size_t maxRecords = 100000;  // a GetTable larger than this is answered with ERR_NO_RESOURCES
+  // SA_Key (sm.sa_key): a request carrying it is trusted, one carrying 0 untrusted, any other is dropped.
+  uint64_t saKey = 1;
 };
 
 struct SaCounters {
   uint64_t requests = 0, malformed = 0, errors = 0, rmppSessions = 0, rmppAborted = 0, reports = 0;
+  uint64_t wrongKey = 0;  // requests dropped for a wrong SA_Key
   // Requests by (attribute id, status answered), for the metrics. The attribute comes from the wire: past
   // kMaxAttrStatus distinct pairs, new pairs are counted in otherAttrStatus.
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> byAttrStatus;

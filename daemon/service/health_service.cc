@@ -33,6 +33,7 @@ HealthOptions healthOptionsFrom(const config::Config& c) {
     for (size_t k = 0; k < mad::kPerfCounters; ++k)
       if (config::kHealthCounters[i].name == mad::perfCounterName(static_cast<mad::PerfCounter>(k)))
         o.thresholds[k] = c.health.thresholds[i];
+  o.startThreshold = c.health.startThreshold;
   o.maxIsolated = c.health.maxIsolated;
   o.cleanPeriod = std::chrono::seconds(c.health.cleanPeriodS);
   return o;

@@ -333,8 +333,10 @@ int runDaemon(const Args& args, mad::MadEngine& engine, const mad::Clock& clock,
         i.state = static_cast<uint8_t>(sm.state());
         i.actCount = sm.actCount();
         return i;
-      });
+      },
+      daemon::SaOptions{.saKey = args.cfg.sm.saKey});
   sa.setHandler(mad::kSaAttrMcMemberRecord, daemon::makeMcMemberHandler(sm.mcastGroups()));
+  sa.setHandler(mad::kSaAttrMftRecord, daemon::makeMftRecordHandler(sm.mcastGroups()));
   daemon::SaAgent saAgent(engine, sa);
   sm.setSaHandlers([&saAgent](const mad::MadPacket& m) { saAgent.onMad(m); },
                    [&saAgent](const mad::Notice& n) { saAgent.onNotice(n); });

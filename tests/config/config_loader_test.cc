@@ -428,7 +428,11 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 40u);
+  EXPECT_EQ(byKey.size(), 42u);
+  EXPECT_EQ(byKey["sm.sa_key"].defaultValue, "0x0000000000000001");
+  EXPECT_FALSE(byKey["sm.sa_key"].reloadable);
+  EXPECT_EQ(byKey["health.start_threshold"].defaultValue, "1000");
+  EXPECT_TRUE(byKey["health.start_threshold"].reloadable);
   EXPECT_TRUE(byKey["routing.rebalance"].reloadable);
   EXPECT_EQ(byKey["routing.rebalance"].defaultValue, "incremental");
   EXPECT_EQ(byKey["routing.rebalance_min_gain_pct"].defaultValue, "1");

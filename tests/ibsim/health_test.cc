@@ -26,15 +26,19 @@ struct HealthFixture {
   pid_t sm = -1;
   uint16_t metricsPort = 0;
 
-  HealthFixture() {
+  // The fabric, and ibsmd on it unless the test starts it later (startSm).
+  explicit HealthFixture(bool start = true) {
     std::string net;
     sim = startFabric("--fat-tree 2 --radix 8", &net);
     built = parseOrFail(net, "generated");
+    if (start) startSm();
+  }
+  void startSm(const std::string& action = "isolate") {
     RunOptions o;
     o.simHost = "H-0000000000100002";  // host-1 on leaf-0
     sm = sim->spawn(
         {binPath("ibsmd"), "--state-dir", sim->dir() + "/state", "--socket", sim->dir() + "/ibsm.sock",
-         "--set", "perfmgr.interval_s=1", "--set", "health.action=isolate", "--set",
+         "--set", "perfmgr.interval_s=1", "--set", "health.action=" + action, "--set",
          "health.clean_period_s=4", "--set", "log.level=debug", "--metrics", "127.0.0.1:0"},
         o);
     EXPECT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s, 20ms)) << sim->output(sm);
@@ -44,6 +48,31 @@ struct HealthFixture {
         "METRICS001 serving Prometheus metrics on http://127\\.0\\.0\\.1:([0-9]+)/");
     if (std::regex_search(out, m, kLine)) metricsPort = static_cast<uint16_t>(std::stoi(m[1]));
     EXPECT_NE(metricsPort, 0) << out;
+  }
+  // The spine's port to the leaf (0: none), and the spine's ibsim node id.
+  struct SpinePort {
+    fabric::Guid spine, leaf;
+    uint8_t port = 0, leafPort = 0;
+    std::string id;
+  };
+  SpinePort spinePort(const std::string& spineName, const std::string& leafName) const {
+    const fabric::Topology& t = *built;
+    auto spine = t.findByDescription(spineName);
+    auto leaf = t.findByDescription(leafName);
+    SpinePort s;
+    if (!spine || !leaf) return s;
+    s.spine = t.node(*spine).guid;
+    s.leaf = t.node(*leaf).guid;
+    s.id = "S-" + fabric::toString(s.spine).substr(2);
+    for (unsigned p = 1; p < t.node(*spine).ports.size(); ++p)
+      if (t.node(*spine).ports[p].peerNode == *leaf) {
+        s.port = static_cast<uint8_t>(p);
+        s.leafPort = t.node(*spine).ports[p].peerPort.value;
+      }
+    return s;
+  }
+  void setCounter(const SpinePort& s, const std::string& counter) {
+    sim->console("PerformanceSet \"" + s.id + "\"[" + std::to_string(s.port) + "] PortCounters." + counter);
   }
   double metric(const std::string& series) {
     return expositionSample(httpGet(metricsPort, "/metrics").body, series);
@@ -108,19 +137,10 @@ struct HealthFixture {
 TEST(Health, NoisySpineLinkIsIsolatedThenRestored) {
   HealthFixture f;
   // leaf-3 <-> spine-1, seen from the spine (not a link of the SM's own leaf, so both ends stay readable).
-  const fabric::Topology& t = *f.built;
-  auto spine = t.findByDescription("spine-1");
-  auto leaf = t.findByDescription("leaf-3");
-  ASSERT_TRUE(spine && leaf);
-  uint8_t spinePort = 0, leafPort = 0;
-  for (unsigned p = 1; p < t.node(*spine).ports.size(); ++p)
-    if (t.node(*spine).ports[p].peerNode == *leaf) {
-      spinePort = static_cast<uint8_t>(p);
-      leafPort = t.node(*spine).ports[p].peerPort.value;
-    }
-  ASSERT_NE(spinePort, 0);
-  const fabric::Guid spineGuid = t.node(*spine).guid, leafGuid = t.node(*leaf).guid;
-  const std::string spineId = "S-" + fabric::toString(spineGuid).substr(2);
+  const HealthFixture::SpinePort link = f.spinePort("spine-1", "leaf-3");
+  ASSERT_NE(link.port, 0);
+  const fabric::Guid spineGuid = link.spine, leafGuid = link.leaf;
+  const uint8_t spinePort = link.port, leafPort = link.leafPort;
 
   HealthFixture::Live before;
   ASSERT_TRUE(waitUntil(
@@ -138,8 +158,7 @@ TEST(Health, NoisySpineLinkIsIsolatedThenRestored) {
   EXPECT_EQ(h["counts"].value("isolated", 1), 0);
   EXPECT_EQ(h["counts"].value("ok", 0), 32 + 64 * 2 - 32);  // every linked port: 32 CA, 2 x 32 switch-switch
 
-  f.sim->console("PerformanceSet \"" + spineId + "\"[" + std::to_string(spinePort) +
-                 "] PortCounters.SymbolErrorCounter=1000");
+  f.setCounter(link, "SymbolErrorCounter=1000");
   const auto setAt = std::chrono::steady_clock::now();
   ASSERT_TRUE(f.sim->waitForOutput(f.sm, "HLTH002", 10s, 20ms));
   // Within a counter interval (1 s here) and the sweep that reads it.
@@ -218,6 +237,54 @@ TEST(Health, ReleaseRoutesTheLinkAgain) {
   EXPECT_EQ(f.ctl({"health"})["counts"].value("isolated", 1), 0);
   RunResult text = f.sim->run({binPath("ibsmctl"), "--socket", sock, "health"}, plain);
   EXPECT_NE(text.out.find("Counter sweep"), std::string::npos) << text.out;
+}
+
+// Counts already high when ibsmd starts (a bad cable before the SM came up): the first counter sweep reports
+// them ("found at start, interval unknown", HLTH001 naming the port) and, with isolate, the link is isolated
+// (60,000 is past health.start_threshold, 1,000 by default) with no later increase. ibsmd clears what it
+// read, so the rates that follow start from there.
+TEST(Health, CountsFoundAtStartAreReportedAndPastTheThresholdIsolated) {
+  for (const std::string action : {"report", "isolate"}) {
+    SCOPED_TRACE(action);
+    HealthFixture f(false);
+    const HealthFixture::SpinePort link = f.spinePort("spine-1", "leaf-3");
+    ASSERT_NE(link.port, 0);
+    f.setCounter(link, "SymbolErrorCounter=60000");
+    f.startSm(action);
+    const std::string warning = "HLTH001 spine-1/" + std::to_string(link.port) +
+                                " counters found at start, interval unknown: symbol_error 60000";
+    ASSERT_TRUE(f.sim->waitForOutput(f.sm, warning, 20s)) << f.sim->output(f.sm);
+    EXPECT_EQ(f.count("counters found at start"), 1u) << f.sim->output(f.sm);  // no other port
+    if (action == "isolate") {
+      ASSERT_TRUE(f.sim->waitForOutput(f.sm, "HLTH002", 10s)) << f.sim->output(f.sm);
+      HealthFixture::Live isolated;
+      EXPECT_TRUE(waitUntil(
+          [&] {
+            isolated = f.live();
+            return isolated.ok && HealthFixture::routesThrough(isolated, link.spine, link.port) == 0;
+          },
+          10s, "no route through the isolated link"))
+          << f.sim->output(f.sm);
+    } else {
+      ASSERT_TRUE(waitUntil([&] { return f.ctl({"health"}).value("sweeps", 0) >= 3; }, 20s, "three sweeps"));
+      EXPECT_EQ(f.count("HLTH002"), 0u) << f.sim->output(f.sm);
+    }
+    nlohmann::json h = f.ctl({"health"});
+    ASSERT_FALSE(h["ports"].empty()) << h.dump();
+    const nlohmann::json& p = h["ports"][0];
+    EXPECT_EQ(p.value("state", ""), action == "isolate" ? "isolated" : "warning") << h.dump();
+    EXPECT_EQ(p.value("port", 0), link.port);
+    EXPECT_EQ(p.value("reason", ""), "found at start, interval unknown: symbol_error 60000") << h.dump();
+    RunOptions plain;
+    plain.preload = false;
+    RunResult text =
+        f.sim->run({binPath("ibsmctl"), "--socket", f.sim->dir() + "/ibsm.sock", "health"}, plain);
+    EXPECT_NE(text.out.find("found at start, interval unknown"), std::string::npos) << text.out;
+    RunOptions o;
+    o.simHost = kDiagHost;
+    RunResult pq = f.sim->run({"perfquery", std::to_string(p.value("lid", 0)), std::to_string(link.port)}, o);
+    EXPECT_NE(pq.out.find("SymbolErrorCounter:..............0"), std::string::npos) << pq.out << pq.err;
+  }
 }
 
 }  // namespace

@@ -125,6 +125,52 @@ TEST_F(HealthPolicyTest, NeverCutsANodeOff) {
   EXPECT_TRUE(evaluate(p, {{{kSw0, 1}, 1000}}).empty());  // refused once, not on every sweep
 }
 
+// The first read has no interval: its counts are of unknown age. A watched counter found above zero is a
+// warning; with isolate, a count past start_threshold isolates the link at once, and a port whose link cannot
+// go yet (its loss would split the fabric) is isolated at the first later sweep where it can, with no further
+// increase. Counters that are not watched, and counts at or under the threshold, isolate nothing.
+TEST_F(HealthPolicyTest, CountsFoundAtStartWarnAndPastTheStartThresholdIsolate) {
+  HealthOptions o = options();
+  o.startThreshold = 1000;
+  HealthPolicy p(o);
+  auto found = [&](PortId port, PerfCounter c, uint64_t n) {
+    for (PortRecord& r : sweeps.records)
+      if (PortId{r.node, r.port} == port) r.found[static_cast<size_t>(c)] = n;
+  };
+  found({kSw0, 2}, PerfCounter::kSymbolError, 60000);
+  found({kSw0, 3}, PerfCounter::kSymbolError, 60000);
+  found({kSw1, 1}, PerfCounter::kSymbolError, 1000);  // not past the threshold: a warning only
+  found({kSw1, 3}, PerfCounter::kVl15Dropped, 5);     // not watched
+  auto d = evaluate(p, {}, 0s);
+  std::vector<Kind> kinds;
+  for (const auto& x : d) kinds.push_back(x.kind);
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::kWarning, Kind::kIsolated, Kind::kWarning, Kind::kRefused,
+                                      Kind::kWarning}));
+  EXPECT_NE(d[0].text.find("sw0/2 counters found at start, interval unknown: symbol_error 60000"),
+            std::string::npos)
+      << d[0].text;
+  EXPECT_NE(d[1].text.find("isolating sw0/2 <-> sw1/2: found at start"), std::string::npos) << d[1].text;
+  EXPECT_NE(d[4].text.find("sw1/1 counters found at start"), std::string::npos) << d[4].text;
+  EXPECT_EQ(p.status()[2].reason, "found at start, interval unknown: symbol_error 60000");
+  EXPECT_EQ(p.isolatedPorts(), (std::vector<PortId>{{kSw0, 2}, {kSw1, 2}}));
+  // Counters cleared after the read: the next samples show no increase. Once sw0/2's link is back, sw0/3's
+  // can go.
+  EXPECT_TRUE(evaluate(p).empty());
+  ASSERT_TRUE(p.release({kSw0, 2}, now));
+  d = evaluate(p);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Kind::kIsolated);
+  EXPECT_EQ(p.isolatedPorts(), (std::vector<PortId>{{kSw0, 3}, {kSw1, 3}}));
+  // Report: the same warnings, nothing isolated.
+  o.action = HealthAction::kReport;
+  HealthPolicy report(o);
+  const std::vector<PortRecord>& first = sweeps.next({}, 0s);
+  for (const auto& x : report.evaluate(first, sweeps.n, *snap->topology, now))
+    EXPECT_EQ(x.kind, Kind::kWarning) << x.text;
+  EXPECT_EQ(report.status()[2].state, PortHealthState::kWarning);
+  EXPECT_TRUE(report.isolatedPorts().empty());
+}
+
 TEST_F(HealthPolicyTest, MaxIsolatedCapsTheIsolations) {
   HealthOptions o = options();
   o.maxIsolated = 0;

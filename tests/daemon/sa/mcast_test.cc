@@ -1,5 +1,6 @@
 // Multicast: the MCMemberRecord codec, the group rules of the SA (create, join, leave, query) and the MFT
-// programmer against FakeFabric (trees written where they belong, only changed blocks sent, leaves cleared).
+// programmer against FakeFabric (trees written where they belong, only changed blocks sent, leaves cleared),
+// and the SA's MulticastForwardingTableRecords showing what it wrote.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,6 +8,7 @@
 
 #include "daemon/program/mcast_programmer.h"
 #include "daemon/sa/mcast_groups.h"
+#include "daemon/sa/mcast_sa.h"
 #include "mad/mcmember.h"
 #include "tests/daemon/fake_fabric_fixture.h"
 
@@ -135,6 +137,16 @@ TEST(McastGroups, SmAssignedMgidAndBroadcastGroup) {
 // receiver exactly once; a second run sends nothing; members leaving clear their branches.
 class McastProgrammerTest : public ::testing::Test, public testing::FakeFabricFixture {
  protected:
+  SwitchTableCache cache;
+  Up up;
+  McastGroups groups;
+  // The fabric brought up, with IPoIB's broadcast group (no members yet).
+  const fabric::Topology& upWithBroadcastGroup() {
+    start(testing::generate(tools::FabricSpec{}));
+    up = bringUp(cache);
+    groups.createBroadcastGroup();
+    return *up.found.topology;
+  }
   // CA port GUIDs -> copies received of one packet sent by `from`, following the fake switches' MFTs.
   std::map<uint64_t, int> flood(const fabric::Topology& topo, uint16_t mlid, fabric::NodeIndex from) {
     std::map<uint64_t, int> got;
@@ -157,12 +169,7 @@ class McastProgrammerTest : public ::testing::Test, public testing::FakeFabricFi
 };
 
 TEST_F(McastProgrammerTest, WritesTreesAndOnlyWhatChanged) {
-  start(testing::generate(tools::FabricSpec{}));
-  SwitchTableCache cache;
-  Up up = bringUp(cache);
-  const fabric::Topology& topo = *up.found.topology;
-  McastGroups groups;
-  groups.createBroadcastGroup();
+  const fabric::Topology& topo = upWithBroadcastGroup();
   McastProgrammer programmer(*engine, clock);
   std::vector<fabric::NodeIndex> members;
   for (size_t i = 0; i < topo.cas().size(); i += 5) members.push_back(topo.cas()[i]);
@@ -200,6 +207,62 @@ TEST_F(McastProgrammerTest, WritesTreesAndOnlyWhatChanged) {
   for (fabric::NodeIndex s : topo.switches())
     switchesWithEntries += !fabric->mftPorts(fakeIndex(topo, s), join.mlid).empty();
   EXPECT_LE(switchesWithEntries, 5u) << "a two-member tree on a 3-level tree spans at most 5 switches";
+}
+
+// The SA's MulticastForwardingTableRecords (osmtest -f v asks for them) show what the MFT programmer wrote:
+// every entry of every record is the fake switch's port set for that MLID, one record per block and
+// position in use; a LID in the component mask picks that switch's records.
+TEST_F(McastProgrammerTest, MftRecordsShowWhatTheSwitchesHold) {
+  const fabric::Topology& topo = upWithBroadcastGroup();
+  McMemberRecord join = groups.query(McMemberRecord{}, 0).front();
+  for (size_t i = 0; i < topo.cas().size(); i += 3) {
+    join.portGid = {kPrefix, topo.node(topo.cas()[i]).ports[1].guid.value};
+    join.joinState = mad::kJoinFull;
+    ASSERT_EQ(statusOf(groups.join(join, mcm::kMgid | mcm::kPortGid | mcm::kJoinState, {})), 0);
+  }
+  ASSERT_TRUE(McastProgrammer(*engine, clock).program(topo, groups.routes(topo)).errors.empty());
+  auto snap = std::make_shared<SubnetSnapshot>();
+  snap->topology = up.found.topology;
+  snap->lids = up.lids;
+  SaServer sa(
+      clock, [&] { return snap; }, nullptr);
+  sa.setHandler(mad::kSaAttrMftRecord, makeMftRecordHandler(groups));
+  auto ask = [&](uint16_t lid) {
+    mad::MadPacket m = mad::makeSaMad(mad::kGetTable, mad::kSaAttrMftRecord);
+    mad::encodeSaHeader(mad::SaHeader{0, 0, lid ? 1u : 0u}, m);
+    mad::saData(m)[0] = static_cast<uint8_t>(lid >> 8);
+    mad::saData(m)[1] = static_cast<uint8_t>(lid);
+    m.addr = mad::MadAddress{7, 1, 0x80010000, 0, 0};
+    auto out = sa.handle(m);
+    EXPECT_EQ(out.size(), 1u);  // one segment: few switches hold the group
+    EXPECT_EQ(mad::parseHeader(out.at(0))->status, 0);
+    EXPECT_EQ(mad::decodeSaHeader(out[0]).attrOffset, 9);  // 72 bytes
+    return out[0];
+  };
+  std::map<uint16_t, fabric::NodeIndex> byLid;
+  for (fabric::NodeIndex s : topo.switches()) byLid[up.lids.base(s, fabric::PortNum{0}).value] = s;
+  size_t withEntries = 0, shown = 0;
+  for (auto [lid, s] : byLid) {
+    const std::vector<unsigned> holds = fabric->mftPorts(fakeIndex(topo, s), join.mlid);
+    const std::set<unsigned> held(holds.begin(), holds.end());
+    withEntries += !held.empty();
+    const mad::MadPacket got = ask(lid);
+    std::set<unsigned> ports;
+    const size_t records = (got.size - mad::kSaHeaderSize) / 72;
+    for (size_t r = 0; r < records; ++r) {
+      const uint8_t* rec = mad::saData(got) + 72 * r;
+      EXPECT_EQ(rec[0] << 8 | rec[1], lid);
+      const unsigned position = rec[2] >> 4, block = (rec[2] & 1u) << 8 | rec[3];
+      EXPECT_EQ(block, (join.mlid - 0xC000u) / 32);
+      const uint16_t mask = mad::decodeMftBlock(rec + 8)[(join.mlid - 0xC000u) % 32];
+      for (unsigned b = 0; b < 16; ++b)
+        if (mask >> b & 1) ports.insert(position * 16 + b);
+    }
+    shown += records > 0;
+    EXPECT_EQ(ports, held) << "switch LID " << lid;
+  }
+  EXPECT_GT(withEntries, 0u);
+  EXPECT_EQ(shown, withEntries);
 }
 
 }  // namespace

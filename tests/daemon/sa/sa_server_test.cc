@@ -49,11 +49,12 @@ struct SaFixture : testing::FakeFabricFixture {
         });
   }
   uint64_t smKey = 0;
+  uint64_t saKey = 0;  // what requests present (SaOptions::saKey, 1, is the trusted one)
   mad::MadPacket request(uint8_t method, uint16_t attr, uint64_t mask = 0, const uint8_t* rec = nullptr,
                          size_t len = 0) {
     mad::MadPacket m = mad::makeSaMad(method, attr);
     mad::setTid(m, 0x42);
-    mad::encodeSaHeader(mad::SaHeader{0, 0, mask}, m);
+    mad::encodeSaHeader(mad::SaHeader{saKey, 0, mask}, m);
     if (rec) std::memcpy(mad::saData(m), rec, len);
     m.addr = mad::MadAddress{7, 1, 0x80010000, 0, 0};
     return m;
@@ -434,6 +435,7 @@ TEST(SaServer, SmInfoRecordAndClassPortInfo) {
 // port 0 8, switch ports 64; 0xFFFF in entry 0).
 TEST(SaServer, PkeyTableRecordsForEndports) {
   SaFixture f;
+  f.saKey = 1;  // trusted
   auto query = [&](uint64_t mask, uint16_t lid, uint16_t block, uint8_t port) {
     mad::PkeyTableRecord q;
     q.lid = lid;
@@ -482,17 +484,71 @@ TEST(SaServer, PkeyTableRecordsForEndports) {
   EXPECT_EQ(mad::decodeSaHeader(got[0]).attrOffset, 9);  // 72 bytes
 }
 
-TEST(SaServer, PkeyTableRecordsOnlyForTrustedRequesters) {
+// The SA_Key (sm.sa_key, default 1 as OpenSM's sa_key, which osmtest presents): 0 is an untrusted request,
+// the key a trusted one, any other key is ignored (osmtest -f a waits for a timeout).
+TEST(SaServer, PkeyTableRecordsOnlyForTrustedRequestersAndAWrongKeyIsIgnored) {
   SaFixture f;
-  f.smKey = 1;  // as OpenSM's default SM_Key
+  f.smKey = 5;  // the SM_Key is not the SA's key
   auto ask = [&](uint64_t key) {
     mad::MadPacket m = f.request(mad::kGetTable, mad::kSaAttrPkeyTableRecord);
     mad::encodeSaHeader(mad::SaHeader{key, 0, 0}, m);
-    return f.status(f.sa->handle(m).at(0));
+    return f.sa->handle(m);
   };
-  EXPECT_EQ(ask(0), mad::kStatusReqInvalid);
-  EXPECT_EQ(ask(2), mad::kStatusReqInvalid);
-  EXPECT_EQ(ask(1), 0);
+  EXPECT_EQ(f.status(ask(0).at(0)), mad::kStatusReqInvalid);
+  EXPECT_EQ(f.status(ask(1).at(0)), 0);
+  EXPECT_TRUE(ask(5).empty());
+  EXPECT_TRUE(ask(2).empty());
+  EXPECT_EQ(f.sa->counters().wrongKey, 2u);
+}
+
+// osmtest -f v: a subscription without a QPN is the requester's QPN (an unsubscribe naming QPN 1 from QP 1
+// finds it, and a subscribe naming it is the same one); a vendor-specific subscription is kept and gets no
+// report of the generic notices the SM forwards.
+TEST(SaServer, InformInfoWithoutQpnIsTheRequestersAndVendorSubscriptionsAreKept) {
+  SaFixture f;
+  auto set = [&](const mad::InformInfo& ii) {
+    uint8_t rec[mad::kInformInfoSize];
+    mad::encodeInformInfo(ii, rec);
+    return f.status(f.sa->handle(f.request(mad::kSet, mad::kSaAttrInformInfo, 0, rec, sizeof rec)).at(0));
+  };
+  mad::InformInfo ii;  // all traps, QPN 0
+  EXPECT_EQ(set(ii), 0);
+  ii.qpn = 1;  // the request's QPN (SaFixture::request)
+  EXPECT_EQ(set(ii), 0);
+  EXPECT_EQ(f.sa->subscriptions(), 1u);
+  ii.subscribe = false;
+  ii.qpn = 0;  // an unsubscribe means the QPN it names
+  EXPECT_EQ(set(ii), mad::kStatusReqInvalid);
+  ii.qpn = 1;
+  EXPECT_EQ(set(ii), 0);
+  EXPECT_EQ(f.sa->subscriptions(), 0u);
+  mad::InformInfo vendor;
+  vendor.isGeneric = false;
+  vendor.trapNumber = 0;    // device id
+  vendor.producerType = 0;  // vendor id
+  vendor.type = 0;
+  EXPECT_EQ(set(vendor), 0);
+  EXPECT_EQ(f.sa->subscriptions(), 1u);
+  mad::Notice n;
+  n.generic = true;
+  n.trapNumber = 0;
+  EXPECT_TRUE(f.sa->reportsFor(n).empty());
+}
+
+// A requester reusing a TID (umad2sim gives every osmtest run the same ones) ends the RMPP answer it had
+// under it: no segment of the old table is resent.
+TEST(SaServer, ATidReusedEndsTheOldRmppAnswer) {
+  SaFixture f;
+  ASSERT_EQ(f.sa->handle(f.request(mad::kGetTable, mad::kSaAttrPortInfoRecord)).size(), 1u);
+  EXPECT_EQ(f.sa->rmppInFlight(), 1u);
+  auto again = f.sa->handle(f.request(mad::kGetTable, mad::kSaAttrNodeRecord));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(mad::parseHeader(again[0])->attrId, mad::kSaAttrNodeRecord);
+  EXPECT_EQ(f.sa->rmppInFlight(), 1u);
+  f.clock.advance(250ms);
+  auto resent = f.sa->poll();
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(mad::parseHeader(resent[0])->attrId, mad::kSaAttrNodeRecord);
 }
 
 }  // namespace
