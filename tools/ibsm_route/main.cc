@@ -56,6 +56,8 @@ constexpr const char* kUsage =
     "  --vls N             data VLs an engine may spread its paths over to stay deadlock-free (dfsp),\n"
     "                      1..15 (default 1: one VL; ibsmd's qos.vls auto allows what every link offers,\n"
     "                      at most 8: 8 on ibsim)\n"
+    "  --dfly-spread       dfly: also route through third groups (non-minimal, needs --vls 4 or more), for\n"
+    "                      collective traffic; raises the all-pairs link load\n"
     "  --all-lids          check every LID of each LMC range, not only base LIDs\n"
     "  --no-ar             do not compute adaptive-routing groups\n"
     "  --no-cdg            skip the channel-dependency (deadlock) checks\n"
@@ -92,6 +94,7 @@ struct Args {
   std::vector<Guid> roots;
   unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
+  bool dflySpread = false;
   bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
        help = false, rebalance = false;
 };
@@ -158,6 +161,8 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.noCdg);
     } else if (opt == "--rebalance") {
       ok = flag(a.rebalance);
+    } else if (opt == "--dfly-spread") {
+      ok = flag(a.dflySpread);
     } else if (opt == "--timing") {
       ok = flag(a.timing);
     } else if (opt == "--strict") {
@@ -391,6 +396,7 @@ int main(int argc, char** argv) {
   options.computeAr = !a.noAr;
   options.seed = a.seed;
   options.vlLayers = static_cast<uint8_t>(a.vls);
+  options.dflySpread = a.dflySpread;
   if (!a.rootsFile.empty()) {
     auto r = readRootsFile(a.rootsFile);
     if (!r) return fail(1, r.error().message);
