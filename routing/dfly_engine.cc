@@ -58,6 +58,22 @@
 // when a source is left without one; the route checker's VL-aware CDG confirms it. So at most 4 VLs (0-3),
 // and 2 as long as nothing was repaired.
 //
+// Non-minimal routes (Options::dflySpread, with at least 4 VLs): collective traffic is a sequence of
+// permutations, and with minimal routes all the flows of a group pair in one permutation share the pair's
+// global link. So, per destination LID of a CA, most source switches send their own CAs' traffic through a
+// third group: a switch keeps its minimal route when it is in the destination's group, has no CAs, leaves
+// minimally by a global link itself (the other switches of its group hand it their traffic) or is its
+// group's one in turn for this destination (the destination's turn among its group's LIDs plus the group
+// number, modulo the group's size); every other switch takes one of its own global links to a keeping
+// switch of a third group, dealt in turn over those whose whole path rises through the ranks above under
+// some SL (a peak or a valley, SL 1/2/5/6). A keeping switch routes minimally, so a detour goes on minimally
+// from where it arrives, and no detour passes a switch that detours: each path is G [L] G [L] from the
+// detouring switch, or minimal. Deadlock freedom is that of the repairs' paths (ranks above); the path SLs go
+// into RoutingTables::sl, and the route checker's VL-aware CDG confirms it. On 13 groups x 4 routers x 2
+// hosts: mean flow bandwidth over all shifts 0.421 instead of 0.253, on 3 VLs, but an all-pairs max link
+// load of 134 instead of 100 (OpenSM's dfsssp: 0.355 and 110), and with one host per switch it loses (7
+// groups x 3 routers: 0.664 against 0.715), which is why it is not the default.
+//
 // AR groups (Options::computeAr): the parallel links to the LFT port's neighbour, which enter that switch on
 // the same kind of link (same VL on the next hop), nothing else.
 //
@@ -66,6 +82,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "routing/ar_groups.h"
 #include "routing/dfly_vls.h"
@@ -178,6 +195,113 @@ fabric::Result<Dragonfly> detect(const Topology& topo, const SwitchGraph& g) {
   return d;
 }
 
+// The non-minimal part of dfly's routes (Options::dflySpread): per destination LID, most source switches
+// send their own CAs' traffic through a third group instead of over their group pair's global link(s).
+// Which ones, and where, follows from the destination's turn among its group's LIDs, so the destinations of
+// one group pair are dealt over every third group (see the header comment).
+class Spreader {
+ public:
+  Spreader(const Topology& topo, const SwitchGraph& g, const Dragonfly& df, RoutingTables& t,
+           const std::vector<dfly::PortKind>& kind, const std::vector<uint32_t>& kindBase,
+           const std::vector<uint32_t>& hosts)
+      : topo_(topo), g_(g), df_(df), t_(t), kind_(kind), kindBase_(kindBase), hosts_(hosts) {
+    const size_t S = g.size();
+    place_.assign(S, 0);
+    groupSize_.assign(df.globals.size(), 0);
+    for (SwitchIndex s = 0; s < S; ++s) place_[s] = groupSize_[df.group[s]]++;
+    keep_.assign(S, 1);
+  }
+
+  // Detours for the routes to `lid` (a CA's, leaving at `target`), whose minimal entries are in place.
+  template <typename PortTo>
+  void spread(uint32_t lid, SwitchIndex target, uint32_t turn, PortTo&& portTo) {
+    const size_t S = g_.size();
+    const auto& arcs = g_.arcs();
+    const uint32_t y = df_.group[target];
+    // Who keeps the minimal route: the destination's group, switches without CAs (no traffic of their own),
+    // the switches whose minimal route leaves by a global link (the others of their group hand them their
+    // traffic), and one more per group in turn. They are where detours arrive, so every detour goes on
+    // minimally from its third group and no route to the LID changes but the detouring switches' own.
+    for (SwitchIndex s = 0; s < S; ++s) {
+      const uint32_t x = df_.group[s];
+      keep_[s] = x == y || hosts_[s] == 0 || dfly::isGlobal(kindOf(s, entry(s, lid))) ||
+                 place_[s] == (turn + x) % groupSize_[x];
+    }
+    for (SwitchIndex s = 0; s < S; ++s) {
+      if (keep_[s]) continue;
+      candidates_.clear();
+      for (uint32_t a = g_.arcBegin(s); a < g_.arcEnd(s); ++a) {
+        const SwitchIndex r = arcs[a].to;
+        if (!dfly::isGlobal(kindOf(s, arcs[a].port)) || df_.group[r] == y || !keep_[r]) continue;
+        path_.assign(1, a);
+        if (!walk(r, target, lid) || slOf() < 0) continue;
+        candidates_.push_back(a);
+      }
+      if (candidates_.empty()) continue;
+      const uint32_t a = candidates_[(turn + place_[s]) % candidates_.size()];
+      t_.lft[g_.node(s)][lid] = portTo(s, arcs[a].to);
+      path_.assign(1, a);
+      walk(arcs[a].to, target, lid);
+      uint8_t top = 0;
+      const int sl = slOf(&top);
+      maxVl_ = std::max(maxVl_, top);
+      if (sl > 0) {
+        auto& row = t_.sl[g_.node(s)];
+        if (row.empty()) row.assign(lids_ + 1u, 0);
+        if (row.size() <= lid) row.resize(lid + 1u, 0);
+        row[lid] = static_cast<uint8_t>(sl);
+      }
+      ++detours_;
+    }
+  }
+
+  void finish() { t_.slLayers = std::max<uint8_t>(t_.slLayers, static_cast<uint8_t>(maxVl_ + 1)); }
+  void start(uint32_t maxLid) {
+    lids_ = maxLid;
+    t_.sl.resize(topo_.size());
+  }
+  size_t detours() const { return detours_; }
+
+ private:
+  dfly::PortKind kindOf(SwitchIndex s, unsigned port) const {
+    return kindBase_[s] + port < kindBase_[s + 1] ? kind_[kindBase_[s] + port] : dfly::kNone;
+  }
+  uint8_t entry(SwitchIndex s, uint32_t lid) const { return std::as_const(t_.lft)[g_.node(s)][lid]; }
+  // Appends the route from u to target over the entries in place to path_; false when it does not arrive.
+  bool walk(SwitchIndex u, SwitchIndex target, uint32_t lid) {
+    while (u != target) {
+      const uint32_t a = path_.size() > 8 ? kNoArc : g_.arcOfPort(u, entry(u, lid));
+      if (a == kNoArc) return false;
+      path_.push_back(a);
+      u = g_.arcs()[a].to;
+    }
+    return true;
+  }
+  int slOf(uint8_t* top = nullptr) const {
+    return dfly::risingSl(
+        path_.size(),
+        [&](size_t i) {
+          const auto& arc = g_.arcs()[path_[i]];
+          return std::pair{kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
+        },
+        t_.dflyVls, top);
+  }
+
+  const Topology& topo_;
+  const SwitchGraph& g_;
+  const Dragonfly& df_;
+  RoutingTables& t_;
+  const std::vector<dfly::PortKind>& kind_;
+  const std::vector<uint32_t>& kindBase_;
+  const std::vector<uint32_t>& hosts_;
+  std::vector<uint32_t> place_, groupSize_;
+  std::vector<uint8_t> keep_;
+  std::vector<uint32_t> candidates_, path_;
+  uint32_t lids_ = 0;
+  uint8_t maxVl_ = 0;
+  size_t detours_ = 0;
+};
+
 class DflyEngine final : public Engine {
  public:
   std::string_view name() const override { return "dfly"; }
@@ -200,7 +324,10 @@ class DflyEngine final : public Engine {
     t.dflyVls = std::min<uint8_t>(options.vlLayers, 15);
     t.dflyGroup.assign(topo.size(), 0);
     const uint32_t maxLid = lids.maxLid().value;
+    // Port kinds of every switch: kind[kindBase[s] + port].
     std::vector<dfly::PortKind> kind;
+    std::vector<uint32_t> kindBase(S + 1, 0);
+    std::vector<uint32_t> hosts(S, 0);
     const uint32_t groups = static_cast<uint32_t>(df.globals.size());
     for (SwitchIndex s = 0; s < S; ++s) {
       const fabric::NodeIndex n = g.node(s);
@@ -209,43 +336,50 @@ class DflyEngine final : public Engine {
       const fabric::Node& node = topo.node(n);
       // Every pair's table, for the SLs of repairs too (see above): VL 1 from a CA port to a local port is
       // all that the paths routed here use besides VL 0.
-      kind.assign(node.numPorts + 1u, dfly::kNone);
+      kindBase[s] = static_cast<uint32_t>(kind.size());
+      kind.resize(kind.size() + node.numPorts + 1u, dfly::kNone);
+      dfly::PortKind* k = kind.data() + kindBase[s];
       for (unsigned q = 1; q <= node.numPorts; ++q) {
         const fabric::Port& p = node.ports[q];
         if (p.connected() && !topo.node(p.peerNode).isSwitch() &&
             portUsable(topo, n, fabric::PortNum{static_cast<uint8_t>(q)}))
-          kind[q] = dfly::kCa;
+          k[q] = dfly::kCa, ++hosts[s];
       }
       for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a) {
         const uint32_t x = df.group[s], y = df.group[arcs[a].to];
-        kind[arcs[a].port] = x == y ? dfly::kLocal : dfly::globalPort(x, y, groups);
+        k[arcs[a].port] = x == y ? dfly::kLocal : dfly::globalPort(x, y, groups);
       }
       for (unsigned in = 1; in <= node.numPorts; ++in)
         for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a) {
           const uint8_t out = arcs[a].port;
-          if (in == out || kind[in] == dfly::kNone) continue;
-          if (const uint64_t table = dfly::packedTable(kind[in], kind[out]))
+          if (in == out || k[in] == dfly::kNone) continue;
+          if (const uint64_t table = dfly::packedTable(k[in], k[out]))
             t.slToVl.setPacked(n, node.numPorts, in, out, table);
         }
     }
+    kindBase[S] = static_cast<uint32_t>(kind.size());
     std::vector<ArGroupBuilder> ar;
     if (options.computeAr) ar.assign(S, ArGroupBuilder(maxLid + 1u, options.arGroupCap));
-    // The port from s to its neighbour u: the parallel links take the destinations in turn.
+    // The port from s to its neighbour u: the parallel links take the destinations in turn; next[s] = u.
     std::vector<uint32_t> dealt(arcs.size(), 0);
-    auto portTo = [&](SwitchIndex s, SwitchIndex u, fabric::Lid lid) -> uint8_t {
+    std::vector<SwitchIndex> next(S, kNoSwitch);
+    auto range = [&](SwitchIndex s, SwitchIndex u) {
       const auto& tw = df.toward[s];
       auto lo = std::lower_bound(tw.begin(), tw.end(), u,
                                  [&](uint32_t a, SwitchIndex v) { return arcs[a].to < v; });
       auto hi = lo;
       while (hi != tw.end() && arcs[*hi].to == u) ++hi;
-      const uint8_t port = arcs[lo[dealt[*lo]++ % (hi - lo)]].port;
-      if (!ar.empty() && hi - lo > 1) {
-        PortMask m;
-        for (auto it = lo; it != hi; ++it) m.set(arcs[*it].port);
-        ar[s].set(lid, m, port);
-      }
-      return port;
+      return std::pair{lo, hi};
     };
+    auto portTo = [&](SwitchIndex s, SwitchIndex u) -> uint8_t {
+      auto [lo, hi] = range(s, u);
+      next[s] = u;
+      return arcs[lo[dealt[*lo]++ % (hi - lo)]].port;
+    };
+    const bool nonMinimal = options.dflySpread && options.vlLayers >= 4;
+    t.dflySpread = nonMinimal;
+    Spreader spreader(topo, g, df, t, kind, kindBase, hosts);
+    if (nonMinimal) spreader.start(maxLid);
     std::vector<uint32_t> spread(df.globals.size(), 0);  // destinations seen per group
     std::vector<const Global*> best;
     for (uint32_t l = 1; l <= maxLid; ++l) {
@@ -259,8 +393,9 @@ class DflyEngine final : public Engine {
       for (SwitchIndex s = 0; s < S; ++s) {
         uint8_t port = last;
         const uint32_t x = df.group[s];
+        next[s] = kNoSwitch;
         if (s != target && x == y) {
-          port = portTo(s, target, lid);
+          port = portTo(s, target);
         } else if (s != target) {
           const auto& gl = df.globals[x];
           auto [lo, hi] = std::equal_range(gl.begin(), gl.end(), Global{y, 0, 0, 0});
@@ -272,11 +407,22 @@ class DflyEngine final : public Engine {
             if (c == cost) best.push_back(&*it);
           }
           const Global& via = *best[(turn + s) % best.size()];
-          port = via.from == s ? portTo(s, via.to, lid) : portTo(s, via.from, lid);
+          port = via.from == s ? portTo(s, via.to) : portTo(s, via.from);
         }
         t.lft[g.node(s)][l] = port;
       }
+      if (nonMinimal && leaves.toCa) spreader.spread(l, target, turn, portTo);
+      if (!ar.empty())
+        for (SwitchIndex s = 0; s < S; ++s) {
+          if (next[s] == kNoSwitch) continue;
+          auto [lo, hi] = range(s, next[s]);
+          if (hi - lo < 2) continue;
+          PortMask m;
+          for (auto it = lo; it != hi; ++it) m.set(arcs[*it].port);
+          ar[s].set(lid, m, t.lft[g.node(s)][l]);
+        }
     }
+    if (nonMinimal) spreader.finish();
     if (!ar.empty()) {
       t.ar.resize(topo.size());
       for (SwitchIndex s = 0; s < S; ++s) t.ar[g.node(s)] = ar[s].build();

@@ -124,6 +124,7 @@ class DflyRepairer {
     o.computeAr = !old_.ar.empty();
     o.arGroupCap = arGroupCap;
     o.vlLayers = old_.dflyVls;
+    o.dflySpread = old_.dflySpread;
     auto t = makeDflyEngine()->compute(topo_, lids, o);
     if (!t) return false;
     // The same partition into groups (numbered by their lowest switch, which may differ).
@@ -154,6 +155,7 @@ class DflyRepairer {
     t.engine = old_.engine;
     t.slLayers = old_.slLayers;
     t.dflyVls = old_.dflyVls;
+    t.dflySpread = old_.dflySpread;
     t.lft.resize(topo_.size());
     if (!old_.ar.empty()) t.ar.resize(topo_.size());
     t.dflyGroup.assign(topo_.size(), 0);
@@ -302,30 +304,13 @@ class DflyRepairer {
   // The SL under which the path (from a CA of its first switch) rises through the VL ranks of
   // dfly_engine.cc's header, and its highest VL; -1 when there is none.
   int slOf(const std::vector<uint32_t>& path, uint8_t* maxVl) const {
-    for (uint8_t sl : dfly::kSlOrder) {
-      PortKind in = kCa;
-      int prev = -1;
-      uint8_t top = 0;
-      bool ok = true;
-      for (uint32_t a : path) {
-        const auto& arc = g_.arcs()[a];
-        const PortKind out = kindOf(arc.from, arc.port);
-        const uint8_t vl = dfly::hopVl(in, out, sl);
-        const int rank = dfly::classRank(dfly::isGlobal(out), vl);
-        if (vl >= out_.tables.dflyVls || rank <= prev) {
-          ok = false;
-          break;
-        }
-        prev = rank;
-        top = std::max(top, vl);
-        in = kindOf(arc.to, arc.peerPort);
-      }
-      if (ok) {
-        if (maxVl) *maxVl = top;
-        return sl;
-      }
-    }
-    return -1;
+    return dfly::risingSl(
+        path.size(),
+        [&](size_t i) {
+          const auto& arc = g_.arcs()[path[i]];
+          return std::pair{kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
+        },
+        out_.tables.dflyVls, maxVl);
   }
 
   struct Choice {

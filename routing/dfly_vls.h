@@ -4,7 +4,10 @@
 // that a path whose ranks rise hop by hop can never close a cycle.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace ibsm::routing::dfly {
 
@@ -96,6 +99,34 @@ inline int classRank(bool global, uint8_t vl) {
     default:
       return -1;
   }
+}
+
+// The first SL of kSlOrder under which a path from a CA of its first switch rises through the ranks above
+// (every hop's class strictly above the one before, every VL below `vls`), and its highest VL through
+// maxVl; -1 when there is none. hop(i) gives the i-th switch-to-switch hop of the path as (the kind of the
+// port it leaves by, the kind of the port it enters the next switch by).
+template <typename Hop>
+int risingSl(size_t hops, Hop&& hop, uint8_t vls, uint8_t* maxVl = nullptr) {
+  for (uint8_t sl : kSlOrder) {
+    PortKind in = kCa;
+    int prev = -1;
+    uint8_t top = 0;
+    bool ok = true;
+    for (size_t i = 0; i < hops && ok; ++i) {
+      const auto [out, next] = hop(i);
+      const uint8_t vl = hopVl(in, out, sl);
+      const int rank = classRank(isGlobal(out), vl);
+      ok = vl < vls && rank > prev;
+      prev = rank;
+      top = std::max(top, vl);
+      in = next;
+    }
+    if (ok) {
+      if (maxVl) *maxVl = top;
+      return sl;
+    }
+  }
+  return -1;
 }
 
 }  // namespace ibsm::routing::dfly

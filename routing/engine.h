@@ -22,6 +22,10 @@ struct Options {
   // Virtual-lane layers an engine may spread its paths over to stay deadlock-free (RoutingTables::sl): the
   // data VLs every switch-to-switch port offers. 1 unless the caller programs SL-to-VL tables to match.
   uint8_t vlLayers = 1;
+  // dfly: spread each group pair's traffic over paths through third groups as well (needs 4 VLs; with
+  // fewer, or false, minimal paths only). Off by default: it raises collective (shift) bandwidth but also
+  // the all-pairs max link load; see routing/dfly_engine.cc.
+  bool dflySpread = false;
 };
 
 class Engine {

@@ -141,12 +141,7 @@ class Checker {
     const Node& n = topo_.node(g_.node(s));
     return "switch " + fabric::toString(n.guid) + " '" + n.description + "'";
   }
-  LinkRef linkRef(uint32_t arc) const {
-    const auto& a = g_.arcs()[arc];
-    const Node& f = topo_.node(g_.node(a.from));
-    const Node& t = topo_.node(g_.node(a.to));
-    return LinkRef{f.guid, a.port, t.guid, a.peerPort, f.description, t.description};
-  }
+  LinkRef linkRef(uint32_t arc) const { return linkRefOf(topo_, g_, arc); }
   void addExample(Partial& p, Kind kind, uint32_t lid, uint32_t sw,
                   const std::function<std::string()>& text) {
     auto& v = p.examples[kind];
@@ -856,20 +851,29 @@ CheckReport Checker::run() {
   return r;
 }
 
+}  // namespace
+
 // ---- rendering ----
 
-std::string linkText(const LinkRef& l) {
+LinkRef linkRefOf(const Topology& topo, const SwitchGraph& g, uint32_t arc) {
+  const auto& a = g.arcs()[arc];
+  const Node& f = topo.node(g.node(a.from));
+  const Node& t = topo.node(g.node(a.to));
+  return LinkRef{f.guid, a.port, t.guid, a.peerPort, f.description, t.description};
+}
+
+std::string formatLinkText(const LinkRef& l) {
   return fabric::toString(l.from) + "[" + std::to_string(l.port) + "] '" + l.fromDesc + "' -> " +
          fabric::toString(l.to) + "[" + std::to_string(l.toPort) + "] '" + l.toDesc + "'";
 }
 
-std::string fixed(double v, int digits = 3) {
+std::string formatFixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, std::isfinite(v) ? v : 0.0);
   return buf;
 }
 
-std::string jsonString(std::string_view s) {
+std::string jsonQuote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
@@ -887,14 +891,12 @@ std::string jsonString(std::string_view s) {
   return out + "\"";
 }
 
-std::string jsonLink(const LinkRef& l) {
-  return "{\"from\":" + jsonString(fabric::toString(l.from)) + ",\"port\":" + std::to_string(l.port) +
-         ",\"fromDesc\":" + jsonString(l.fromDesc) + ",\"to\":" + jsonString(fabric::toString(l.to)) +
-         ",\"toPort\":" + std::to_string(l.toPort) + ",\"toDesc\":" + jsonString(l.toDesc) +
+std::string formatLinkJson(const LinkRef& l) {
+  return "{\"from\":" + jsonQuote(fabric::toString(l.from)) + ",\"port\":" + std::to_string(l.port) +
+         ",\"fromDesc\":" + jsonQuote(l.fromDesc) + ",\"to\":" + jsonQuote(fabric::toString(l.to)) +
+         ",\"toPort\":" + std::to_string(l.toPort) + ",\"toDesc\":" + jsonQuote(l.toDesc) +
          ",\"vl\":" + std::to_string(l.vl) + "}";
 }
-
-}  // namespace
 
 CheckReport checkRoutes(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
                         const CheckOptions& options) {
@@ -914,28 +916,30 @@ std::string formatReportText(const CheckReport& r) {
   line("unreachable", std::to_string(r.unreachable) + " (no route " + std::to_string(r.noRoute) +
                           ", dead link " + std::to_string(r.deadLink) + ", misdelivered " +
                           std::to_string(r.misdelivered) + ", loops " + std::to_string(r.loops) + ")");
-  line("hops max/mean", std::to_string(r.maxHops) + " / " + fixed(r.meanHops));
-  line("stretch max/mean", std::to_string(r.maxStretch) + " / " + fixed(r.meanStretch, 4) + " (" +
+  line("hops max/mean", std::to_string(r.maxHops) + " / " + formatFixed(r.meanHops));
+  line("stretch max/mean", std::to_string(r.maxStretch) + " / " + formatFixed(r.meanStretch, 4) + " (" +
                                std::to_string(r.stretchedPairs) + " pairs longer than min-hop)");
   line("switch links (directed)", std::to_string(r.switchLinks));
   if (r.switchLinks) {
     line("link load max/mean/min",
-         std::to_string(r.maxLoad) + " / " + fixed(r.meanLoad, 1) + " / " + std::to_string(r.minLoad));
+         std::to_string(r.maxLoad) + " / " + formatFixed(r.meanLoad, 1) + " / " + std::to_string(r.minLoad));
     if (r.loadBound)
       line("link load lower bound",
            std::to_string(r.loadBound) + " (max " +
-               fixed(static_cast<double>(r.maxLoad) / static_cast<double>(r.loadBound), 3) + "x of it)");
-    line("most loaded link", linkText(r.maxLink));
+               formatFixed(static_cast<double>(r.maxLoad) / static_cast<double>(r.loadBound), 3) +
+               "x of it)");
+    line("most loaded link", formatLinkText(r.maxLink));
   }
   if (r.cdgChecked && r.cdgVls > 0) {
     line("CDG", std::to_string(r.cdgChannels) + " channels (link x VL), " + std::to_string(r.cdgEdges) +
                     " dependencies on " + std::to_string(r.cdgVls) + " VL" + (r.cdgVls == 1 ? "" : "s") +
                     ", " + (r.cdgAcyclic ? "acyclic on every VL (deadlock-free)" : "CYCLE"));
-    for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + " VL " + std::to_string(l.vl) + "\n";
+    for (const auto& l : r.cdgCycle)
+      s += "  cycle: " + formatLinkText(l) + " VL " + std::to_string(l.vl) + "\n";
   } else if (r.cdgChecked) {
     line("CDG", std::to_string(r.cdgChannels) + " channels, " + std::to_string(r.cdgEdges) +
                     " dependencies, " + (r.cdgAcyclic ? "acyclic (deadlock-free on one VL)" : "CYCLE"));
-    for (const auto& l : r.cdgCycle) s += "  cycle: " + linkText(l) + "\n";
+    for (const auto& l : r.cdgCycle) s += "  cycle: " + formatLinkText(l) + "\n";
   }
   if (r.arChecked || r.arCdgChecked) {
     line("AR groups", std::to_string(r.arGroups));
@@ -946,7 +950,7 @@ std::string formatReportText(const CheckReport& r) {
       line("AR CDG", std::to_string(r.arCdgEdges) + " dependencies" + (r.arCdgVlAware ? " (per VL)" : "") +
                          ", " + (r.arCdgAcyclic ? "acyclic" : "CYCLE"));
       for (const auto& l : r.arCdgCycle)
-        s += "  cycle: " + linkText(l) + (r.arCdgVlAware ? " VL " + std::to_string(l.vl) : "") + "\n";
+        s += "  cycle: " + formatLinkText(l) + (r.arCdgVlAware ? " VL " + std::to_string(l.vl) : "") + "\n";
     }
   }
   for (const auto& e : r.examples) s += "  " + e + "\n";
@@ -960,7 +964,7 @@ std::string formatReportJson(const CheckReport& r) {
   auto key = [&](const char* k) {
     s += first ? "" : ",";
     first = false;
-    s += jsonString(k) + ":";
+    s += jsonQuote(k) + ":";
   };
   auto num = [&](const char* k, uint64_t v) {
     key(k);
@@ -968,7 +972,7 @@ std::string formatReportJson(const CheckReport& r) {
   };
   auto dbl = [&](const char* k, double v) {
     key(k);
-    s += fixed(v, 6);
+    s += formatFixed(v, 6);
   };
   auto boolean = [&](const char* k, bool v) {
     key(k);
@@ -979,12 +983,12 @@ std::string formatReportJson(const CheckReport& r) {
     s += "[";
     for (size_t i = 0; i < v.size(); ++i) {
       if (i) s += ',';
-      s += jsonLink(v[i]);
+      s += formatLinkJson(v[i]);
     }
     s += "]";
   };
   key("engine");
-  s += jsonString(r.engine);
+  s += jsonQuote(r.engine);
   boolean("ok", r.ok());
   num("switches", r.switches);
   num("sources", r.sources);
@@ -1008,7 +1012,7 @@ std::string formatReportJson(const CheckReport& r) {
   num("loadBound", r.loadBound);
   if (r.switchLinks) {
     key("maxLink");
-    s += jsonLink(r.maxLink);
+    s += formatLinkJson(r.maxLink);
   }
   boolean("cdgChecked", r.cdgChecked);
   num("cdgVls", r.cdgVls);
@@ -1031,7 +1035,7 @@ std::string formatReportJson(const CheckReport& r) {
   s += "[";
   for (size_t i = 0; i < r.examples.size(); ++i) {
     if (i) s += ',';
-    s += jsonString(r.examples[i]);
+    s += jsonQuote(r.examples[i]);
   }
   s += "]}";
   return s;

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabric/topology.h"
 #include "routing/lid_assignment.h"
 #include "routing/routing_tables.h"
 #include "routing/sl_to_vl.h"
+#include "routing/switch_graph.h"
 
 namespace ibsm::routing {
 
@@ -112,5 +114,12 @@ CheckReport checkRoutes(const Topology& topo, const LidAssignment& lids, const R
 // Human-readable, one metric per line; and the same as one JSON object.
 std::string formatReportText(const CheckReport& report);
 std::string formatReportJson(const CheckReport& report);
+
+// Pieces of the reports, shared with the other checkers (routing/pattern_checker.h).
+LinkRef linkRefOf(const Topology& topo, const SwitchGraph& graph, uint32_t arc);
+std::string formatLinkText(const LinkRef& link);  // 0x..[3] 'leaf-0' -> 0x..[1] 'spine-2'
+std::string formatLinkJson(const LinkRef& link);
+std::string formatFixed(double v, int digits = 3);  // "%.*f"; 0 for NaN and infinities
+std::string jsonQuote(std::string_view s);          // a JSON string literal
 
 }  // namespace ibsm::routing

@@ -107,6 +107,7 @@ struct RoutingTables {
   // repairs may spread paths over (Options::vlLayers when it routed). Empty / 0 for the other engines.
   std::vector<uint32_t> dflyGroup;
   uint8_t dflyVls = 0;
+  bool dflySpread = false;  // routed with Options::dflySpread (a repair's fresh routes are routed so again)
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -31,7 +32,8 @@ namespace ibsm::daemon {
 
 using Json = nlohmann::json;
 
-inline constexpr size_t kMaxRequestBytes = 64 * 1024;  // one request line, newline excluded
+// One request line, newline excluded: a rank file of tens of thousands of hosts (`check`) fits.
+inline constexpr size_t kMaxRequestBytes = 1024 * 1024;
 inline constexpr int kProtocolVersion = 1;
 
 enum class ErrorCode {
@@ -196,12 +198,13 @@ class ReadHandler {
 
  private:
   Json dispatch(const Request& request, const ControlView& view);
-  Json check(const SubnetSnapshot& snap);
+  Json check(const SubnetSnapshot& snap, const Request& request);
   Json topology(const SubnetSnapshot& snap, const Request& request);
   unsigned checkThreads_;
   const SubnetSnapshot* cachedFor_ = nullptr;
   std::weak_ptr<const SubnetSnapshot> cachedSnap_;
   std::optional<Json> check_;
+  std::optional<std::pair<std::string, Json>> pattern_;  // (pattern and rank list, its report)
   std::optional<std::vector<std::vector<uint64_t>>> loads_;
   void resetCacheFor(const std::shared_ptr<const SubnetSnapshot>& snap);
 };

@@ -6,6 +6,7 @@
 #include "daemon/control/control_protocol.h"
 #include "daemon/control/protocol_helpers.h"
 #include "fabric/topology_file.h"
+#include "routing/pattern_checker.h"
 #include "routing/route_checker.h"
 
 namespace ibsm::daemon {
@@ -538,11 +539,22 @@ void ReadHandler::resetCacheFor(const std::shared_ptr<const SubnetSnapshot>& sna
   cachedFor_ = snap.get();
   cachedSnap_ = snap;
   check_.reset();
+  pattern_.reset();
   loads_.reset();
 }
 
-// The route checker's verdict on the live tables, computed once per snapshot.
-Json ReadHandler::check(const SubnetSnapshot& s) {
+// The route checker's verdict on the live tables, computed once per snapshot; with `pattern`, the
+// permutation congestion of that pattern over the ranks (default: every host in name order) too, kept for
+// the last pattern and rank list asked.
+Json ReadHandler::check(const SubnetSnapshot& s, const Request& r) {
+  const std::string patternArg = stringArg(r, "pattern", ""), ranksArg = stringArg(r, "ranks", "");
+  std::optional<routing::Pattern> pattern;
+  if (!patternArg.empty() || !ranksArg.empty()) {
+    pattern = routing::parsePattern(patternArg.empty() ? "shift" : patternArg);
+    if (!pattern)
+      throw Failure(ErrorCode::kBadRequest,
+                    "check: pattern must be shift, ring or all2all, not '" + patternArg + "'");
+  }
   if (!check_) {
     routing::CheckOptions co;
     co.threads = checkThreads_;
@@ -551,7 +563,28 @@ Json ReadHandler::check(const SubnetSnapshot& s) {
     if (report.is_discarded()) throw Failure(ErrorCode::kInternal, "route checker report is not JSON");
     check_ = Json{{"ok", rep.ok()}, {"report", std::move(report)}, {"text", routing::formatReportText(rep)}};
   }
-  return *check_;
+  if (!pattern) return *check_;
+  const std::string key = std::string(routing::patternName(*pattern)) + '\n' + ranksArg;
+  if (!pattern_ || pattern_->first != key) {
+    std::vector<routing::Rank> ranks;
+    if (!ranksArg.empty()) {
+      auto parsed = routing::parseRanks(*s.topology, s.lids, ranksArg, stringArg(r, "ranks_name", "ranks"));
+      if (!parsed) throw Failure(ErrorCode::kBadRequest, "check: " + parsed.error().message);
+      ranks = std::move(*parsed);
+    }
+    routing::PatternOptions po;
+    po.pattern = *pattern;
+    po.threads = checkThreads_;
+    routing::PatternReport rep = routing::checkPattern(*s.topology, s.lids, s.tables, std::move(ranks), po);
+    Json report = Json::parse(routing::formatPatternJson(rep), nullptr, false);
+    if (report.is_discarded()) throw Failure(ErrorCode::kInternal, "pattern report is not JSON");
+    pattern_.emplace(key,
+                     Json{{"pattern", std::move(report)}, {"pattern_text", routing::formatPatternText(rep)}});
+  }
+  Json out = *check_;
+  out["pattern"] = pattern_->second["pattern"];
+  out["text"] = out["text"].get<std::string>() + pattern_->second["pattern_text"].get<std::string>();
+  return out;
 }
 
 Json ReadHandler::topology(const SubnetSnapshot& s, const Request& r) {
@@ -587,7 +620,7 @@ Json ReadHandler::dispatch(const Request& r, const ControlView& v) {
   if (c == "routes") return doRoutes(s, r);
   if (c == "path") return doPath(s, r);
   if (c == "ar") return doAr(s, r);
-  if (c == "check") return check(s);
+  if (c == "check") return check(s, r);
   if (c == "topology") return topology(s, r);
   if (c == "partitions") return doPartitions(s, r);
   throw Failure(ErrorCode::kInternal, "'" + c + "' is not a read-only command");

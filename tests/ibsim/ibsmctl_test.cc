@@ -19,10 +19,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
+#include "routing/pattern_checker.h"
 #include "tests/ibsim/ibsim_fabric.h"
 
 namespace ibsm::testing {
@@ -240,6 +242,84 @@ TEST(Ibsmctl, DumpLftsWritesTheTablesTheSwitchesHold) {
     EXPECT_FALSE(p.path().string().ends_with(".tmp")) << p.path();
 }
 
+// `ibsmctl check --pattern` scores the routes ibsmd holds; the same figures must come out of the switches'
+// own tables (dump_lfts, with ibnetdiscover's LIDs and host names), for the default rank order and a rank
+// file. A dragonfly, whose minimal routes share a group pair's global link, so the figures are not all 1.
+TEST(Ibsmctl, CheckPatternMatchesTheMetricOfTheSwitchesTables) {
+  Daemon d("--dragonfly 3,2 --hosts-per-switch 2", {"--sweep-interval", "0"});  // 63 LIDs: see ibsim.md
+  RunResult disc = d.diag({"ibnetdiscover"});
+  ASSERT_EQ(disc.exitCode, 0) << disc.err;
+  auto topo = parseOrFail(disc.out, "ibnetdiscover");
+  ASSERT_TRUE(topo);
+  RunResult lfts = d.diag({"dump_lfts"});
+  ASSERT_EQ(lfts.exitCode, 0) << lfts.err;
+  std::string text;
+  std::istringstream in(lfts.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.starts_with("***")) text += line + "\n";
+  auto tables = routing::parseLftDump(text, *topo, "dump_lfts");
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+  const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
+
+  // The rank file: every other host first, by name (ibnetdiscover's descriptions), then the rest.
+  std::vector<std::string> hosts;
+  for (const auto& n : topo->nodes())
+    if (!n.isSwitch()) hosts.push_back(n.description.substr(0, n.description.find(' ')));
+  std::sort(hosts.begin(), hosts.end());
+  std::string ranksText = "# every other host first\n";
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t i = k; i < hosts.size(); i += 2) ranksText += hosts[i] + "\n";
+  const std::string ranksFile = d.sim->dir() + "/job.ranks";
+  writeFile(ranksFile, ranksText);
+
+  for (const std::string pattern : {"shift", "ring", "all2all", "file"}) {
+    SCOPED_TRACE(pattern);
+    routing::PatternOptions po;
+    std::vector<routing::Rank> ranks;
+    std::vector<std::string> args{"check", "--pattern", pattern == "file" ? "shift" : pattern};
+    po.pattern = *routing::parsePattern(args[2]);
+    if (pattern == "file") {
+      args.insert(args.end(), {"--ranks", ranksFile});
+      auto parsed = routing::parseRanks(*topo, lids, ranksText, "job.ranks");
+      ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+      ranks = *parsed;
+    }
+    const routing::PatternReport want = routing::checkPattern(*topo, lids, *tables, ranks, po);
+    EXPECT_EQ(want.ranks, 42u);
+    EXPECT_EQ(want.unrouted, 0u);
+    json j = d.ctlJson(args);
+    ASSERT_TRUE(j.contains("pattern")) << j.dump();
+    const json& got = j["pattern"];
+    EXPECT_EQ(got["pattern"], args[2]);
+    EXPECT_EQ(got["ranksFromFile"], pattern == "file");
+    EXPECT_EQ(got["ranks"], want.ranks);
+    EXPECT_EQ(got["shifts"], want.shifts);
+    EXPECT_EQ(got["flows"], want.flows);
+    EXPECT_EQ(got["unrouted"], 0u);
+    EXPECT_EQ(got["maxCongestion"], want.maxCongestion);
+    EXPECT_NEAR(got["meanBandwidth"].get<double>(), want.meanBandwidth, 1e-6);
+    EXPECT_EQ(got["congestionFreeShifts"], want.congestionFreeShifts);
+    EXPECT_EQ(got["worstShift"], want.worstShift);
+    EXPECT_EQ(got["worstCongestion"], want.worstCongestion);
+    EXPECT_EQ(got["worstLink"]["from"], fabric::toString(want.worstLink.from));
+    EXPECT_EQ(got["worstLink"]["port"], want.worstLink.port);
+    if (pattern == "shift") {
+      EXPECT_GT(want.maxCongestion, 1u);
+    }
+  }
+  RunResult table = d.ctl({"check", "--pattern", "shift"});
+  EXPECT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("result: OK"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("mean flow bandwidth: "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("worst shift: "), std::string::npos) << table.out;
+  // A bad rank file: a usage error naming the line, and a bad pattern name.
+  writeFile(ranksFile, hosts[0] + "\nnosuchhost\n");
+  RunResult bad = d.ctl({"check", "--ranks", ranksFile});
+  EXPECT_EQ(bad.exitCode, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("job.ranks:2: no CA 'nosuchhost'"), std::string::npos) << bad.err;
+  EXPECT_EQ(d.ctl({"check", "--pattern", "bogus"}).exitCode, 2);
+}
+
 // One line on stderr, nothing else, and the exit code.
 void expectOneLineError(const RunResult& r, int code, const std::string& contains) {
   EXPECT_EQ(r.exitCode, code) << r.out << r.err;
@@ -315,7 +395,7 @@ TEST(Ibsmctl, ErrorsAreOneLineWithMeaningfulExitCodes) {
   // Malformed and oversized requests straight on the socket: an error each, and the daemon carries on.
   json bad = json::parse(rawRequest(d.sock, "{not json\n"), nullptr, false);
   EXPECT_EQ(bad["error"]["code"], "bad_request");
-  json big = json::parse(rawRequest(d.sock, std::string(70000, 'x')), nullptr, false);
+  json big = json::parse(rawRequest(d.sock, std::string((1 << 20) + 1000, 'x')), nullptr, false);
   EXPECT_EQ(big["error"]["code"], "too_large");
   EXPECT_EQ(d.ctl({"status"}).exitCode, 0);
 

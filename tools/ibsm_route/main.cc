@@ -1,9 +1,9 @@
 // ibsm-route: routes a fabric offline, the way ibsmd would, and reports how good the routes are.
 //
 //   ibsm-route --topology fabric.topo --routing ftree,updn,minhop [--lmc 2] [--json] [--lfts-out lfts.dump]
-//   ibsm-route --topology dragonfly.topo --routing 'ftree,dfly,dor|dfsp,updn,minhop' --vls 8   # best of dor,
-//   dfsp, dfly ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out        # check a live fabric's
-//   tables
+//   ibsm-route --topology dragonfly.topo --routing 'ftree,dfly,dor|dfsp,updn,minhop' --vls 8
+//   ibsm-route --topology ibnetdiscover.out --lfts-in dump_lfts.out   # check a live fabric's tables
+//   ibsm-route --topology fabric.topo --routing dfly --vls 4 --pattern shift --ranks job.ranks
 //
 // Reads an ibnetdiscover/ibsim topology file, assigns LIDs with the daemon's policy (empty guid2lid), runs
 // the engine chain, checks the tables (reachability, stretch, link load, CDG, AR) and prints the metrics.
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "routing/engine.h"
 #include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
+#include "routing/pattern_checker.h"
 #include "routing/rebalance.h"
 #include "routing/repair.h"
 #include "routing/route_checker.h"
@@ -54,9 +56,20 @@ constexpr const char* kUsage =
     "  --vls N             data VLs an engine may spread its paths over to stay deadlock-free (dfsp),\n"
     "                      1..15 (default 1: one VL; ibsmd's qos.vls auto allows what every link offers,\n"
     "                      at most 8: 8 on ibsim)\n"
+    "  --dfly-spread       dfly: also route through third groups (non-minimal, needs --vls 4 or more), for\n"
+    "                      collective traffic; raises the all-pairs link load\n"
     "  --all-lids          check every LID of each LMC range, not only base LIDs\n"
     "  --no-ar             do not compute adaptive-routing groups\n"
     "  --no-cdg            skip the channel-dependency (deadlock) checks\n"
+    "  --pattern NAME      also score collective traffic: 'shift' (every shift s = 1..N-1 of the ranks, "
+    "rank\n"
+    "                      i to rank i+s mod N, one permutation at a time), 'ring' (shifts 1 and N-1) or\n"
+    "                      'all2all' (every pair at once): max congestion (most flows on a switch-to-switch\n"
+    "                      link), mean flow bandwidth (1/congestion of each flow's busiest link), share of\n"
+    "                      congestion-free shifts, the worst shift and its busiest link\n"
+    "  --ranks FILE        ranks in order, one per line: host name, node description or port GUID (default:\n"
+    "                      every CA port, hosts in natural name order as a job scheduler numbers them);\n"
+    "                      implies --pattern shift when no --pattern is given\n"
     "  --json              print the result as one JSON object\n"
     "  --lfts-out FILE     write the LFTs in opensm-lfts.dump format ('-' for stdout)\n"
     "  --ar-out FILE       write the AR groups ('-' for stdout)\n"
@@ -75,11 +88,13 @@ constexpr const char* kUsage =
     "Exit codes: 0 done, 1 failure (unreadable input, no engine could route, --strict problems), 2 usage.\n";
 
 struct Args {
-  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode, failMode = "repair";
+  std::string topology, chain, lftsIn, lftsOut, arOut, rootsFile, lidsMode, failMode = "repair", ranksFile;
+  std::optional<routing::Pattern> pattern;
   std::vector<std::string> fail;
   std::vector<Guid> roots;
   unsigned lmc = 0, threads = 1, vls = 1;
   uint64_t seed = 0;
+  bool dflySpread = false;
   bool json = false, allLids = false, noAr = false, noCdg = false, timing = false, strict = false,
        help = false, rebalance = false;
 };
@@ -146,6 +161,8 @@ Result<Args> parseArgs(int argc, char** argv) {
       ok = flag(a.noCdg);
     } else if (opt == "--rebalance") {
       ok = flag(a.rebalance);
+    } else if (opt == "--dfly-spread") {
+      ok = flag(a.dflySpread);
     } else if (opt == "--timing") {
       ok = flag(a.timing);
     } else if (opt == "--strict") {
@@ -153,7 +170,7 @@ Result<Args> parseArgs(int argc, char** argv) {
     } else if (opt == "--topology" || opt == "--routing" || opt == "--lfts-in" || opt == "--lfts-out" ||
                opt == "--ar-out" || opt == "--roots-file" || opt == "--roots" || opt == "--lmc" ||
                opt == "--threads" || opt == "--seed" || opt == "--lids" || opt == "--vls" ||
-               opt == "--fail" || opt == "--fail-mode") {
+               opt == "--fail" || opt == "--fail-mode" || opt == "--pattern" || opt == "--ranks") {
       auto v = need();
       if (!v) return v.error();
       if (v->empty()) return err(opt + " needs a non-empty value");
@@ -171,7 +188,12 @@ Result<Args> parseArgs(int argc, char** argv) {
         a.rootsFile = *v;
       else if (opt == "--fail")
         a.fail.push_back(*v);
-      else if (opt == "--fail-mode") {
+      else if (opt == "--ranks")
+        a.ranksFile = *v;
+      else if (opt == "--pattern") {
+        a.pattern = routing::parsePattern(*v);
+        if (!a.pattern) return err("--pattern: 'shift', 'ring' or 'all2all', not '" + *v + "'");
+      } else if (opt == "--fail-mode") {
         if (*v != "repair" && *v != "scratch")
           return err("--fail-mode: 'repair' or 'scratch', not '" + *v + "'");
         a.failMode = *v;
@@ -208,6 +230,7 @@ Result<Args> parseArgs(int argc, char** argv) {
     if (!ok) return ok.error();
   }
   if (a.help) return a;
+  if (!a.ranksFile.empty() && !a.pattern) a.pattern = routing::Pattern::kShift;
   if (a.topology.empty()) return err("--topology is required (see --help)");
   if (a.chain.empty() == a.lftsIn.empty()) return err("give exactly one of --routing and --lfts-in");
   if (!a.roots.empty() && !a.rootsFile.empty()) return err("give either --roots or --roots-file, not both");
@@ -373,6 +396,7 @@ int main(int argc, char** argv) {
   options.computeAr = !a.noAr;
   options.seed = a.seed;
   options.vlLayers = static_cast<uint8_t>(a.vls);
+  options.dflySpread = a.dflySpread;
   if (!a.rootsFile.empty()) {
     auto r = readRootsFile(a.rootsFile);
     if (!r) return fail(1, r.error().message);
@@ -465,6 +489,22 @@ int main(int argc, char** argv) {
   co.checkCdg = co.checkArCdg = !a.noCdg;
   routing::CheckReport report = routing::checkRoutes(checked, lids, tables, co);
   lap("check");
+  std::optional<routing::PatternReport> pattern;
+  if (a.pattern) {
+    std::vector<routing::Rank> ranks;
+    if (!a.ranksFile.empty()) {
+      auto text = readFile(a.ranksFile);
+      if (!text) return fail(1, text.error().message);
+      auto parsed = routing::parseRanks(checked, lids, *text, a.ranksFile);
+      if (!parsed) return fail(1, parsed.error().message);
+      ranks = std::move(*parsed);
+    }
+    routing::PatternOptions po;
+    po.pattern = *a.pattern;
+    po.threads = a.threads;
+    pattern = routing::checkPattern(checked, lids, tables, std::move(ranks), po);
+    lap("pattern");
+  }
 
   if (!a.lftsOut.empty())
     if (auto w = writeOut(a.lftsOut, routing::formatLftDump(t, lids, tables)); !w)
@@ -505,6 +545,7 @@ int main(int argc, char** argv) {
     j += "]";
     if (!failNote.empty()) j += ",\"fail\":" + jsonString(failNote);
     j += ",\"check\":" + routing::formatReportJson(report);
+    if (pattern) j += ",\"pattern\":" + routing::formatPatternJson(*pattern);
     if (a.timing) {
       j += ",\"timing\":{";
       for (const auto& ph : phases)
@@ -538,6 +579,7 @@ int main(int argc, char** argv) {
     }
     if (!failNote.empty()) std::fprintf(out, "%s\n", failNote.c_str());
     std::fputs(routing::formatReportText(report).c_str(), out);
+    if (pattern) std::fputs(routing::formatPatternText(*pattern).c_str(), out);
     if (a.timing) {
       std::string line = "timing:";
       char buf[64];

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -48,9 +49,15 @@ const std::vector<CommandSpec> kCommands = {
     {"events", "[--limit N] [--since SEQ] [--kind KIND]",
      "Recent events, oldest first: sweeps (cause, routes changed, LFT blocks, SMPs, duration), config "
      "reloads, control requests."},
-    {"check", "",
+    {"check", "[--pattern shift|ring|all2all] [--ranks FILE]",
      "Runs the route checker on the live tables: reachability, loops, hops, link load, deadlock freedom. "
-     "Exit 1 when it finds a problem."},
+     "Exit 1 when it finds a problem. --pattern also scores collective traffic over the ranks: shift (rank i "
+     "to rank i+s mod N for each s = 1..N-1, one permutation at a time), ring (shifts 1 and N-1) or all2all "
+     "(every pair at once): max congestion (most flows on one switch-to-switch link), mean flow bandwidth "
+     "(each flow gets 1/congestion of its busiest link), share of congestion-free shifts, the worst shift "
+     "and its busiest link. --ranks FILE gives the rank order, one host name, node description or port GUID "
+     "per line (default: every host in natural name order, as a job scheduler numbers them); it implies "
+     "--pattern shift."},
     {"topology", "[--dot]",
      "The fabric in ibnetdiscover format, or with --dot as Graphviz with the route load of every link "
      "(ibsmctl topology --dot | dot -Tsvg > fabric.svg)."},
@@ -259,7 +266,17 @@ int main(int argc, char** argv) {
       args["kind"] = value();
     else if (command == "health" && w == "--all")
       args["all"] = true;
-    else if (w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) != std::string::npos)
+    else if (command == "check" && w == "--pattern")
+      args["pattern"] = value();
+    else if (command == "check" && w == "--ranks") {
+      const std::string file = value();
+      std::ifstream in(file, std::ios::binary);
+      if (!in) usage("--ranks: cannot open '" + file + "'");
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (in.bad()) usage("--ranks: cannot read '" + file + "'");
+      args["ranks"] = text;
+      args["ranks_name"] = file;
+    } else if (w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) != std::string::npos)
       usage(command + ": unknown option '" + w + "'");
     else
       pos.push_back(w);
