@@ -303,4 +303,23 @@ std::optional<WidthSpeed> parseWidthSpeed(std::string_view text) {
   return std::nullopt;
 }
 
+bool sameFabric(const Topology& a, const Topology& b) {
+  if (a.size() != b.size()) return false;
+  for (NodeIndex n = 0; n < a.size(); ++n) {
+    const Node &x = a.node(n), &y = b.node(n);
+    if (&x == &y) continue;  // shared by both versions
+    SwitchAttrs sx = x.sw, sy = y.sw;
+    sx.portStateChange = sy.portStateChange = false;
+    if (x.type != y.type || x.guid != y.guid || x.numPorts != y.numPorts || x.description != y.description ||
+        sx != sy || x.ports.size() != y.ports.size())
+      return false;
+    for (size_t p = 0; p < x.ports.size(); ++p) {
+      const Port &u = x.ports[p], &v = y.ports[p];
+      if (u.guid != v.guid || u.peerNode != v.peerNode || u.peerPort != v.peerPort || !(u.attrs == v.attrs))
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace ibsm::fabric

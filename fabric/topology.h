@@ -55,6 +55,7 @@ struct PortAttrs {
   uint32_t capMask = 0;
   uint64_t gidPrefix = 0;  // the subnet prefix of the port's GIDs (the SM sets it)
   bool valid = false;  // false when PortInfo was never read (e.g. a port of a node known only from a file)
+  bool operator==(const PortAttrs&) const = default;
 };
 
 struct Port {
@@ -77,6 +78,7 @@ struct SwitchAttrs {
   // OptimizedSLtoVLMappingProgramming (IBA 1.2.1+, bit 0 of that field): SLtoVLMappingTable Sets may name
   // all input ports and/or all output ports in the attribute modifier (mad::kSlToVlAllInputs/AllOutputs).
   bool optimizedSlToVl = false;
+  bool operator==(const SwitchAttrs&) const = default;
 };
 
 struct Node {
@@ -159,6 +161,10 @@ class Topology {
 };
 
 using TopologyPtr = std::shared_ptr<const Topology>;
+
+// Whether b is a read again with nothing changed: the same nodes under the same numbers, the same links, and
+// every port's and switch's attributes alike (a switch's PortStateChange flag aside).
+bool sameFabric(const Topology& a, const Topology& b);
 
 // Collects nodes and links, checks them, and produces the immutable snapshot.
 class TopologyBuilder {

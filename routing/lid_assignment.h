@@ -36,6 +36,7 @@ using Guid2Lid = std::map<Guid, LidRange>;
 struct LidOwner {
   NodeIndex node = fabric::kNoNode;
   PortNum port;
+  bool operator==(const LidOwner&) const = default;
 };
 
 // The LIDs of every endport of one topology, and the reverse map.
@@ -58,6 +59,7 @@ class LidAssignment {
   Lid maxLid() const { return Lid{static_cast<uint16_t>(owners_.empty() ? 0 : owners_.size() - 1)}; }
   uint8_t lmc() const { return lmc_; }
   void setLmc(uint8_t lmc) { lmc_ = lmc; }
+  bool operator==(const LidAssignment&) const = default;
 
  private:
   uint8_t lmc_ = 0;

@@ -151,8 +151,45 @@ std::optional<RoutePlanner::Rebalance> RoutePlanner::takeRebalance(const SubnetS
   return std::exchange(ready_, std::nullopt);
 }
 
+void RoutePlanner::prepare(fabric::TopologyPtr topo, routing::LidAssignment lids) {
+  if (!background_) return;
+  if (prepared_) {
+    if (prepared_->matches(*topo, lids, optionsVersion_)) return;
+    // One still being computed is left to finish (dropping it would wait for it on the event loop); the next
+    // refresh of the model asks again.
+    if (prepared_->plan.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  }
+  routing::Options options = withFabricVls(options_, *topo);
+  options.threads = std::max(1u, options.threads - 1);
+  auto plan =
+      std::async(std::launch::async, [engines = engines_, options, topo, lids]() -> fabric::Result<Plan> {
+        auto routed = routing::computeChain(engines, *topo, lids, options);
+        if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
+        Plan out;
+        out.tables = std::move(routed->tables);
+        out.fallbacks = std::move(routed->fallbacks);
+        out.how = "prepared while standby: from scratch by " + out.tables.engine;
+        return out;
+      });
+  prepared_ = Prepared{std::move(topo), std::move(lids), optionsVersion_, std::move(plan)};
+}
+
+std::optional<RoutePlanner::Plan> RoutePlanner::takePrepared(const fabric::Topology& topo,
+                                                             const routing::LidAssignment& lids) {
+  if (!prepared_) return std::nullopt;
+  if (!prepared_->matches(topo, lids, optionsVersion_)) {
+    if (prepared_->plan.wait_for(std::chrono::seconds(0)) == std::future_status::ready) prepared_.reset();
+    return std::nullopt;
+  }
+  auto plan = prepared_->plan.get();
+  prepared_.reset();
+  if (!plan) return std::nullopt;
+  return std::move(*plan);
+}
+
 void RoutePlanner::wait() {
   while (running_) poll(true);
+  if (prepared_) prepared_->plan.wait();
 }
 
 std::shared_ptr<const routing::PortLoads> RoutePlanner::loadsOf(const SubnetSnapshot& snap) {

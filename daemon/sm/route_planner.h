@@ -51,6 +51,7 @@ class RoutePlanner {
     engines_ = std::move(engines);
     options_ = std::move(options);
     rebalance_ = rebalance;
+    ++optionsVersion_;  // a prepared plan made with the old ones is not taken
   }
   const RebalancePolicy& rebalancePolicy() const { return rebalance_; }
   // A repair of previous's routes when asked for and possible, else the engine chain from scratch.
@@ -72,6 +73,15 @@ class RoutePlanner {
   std::optional<Rebalance> takeRebalance(const SubnetSnapshot* current);
   // Blocks until no background job runs or waits (tests; destruction).
   void wait();
+
+  // STANDBY: the routes a takeover would start from (the engine chain from scratch on the standby's model of
+  // the fabric, with the LIDs its ports hold), computed off the event loop whenever that fabric changes, so
+  // that a takeover publishes the SA's snapshot and sets the SM LID without routing first. Nothing without
+  // background routing.
+  void prepare(fabric::TopologyPtr topo, routing::LidAssignment lids);
+  // The prepared plan if it was made for this fabric (fabric::sameFabric), these LIDs and the current
+  // options; waits for it when it is still being computed.
+  std::optional<Plan> takePrepared(const fabric::Topology& topo, const routing::LidAssignment& lids);
 
  private:
   struct Job {
@@ -95,6 +105,17 @@ class RoutePlanner {
   mad::TimePoint rebalanceStart_{};
   std::optional<Rebalance> ready_;
   std::weak_ptr<const SubnetSnapshot> readyFor_;
+  struct Prepared {
+    fabric::TopologyPtr topo;
+    routing::LidAssignment lids;
+    uint64_t optionsVersion;
+    std::future<fabric::Result<Plan>> plan;
+    bool matches(const fabric::Topology& t, const routing::LidAssignment& l, uint64_t version) const {
+      return optionsVersion == version && lids == l && fabric::sameFabric(*topo, t);
+    }
+  };
+  std::optional<Prepared> prepared_;
+  uint64_t optionsVersion_ = 0;
 };
 
 }  // namespace ibsm::daemon

@@ -146,6 +146,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   if (decision.state != SmState::kMaster && found->stats.failed == 0) {
     standbyModel_ = *found;  // a standby keeps the fabric it found warm for a takeover
     standbyModelAt_ = warm ? modelAt : start;
+    prepareTakeover();
   }
   if (decision.state != SmState::kMaster) {
     // Another SM has (or will have) the fabric: leave it alone.
@@ -169,7 +170,7 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
     ev.action +=
         " from the standby's model read " +
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(start - modelAt).count()) +
-        " ms before (no discovery)";
+        " ms before (no discovery), routes " + applied->routes;
     nextLightSweep_ = clock_.now();  // what changed since the model was read: at the next tick
   }
   if (const auto& rb = applied->readback)
@@ -208,7 +209,16 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   const mad::TimePoint routeStart = clock_.now();
   // Routing sees isolated links as down (the programmer still works on the fabric as found).
   const fabric::TopologyPtr routeTopo = routingView(discovered);
-  auto routed = planner_.plan(stabilize ? snapshot_.get() : nullptr, *routeTopo, assigned->lids, stabilize);
+  // A new master term (start, takeover, handover): what the switches hold is read back, and the routes held
+  // stay where they are valid, so nothing is written that need not be. The SA answers from the fresh
+  // engine's tables meanwhile (a standby has them ready for its model), and the hosts learn the new SM LID
+  // before the (long) read.
+  const bool newTerm = ha_.machine().masterTerms() != readBackTerm_;
+  std::optional<RoutePlanner::Plan> prepared;
+  if (newTerm) prepared = planner_.takePrepared(*routeTopo, assigned->lids);
+  auto routed =
+      prepared ? fabric::Result<RoutePlanner::Plan>(std::move(*prepared))
+               : planner_.plan(stabilize ? snapshot_.get() : nullptr, *routeTopo, assigned->lids, stabilize);
   if (!routed) return fabric::makeError(routed.error().message);
   report.routingTime = clock_.now() - routeStart;
   report.engine = routed->tables.engine;
@@ -219,25 +229,28 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   const uint32_t terms = ha_.machine().masterTerms();
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
   reregisteredAt_ = terms;
-  // P_Keys first: a port's partition membership is set up before its link goes ACTIVE. An update that finds
-  // every end port as the last run left it (a link between switches changed) changes no partition table.
+  // The partitions are resolved now (the SA's snapshot has them) and their P_Key tables written after the
+  // endports' LIDs and SM LID (hosts find the SA sooner after a takeover), before any port goes ACTIVE: a
+  // port's partition membership is set up before its link carries data. An update that finds every end port
+  // as the last run left it (a link between switches changed) changes no partition table.
   const bool samePartitions = sameAsLast && sameEndPorts(*last_->topology, topo);
-  if (!samePartitions) report.pkeys = programPartitions(topo);
-  for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
-  // A new master term (start, takeover, handover): what the switches hold is read back, and the routes
-  // held stay where they are valid, so nothing is written that need not be. The SA answers from the fresh
-  // engine's tables meanwhile, and the hosts learn the new SM LID before the (long) read.
+  if (!samePartitions) resolvePartitions(topo);
   std::optional<PhaseStats> readPhase;
-  if (ha_.machine().masterTerms() != readBackTerm_) {
+  if (newTerm) {
     readBackTerm_ = ha_.machine().masterTerms();
     publishEarly(routeTopo, assigned->lids, routed->tables);
-    program.beforeSwitches = [&] {
-      readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
-    };
   }
+  program.beforeSwitches = [&] {
+    if (!samePartitions) report.pkeys = pkeyProgrammer_.program(topo, *partitionMap_);
+    if (newTerm) readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
+  };
   report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
-  if (readPhase) report.program.phases.insert(report.program.phases.begin(), *readPhase);
-  if (!samePartitions) report.program.phases.insert(report.program.phases.begin(), report.pkeys.phase);
+  for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
+  // The phases in the order they ran: lids, pkey, read-back, switches, ...
+  auto& phases = report.program.phases;
+  auto at = phases.begin() + (phases.empty() ? 0 : 1);
+  if (readPhase) at = phases.insert(at, *readPhase);
+  if (!samePartitions) phases.insert(at, report.pkeys.phase);
   // Partition enforcement after the port states: the Sets above start from the blocks as read.
   {
     std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning
@@ -404,6 +417,11 @@ std::vector<std::pair<std::pair<Guid, uint8_t>, mad::TimePoint>> SubnetManager::
 }
 
 PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {
+  resolvePartitions(topo);
+  return pkeyProgrammer_.program(topo, *partitionMap_);
+}
+
+void SubnetManager::resolvePartitions(const fabric::Topology& topo) {
   partitionMap_ =
       std::make_shared<const fabric::PartitionMap>(fabric::PartitionMap::resolve(topo, options_.partitions));
   partitionDefs_ = std::make_shared<const std::vector<fabric::Partition>>(options_.partitions);
@@ -412,7 +430,6 @@ PkeyReport SubnetManager::programPartitions(const fabric::Topology& topo) {
     for (const auto& e : partitionMap_->partitions())
       if (e.ipoib) groups.push_back({e.pkey, *e.ipoib});
   mcastGroups_.setBroadcastGroups(groups);
-  return pkeyProgrammer_.program(topo, *partitionMap_);
 }
 
 PkeyReport SubnetManager::setPartitions(std::vector<fabric::Partition> partitions) {
@@ -608,6 +625,14 @@ void SubnetManager::refreshStandbyModel() {
   if (!found || found->stats.failed) return;
   standbyModel_ = std::move(*found);
   standbyModelAt_ = start;
+  prepareTakeover();
+}
+
+// The takeover's routes, computed in the background for the model and the LIDs its ports hold (which a
+// takeover keeps); used when the takeover's fabric and LIDs are these.
+void SubnetManager::prepareTakeover() {
+  const fabric::TopologyPtr& topo = standbyModel_->topology;
+  planner_.prepare(routingView(topo), routing::LidAssignment::fromTopology(*topo));
 }
 
 void SubnetManager::programMulticast(const fabric::Topology& topo) {

@@ -194,9 +194,11 @@ class SubnetManager {
                              SweepReport& report);
   // STANDBY: the fabric as last read, kept warm for a takeover without discovery.
   void refreshStandbyModel();
+  void prepareTakeover();  // RoutePlanner::prepare for standbyModel_
   void programRebalance(RoutePlanner::Rebalance rebalance);
   // Resolves the partitions on topo, programs the P_Key tables and keeps the broadcast groups in step.
   PkeyReport programPartitions(const fabric::Topology& topo);
+  void resolvePartitions(const fabric::Topology& topo);  // the first part of that
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;

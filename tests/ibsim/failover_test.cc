@@ -56,13 +56,7 @@ struct Fabric {
   }
   // ibnetdiscover's view (for the LIDs) and dump_lfts, as a host reads them.
   std::string discover() { return sim->run({"ibnetdiscover"}, diag).out; }
-  std::string lfts() {
-    std::string text;
-    std::istringstream in(sim->run({"dump_lfts"}, diag).out);
-    for (std::string line; std::getline(in, line);)
-      if (!line.starts_with("***")) text += line + "\n";
-    return text;
-  }
+  std::string lfts() { return lftTables(sim->run({"dump_lfts"}, diag).out); }
   std::map<uint64_t, uint16_t> lids() {
     std::map<uint64_t, uint16_t> m;
     auto topo = parseOrFail(discover(), "ibnetdiscover");
@@ -134,10 +128,12 @@ TEST(Failover, ASigkilledMasterLeavesEveryLidAndLftAsItWas) {
   // return to the old 3 s without timing the machine.
   EXPECT_LT(master, 2500ms);
 
-  // The takeover's event: the standby's model (no discovery), LFTs read back, nothing written.
+  // The takeover's event: the standby's model (no discovery) and the routes it prepared, LFTs read back,
+  // nothing written.
   ASSERT_TRUE(f.sim->waitForOutput(b, "LFTs read back", 20s, 20ms)) << f.sim->output(b);
   const std::string out = f.sim->output(b);
   EXPECT_NE(out.find("from the standby's model"), std::string::npos) << out;
+  EXPECT_NE(out.find("routes prepared while standby"), std::string::npos) << out;
   EXPECT_EQ(numberBefore(out, "LFTs read back", "LFT blocks"), 0) << out;
   EXPECT_EQ(numberBefore(out, "LFTs read back", "invalid ones replaced"), 0) << out;
   EXPECT_EQ(f.lfts(), lftsBefore);

@@ -81,10 +81,7 @@ struct Fabric {
     ASSERT_EQ(topo->nodes().size() + missingNodes, built->nodes().size());
     RunResult lfts = sim->run({"dump_lfts"}, o);
     ASSERT_EQ(lfts.exitCode, 0) << lfts.err;
-    std::string text;
-    std::istringstream in(lfts.out);
-    for (std::string line; std::getline(in, line);)
-      if (!line.starts_with("***")) text += line + "\n";
+    std::string text = lftTables(lfts.out);
     auto tables = routing::parseLftDump(text, *topo, "dump_lfts");
     ASSERT_TRUE(tables.ok()) << tables.error().message;
     routing::CheckOptions co;

@@ -80,10 +80,7 @@ struct Ha {
     }
     if (check) {
       RunResult lfts = sim->run({"dump_lfts"}, o);
-      std::string text;
-      std::istringstream in(lfts.out);
-      for (std::string line; std::getline(in, line);)
-        if (!line.starts_with("***")) text += line + "\n";
+      std::string text = lftTables(lfts.out);
       auto tables = routing::parseLftDump(text, **topo, "dump_lfts");
       if (!tables.ok()) {
         ADD_FAILURE() << tables.error().message;

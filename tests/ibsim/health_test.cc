@@ -105,10 +105,7 @@ struct HealthFixture {
     RunResult lfts = sim->run({"dump_lfts"}, o);
     auto topo = fabric::parseTopology(disc.out, "ibnetdiscover");
     if (!topo) return l;
-    std::string text;
-    std::istringstream in(lfts.out);
-    for (std::string line; std::getline(in, line);)
-      if (!line.starts_with("***")) text += line + "\n";
+    std::string text = lftTables(lfts.out);
     auto tables = routing::parseLftDump(text, **topo, "dump_lfts");
     if (!tables) return l;
     l.topo = *topo;

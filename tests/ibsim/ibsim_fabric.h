@@ -41,4 +41,14 @@ inline fabric::TopologyPtr parseOrFail(const std::string& text, const std::strin
   return t ? *t : nullptr;
 }
 
+// dump_lfts' output without its deprecation banner ("*** WARNING ***: ... replaced by dump_fts"): the tables
+// as routing::parseLftDump reads them.
+inline std::string lftTables(const std::string& dumpLftsOut) {
+  std::string text;
+  std::istringstream in(dumpLftsOut);
+  for (std::string line; std::getline(in, line);)
+    if (!line.starts_with("***")) text += line + "\n";
+  return text;
+}
+
 }  // namespace ibsm::testing

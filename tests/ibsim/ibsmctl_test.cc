@@ -253,10 +253,7 @@ TEST(Ibsmctl, CheckPatternMatchesTheMetricOfTheSwitchesTables) {
   ASSERT_TRUE(topo);
   RunResult lfts = d.diag({"dump_lfts"});
   ASSERT_EQ(lfts.exitCode, 0) << lfts.err;
-  std::string text;
-  std::istringstream in(lfts.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.starts_with("***")) text += line + "\n";
+  std::string text = lftTables(lfts.out);
   auto tables = routing::parseLftDump(text, *topo, "dump_lfts");
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);

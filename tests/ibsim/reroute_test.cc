@@ -63,10 +63,7 @@ struct Fixture {
       rep.examples.push_back(topo.error().message);
       return rep;
     }
-    std::string text;
-    std::istringstream in(lfts.out);
-    for (std::string line; std::getline(in, line);)
-      if (!line.starts_with("***")) text += line + "\n";
+    std::string text = lftTables(lfts.out);
     auto tables = routing::parseLftDump(text, **topo, "dump_lfts");
     if (!tables.ok()) {
       rep.unreachable = 1;

@@ -81,11 +81,7 @@ void checkRoutesFromSwitches(Ibsim& sim, const FabricView& v) {
   o.timeout = 300s;
   RunResult r = sim.run({"dump_lfts"}, o);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  // dump_lfts ends with a deprecation banner ("*** WARNING ***: ... replaced by dump_fts"): not a table.
-  std::string text;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.starts_with("***")) text += line + "\n";
+  std::string text = lftTables(r.out);
   auto tables = routing::parseLftDump(text, *v.topo, "dump_lfts");
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   routing::CheckOptions co;
@@ -181,10 +177,7 @@ TEST(SubnetUp, LmcGivesAlignedRangesAndEveryLidIsRouted) {
   RunOptions d;
   d.simHost = kDiagHost;
   RunResult lfts = sim->run({"dump_lfts"}, d);
-  std::string text;
-  std::istringstream in(lfts.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.starts_with("***")) text += line + "\n";
+  std::string text = lftTables(lfts.out);
   auto tables = routing::parseLftDump(text, *v.topo, "dump_lfts");
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   routing::CheckOptions co;

@@ -111,10 +111,7 @@ routing::SlToVlMap allOnVl0(const fabric::Topology& topo) {
 // The LFTs the switches hold now (dump_lfts), as tables on `topo`; an Error when they cannot be read.
 fabric::Result<routing::RoutingTables> switchLfts(Ibsim& sim, const fabric::Topology& topo) {
   RunResult lfts = sim.run({"dump_lfts"}, diagnostics());
-  std::string text;
-  std::istringstream in(lfts.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.starts_with("***")) text += line + "\n";
+  std::string text = lftTables(lfts.out);
   return routing::parseLftDump(text, topo, "dump_lfts");
 }
 

@@ -143,5 +143,41 @@ TEST(RoutePlanner, RebalanceModes) {
   }
 }
 
+// A standby's prepared plan: the same tables as a from-scratch plan, taken for the same fabric read again
+// (another Topology object) and these LIDs; not for a fabric that changed since, other LIDs or new options.
+TEST(RoutePlanner, APreparedPlanIsTakenOnlyForTheFabricAndOptionsItWasMadeFor) {
+  fabric::TopologyPtr topo = generate(routing::testing::fatTree(3, 8));
+  ASSERT_TRUE(topo);
+  const routing::LidAssignment lids = routing::assignLids(*topo, {}, 0)->lids;
+  const fabric::TopologyPtr readAgain = generate(routing::testing::fatTree(3, 8));
+  const fabric::TopologyPtr changed =
+      routing::testing::takeDown(*topo, {routing::testing::coreLink(*topo, "spine-0")});
+  mad::FakeClock clock;
+  RoutePlanner planner(clock, /*background=*/true);
+  planner.setOptions({"ftree", "minhop"}, routing::Options{});
+  auto scratch = planner.plan(nullptr, *topo, lids, false);
+  ASSERT_TRUE(scratch.ok());
+
+  planner.prepare(topo, lids);
+  auto prepared = planner.takePrepared(*readAgain, lids);
+  ASSERT_TRUE(prepared.has_value());
+  EXPECT_TRUE(prepared->tables.lft == scratch->tables.lft);
+  EXPECT_EQ(prepared->how, "prepared while standby: from scratch by ftree");
+  EXPECT_FALSE(planner.takePrepared(*topo, lids).has_value()) << "taken once";
+
+  planner.prepare(topo, lids);
+  EXPECT_FALSE(planner.takePrepared(*changed, lids).has_value());
+  routing::LidAssignment other = lids;
+  other.set(topo->cas().front(), fabric::PortNum{1}, routing::LidRange{fabric::Lid{0x400}, 0});
+  EXPECT_FALSE(planner.takePrepared(*topo, other).has_value());
+  planner.setOptions({"minhop"}, routing::Options{});
+  EXPECT_FALSE(planner.takePrepared(*topo, lids).has_value());
+  planner.wait();  // a new one is made once the last one is done
+  planner.prepare(topo, lids);
+  auto again = planner.takePrepared(*topo, lids);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->tables.engine, "minhop");
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
