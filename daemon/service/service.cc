@@ -134,6 +134,8 @@ fabric::Result<void> Service::start() {
   // Targeted updates after traps and light sweeps (SubnetManager::tick, every sweep.interval_s) report here,
   // as do heavy sweeps; heavy sweeps run at start, on request and when a targeted update cannot be trusted.
   sm_.setEventHandler([this](const TopologyEvent& e) { onTopologyEvent(e); });
+  sm_.setStateHandler(
+      [this] { state_.updateStatus([&](StatusInfo& st) { st.state = toString(sm_.state()); }); });
   sweep("start");
   return {};
 }

@@ -142,7 +142,9 @@ fabric::Result<SweepReport> SubnetManager::heavySweep(const std::string& cause) 
   if (!found) return fabric::makeError("discovery failed: " + found.error().message);
   if (warm) found->stats = DiscoveryStats{};  // nothing was read for this sweep
   report.discovery = found->stats;
+  const SmState stateBefore = ha_.state();
   SmStateMachine::Decision decision = ha_.discover(found->topology);
+  if (ha_.state() != stateBefore && onState_) onState_();
   if (decision.state != SmState::kMaster && found->stats.failed == 0) {
     standbyModel_ = *found;  // a standby keeps the fabric it found warm for a takeover
     standbyModelAt_ = warm ? modelAt : start;

@@ -137,6 +137,9 @@ class SubnetManager {
   const LightSweeps& lightSweeps() const { return lightSweeps_; }
   // Called after every sweep or targeted update with what happened (the daemon logs it, tests look at it).
   void setEventHandler(std::function<void(const TopologyEvent&)> handler) { onEvent_ = std::move(handler); }
+  // Called when a heavy sweep changes the SM state, before it routes or programs anything (a takeover's
+  // sweep lasts seconds on a large fabric; `ibsmctl status` shows MASTER from its start).
+  void setStateHandler(std::function<void()> handler) { onState_ = std::move(handler); }
   using TrapCounters = TrapHandler::Counters;
   const TrapCounters& trapCounters() const { return traps_.counters(); }
   uint64_t saBusyReplies() const { return ha_.saBusyReplies(); }
@@ -237,6 +240,7 @@ class SubnetManager {
   uint32_t readBackTerm_ = 0;  // masterTerms() whose first run read the LFTs back
   mad::TimePoint nextLightSweep_{};
   std::function<void(const TopologyEvent&)> onEvent_;
+  std::function<void()> onState_;
   std::function<void(const mad::MadPacket&)> saHandler_;
   std::optional<mad::TimePoint> retryAt_;  // a heavy sweep again: the last one left the subnet not up
   mad::Duration retryDelay_ =

@@ -26,6 +26,20 @@ TEST(SubnetManager, SweepBringsTheSubnetUpAsMaster) {
   EXPECT_GT(f.sm->actCount(), 0u);
 }
 
+// The state handler hears of MASTER as soon as the sweep decides it, before a single Set is sent (a
+// takeover's sweep lasts seconds on a large fabric, and `ibsmctl status` shows the state from the start).
+TEST(SubnetManager, TheStateHandlerHearsOfMasterBeforeAnythingIsProgrammed) {
+  SmFixture f;
+  f.create();
+  std::vector<std::pair<SmState, size_t>> heard;  // state, SMPs sent by then
+  f.sm->setStateHandler([&] { heard.emplace_back(f.sm->state(), f.engine->counters().sent); });
+  auto r = f.sm->sweep();
+  ASSERT_TRUE(r && r->subnetUp);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].first, SmState::kMaster);
+  EXPECT_EQ(heard[0].second, r->discovery.smps);
+}
+
 TEST(SubnetManager, MalformedTrapsAreCountedAndDropped) {
   SmFixture f;
   f.up();
