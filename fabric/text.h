@@ -23,6 +23,14 @@ constexpr std::string_view trim(std::string_view s) {
   return s;
 }
 
+// At most `max` bytes of untrusted text for a message, control characters replaced, "..." when cut.
+inline std::string printable(std::string_view s, size_t max = 40) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (s.size() > max) out += "...";
+  return out;
+}
+
 inline std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)

@@ -18,9 +18,12 @@ struct Notice {
   uint16_t lidAddr = 0;          // the LID the trap is about (128: the switch; 129-131, 144, 145: the port;
                                  // 256 Bad M_Key: the requester that presented the wrong key)
   uint8_t portNum = 0;           // 129, 130, 131: the port with the error
-  uint32_t capMask = 0;          // 144: the new capability mask
+  uint32_t capMask = 0;          // 144: the new capability mask (PortInfo's CapabilityMask)
   uint64_t systemImageGuid = 0;  // 145
 };
+
+// PortInfo CapabilityMask.IsSM: the port runs an SM (trap 144 carries the whole mask).
+inline constexpr uint32_t kCapIsSm = 1u << 1;
 
 // From a SubnTrap SMP (LID-routed class 0x01, method Trap, attribute Notice). Fails on anything else, a
 // non-generic notice, or an issuer/LID that is not a unicast LID.

@@ -9,8 +9,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kInf = RoutingGraph::kNone;
-
 uint8_t entryOf(const LftRow& row, size_t lid) {
   return lid < row.size() ? row[lid] : kNoPort;
 }

@@ -44,6 +44,7 @@
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
+#include "routing/mix.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
 
@@ -61,14 +62,7 @@ constexpr int kRefinePasses = 6;
 // per path and layer (about a second at this size).
 constexpr size_t kFirstFitMaxPaths = 200000;
 
-uint64_t mix(uint64_t x) {  // splitmix64 finalizer, for seeded tie-breaking
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-struct Dest {
+struct LidDest {
   Lid lid;
   SwitchIndex sw = kNoSwitch;  // where the LID leaves the switch fabric
   uint8_t lastPort = 0;        // egress port there: 0 for a switch's own LID, else the CA's link
@@ -97,7 +91,7 @@ class Router {
       LidOwner o = lids.owner(lid);
       const LidExit leaves = lidExit(topo, g_, o.node, o.port);
       if (leaves.sw == kNoSwitch) continue;
-      Dest d;
+      LidDest d;
       d.lid = lid;
       d.sw = leaves.sw;
       d.lastPort = leaves.port;
@@ -163,7 +157,7 @@ class Router {
 
   // Picks every switch's next hop towards dests_[i]: among the links one hop closer, the least loaded path.
   void chooseTree(size_t i) {
-    const Dest& d = dests_[i];
+    const LidDest& d = dests_[i];
     const auto& order = byDistance(d.sw);
     const uint16_t* dist = hops_.row(d.sw);
     const auto& arcs = g_.arcs();
@@ -193,7 +187,7 @@ class Router {
   // Adds (sign +1) or removes (-1) the CA traffic towards dests_[i] on the links of its tree: each link
   // carries the CAs of every switch upstream of it.
   void charge(size_t i, int sign) {
-    const Dest& d = dests_[i];
+    const LidDest& d = dests_[i];
     const auto& order = byDistance(d.sw);
     const auto& arcs = g_.arcs();
     for (SwitchIndex u : order) flow_[u] = hosts_[u];
@@ -215,7 +209,7 @@ class Router {
   HopMatrix hops_;
   std::vector<uint32_t> hosts_;  // by switch: usable CA ports cabled to it
   uint32_t maxLid_ = 0;
-  std::vector<Dest> dests_;
+  std::vector<LidDest> dests_;
   std::vector<uint32_t> route_;  // [dest][switch] -> arc
   std::vector<uint64_t> load_;   // by arc: CA routes over it
   std::vector<uint64_t> cost_, flow_;
@@ -562,7 +556,7 @@ RoutingTables Router::tables(const std::vector<uint8_t>& layerOf, uint8_t layers
   t.lft.resize(topo_.size());
   for (SwitchIndex s = 0; s < S; ++s) t.lft[g_.node(s)].assign(maxLid_ + 1u, kNoPort);
   for (size_t i = 0; i < dests_.size(); ++i) {
-    const Dest& d = dests_[i];
+    const LidDest& d = dests_[i];
     t.lft[g_.node(d.sw)][d.lid.value] = d.lastPort;
     for (SwitchIndex s = 0; s < S; ++s) {
       uint32_t a = next(i, s);
@@ -631,7 +625,7 @@ void Router::arGroups(const std::vector<uint8_t>& layerOf, RoutingTables& tables
     return ok[b] = m;
   };
   for (size_t i = 0; i < dests_.size(); ++i) {
-    const Dest& d = dests_[i];
+    const LidDest& d = dests_[i];
     if (!d.toCa) continue;  // switch LIDs: management traffic on VL15, outside the CDG (see above)
     const auto& order = layersThrough(i);
     const uint16_t* dist = hops_.row(d.sw);

@@ -47,8 +47,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kInf = RoutingGraph::kNone;
-
 std::string portName(const RoutingGraph& g, uint32_t sw, uint8_t port) {
   return fabric::toString(g.guid(sw)) + "[" + std::to_string(port) + "]";
 }

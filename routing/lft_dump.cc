@@ -10,6 +10,7 @@
 namespace ibsm::routing {
 
 using fabric::isBlank;
+using fabric::printable;
 using fabric::trim;
 
 using fabric::Node;
@@ -37,13 +38,6 @@ bool takeNumber(std::string_view& s, int base, T& out) {
   if (ec != std::errc() || end == s.data()) return false;
   s.remove_prefix(static_cast<size_t>(end - s.data()));
   return true;
-}
-
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 60)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > 60) out += "...";
-  return out;
 }
 
 bool isLidsDumpedLine(std::string_view s) {
@@ -161,14 +155,14 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       if (cur == fabric::kNoNode) return fail("LFT entry before any 'Unicast lids ... of switch' header");
       std::string_view s = line.substr(2);
       uint32_t lid = 0;
-      if (!takeNumber(s, 16, lid)) return fail("bad LID in '" + printable(line) + "'");
+      if (!takeNumber(s, 16, lid)) return fail("bad LID in '" + printable(line, 60) + "'");
       if (lid > fabric::kMaxUnicastLid)
         return fail("LID " + std::to_string(lid) + " is past the unicast range");
-      if (s.empty() || !isBlank(s.front())) return fail("bad entry '" + printable(line) + "'");
+      if (s.empty() || !isBlank(s.front())) return fail("bad entry '" + printable(line, 60) + "'");
       s = trim(s);
       uint32_t port = 0;
       if (!takeNumber(s, 10, port) || (!s.empty() && !isBlank(s.front())))
-        return fail("bad port in '" + printable(line) + "'");
+        return fail("bad port in '" + printable(line, 60) + "'");
       if (port > 255) return fail("port " + std::to_string(port) + " is out of range");
       if (seenLid[lid]) return fail("LID " + std::to_string(lid) + " listed twice for this switch");
       seenLid[lid] = 1;
@@ -177,7 +171,7 @@ fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology
       lft[lid] = static_cast<uint8_t>(port);
       continue;
     }
-    return fail("unrecognized line '" + printable(line) + "'");
+    return fail("unrecognized line '" + printable(line, 60) + "'");
   }
   return t;
 }

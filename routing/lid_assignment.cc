@@ -10,6 +10,7 @@
 
 namespace ibsm::routing {
 
+using fabric::printable;
 using fabric::trim;
 
 using fabric::Error;
@@ -363,13 +364,6 @@ std::optional<uint32_t> parseLidNumber(std::string_view t) {
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, b);
   if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
   return v;
-}
-
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > 40) out += "...";
-  return out;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
+#include "routing/mix.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
 
@@ -90,17 +91,10 @@ struct Scratch {
   std::vector<uint32_t> usedSys;    // system id -> endport serial that last used it
   std::vector<SwitchIndex> slotNode;
   std::vector<uint32_t> slotSys;
-  std::vector<uint32_t> arSet;  // target switch -> interned AR set (kUnset until first needed)
+  std::vector<uint32_t> arSet;  // target switch -> interned AR set (kArSetUnset until first needed)
 };
 
-constexpr uint32_t kUnset = UINT32_MAX - 1;
-
-uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a cheap, well-spread hash for tie-breaking
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+constexpr uint32_t kArSetUnset = UINT32_MAX - 1;
 
 // Fills one switch's LFT and, when ar is given, reports every LID's equal-hop ports as its AR set (one
 // interned set per target switch: all LIDs behind one switch share it). kLmc: LIDs of one endport steer to
@@ -162,7 +156,7 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, LftRow& lft, ArGroupBuil
 
   const size_t maxLid = plan.dests.size();
   lft.assign(maxLid, kNoPort);
-  if (ar) sc.arSet.assign(S, kUnset);
+  if (ar) sc.arSet.assign(S, kArSetUnset);
   for (size_t l = 1; l < maxLid; ++l) {
     const MinHopPlan::Dest& d = plan.dests[l];
     if (d.sw == kNoSwitch) continue;
@@ -210,7 +204,7 @@ void routeSwitch(const MinHopPlan& plan, SwitchIndex s, LftRow& lft, ArGroupBuil
     }
     if (ar) {
       uint32_t& set = sc.arSet[d.sw];
-      if (set == kUnset) {
+      if (set == kArSetUnset) {
         PortMask m;
         for (uint32_t c = c0; c < c1; ++c) m.set(arcs[a0 + sc.cands[c]].port);
         set = ar->intern(m);

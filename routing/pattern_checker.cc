@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "fabric/text.h"
 #include "routing/parallel.h"
 #include "routing/switch_graph.h"
 
@@ -297,11 +298,6 @@ PatternReport PatternChecker::run() {
   return r;
 }
 
-std::string trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
-}
-
 }  // namespace
 
 std::optional<Pattern> parsePattern(std::string_view name) {
@@ -357,7 +353,7 @@ fabric::Result<std::vector<Rank>> parseRanks(const Topology& topo, const LidAssi
     pos = nl + 1;
     ++lineNo;
     if (size_t h = line.find('#'); h != std::string_view::npos) line = line.substr(0, h);
-    const std::string item = trim(line);
+    const std::string item(fabric::trim(line));
     if (item.empty()) continue;
     auto fail = [&](const std::string& what) {
       return fabric::makeError(std::string(fileName) + ":" + std::to_string(lineNo) + ": " + what);

@@ -10,8 +10,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kInf = RoutingGraph::kNone;
-
 uint64_t boundOf(const RoutingGraph& g, const std::vector<DestLid>& dests) {
   std::vector<uint64_t> destsAt(g.size(), 0);
   uint64_t total = 0;

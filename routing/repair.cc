@@ -12,8 +12,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kInf = RoutingGraph::kNone;
-
 // Where each LID leaves the switch fabric; sw == kInf when it does not (unused LID, unlinked port).
 struct Exit {
   uint32_t sw = kInf;

@@ -57,6 +57,9 @@ class RoutingGraph {
   uint32_t maxPort_ = 0;
 };
 
+// A hop count not reached (a BFS's unset distance), as the engines and repairs write it.
+inline constexpr uint32_t kInf = RoutingGraph::kNone;
+
 // (switch, port) -> arc index, RoutingGraph::kNone where the port carries no switch-to-switch link.
 class ArcIndex {
  public:

@@ -35,7 +35,6 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr uint32_t kInf = RoutingGraph::kNone;
 constexpr uint64_t kLoadCap = (uint64_t{1} << 43) - 1;
 
 // The central switch of a component with no better root candidate: least eccentricity, smallest GUID on ties.

@@ -47,13 +47,6 @@ size_t nesting(std::string_view s) {
 
 namespace detail {
 
-std::string printable(std::string_view s, size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > max) out += "...";
-  return out;
-}
-
 std::string isoTime(std::chrono::system_clock::time_point t) {
   std::time_t tt = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};

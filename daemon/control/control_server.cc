@@ -29,25 +29,6 @@ std::string errnoText(const std::string& what) {
   return what + ": " + std::strerror(errno);
 }
 
-// Replies from the event loop thread, waiting to be written by the server thread. Shared with the Reply
-// callbacks so that a late reply after the server is gone is harmless.
-struct ReplyQueue {
-  int fd = -1;  // eventfd that wakes the server thread
-  std::mutex mutex;
-  std::deque<std::pair<uint64_t, Json>> items;
-  ~ReplyQueue() {
-    if (fd >= 0) ::close(fd);
-  }
-  void push(uint64_t conn, Json response) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      items.emplace_back(conn, std::move(response));
-    }
-    uint64_t one = 1;
-    (void)!::write(fd, &one, sizeof one);
-  }
-};
-
 PeerCredentials peerOf(int fd) {
   PeerCredentials c;
   ucred cred{};
@@ -126,6 +107,25 @@ std::shared_ptr<const HealthSnapshot> StatePublisher::health() const {
 // -------------------------------------------------------------------------------------------
 
 struct ControlServer::Impl {
+  // Replies from the event loop thread, waiting to be written by the server thread. Shared with the Reply
+  // callbacks so that a late reply after the server is gone is harmless.
+  struct ReplyQueue {
+    int fd = -1;  // eventfd that wakes the server thread
+    std::mutex mutex;
+    std::deque<std::pair<uint64_t, Json>> items;
+    ~ReplyQueue() {
+      if (fd >= 0) ::close(fd);
+    }
+    void push(uint64_t conn, Json response) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        items.emplace_back(conn, std::move(response));
+      }
+      uint64_t one = 1;
+      (void)!::write(fd, &one, sizeof one);
+    }
+  };
+
   struct Connection {
     int fd = -1;
     PeerCredentials peer;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "daemon/control/control_protocol.h"
+#include "fabric/text.h"
 
 namespace ibsm::daemon::detail {
 
@@ -19,8 +20,7 @@ struct Failure : std::runtime_error {
   ErrorCode code;
 };
 
-// At most `max` bytes of untrusted text, control characters replaced, "..." when cut.
-std::string printable(std::string_view s, size_t max = 40);
+using fabric::printable;  // untrusted text for an error message (fabric/text.h)
 // "2024-01-31T12:00:00.123Z" (UTC) and milliseconds since the epoch.
 std::string isoTime(std::chrono::system_clock::time_point t);
 int64_t unixMs(std::chrono::system_clock::time_point t);

@@ -13,7 +13,6 @@ using fabric::Guid;
 using fabric::NodeIndex;
 
 namespace {
-constexpr uint32_t kCapIsSm = 1u << 1;  // PortInfo CapabilityMask.IsSM
 constexpr std::chrono::milliseconds kQueryTimeout{200};
 constexpr uint16_t kMadStatusBusy = 0x0001;  // MAD status bit 0: busy, ask again later
 
@@ -120,7 +119,7 @@ SmStateMachine::Decision HaCoordinator::discover(fabric::TopologyPtr topology) {
     const fabric::Node& n = topo.node(i);
     for (unsigned p = n.isSwitch() ? 0 : 1; p < (n.isSwitch() ? 1u : n.ports.size()); ++p) {
       const fabric::Port& port = n.ports[p];
-      if (!port.attrs.valid || !(port.attrs.capMask & kCapIsSm) || port.guid == portGuid_) continue;
+      if (!port.attrs.valid || !(port.attrs.capMask & mad::kCapIsSm) || port.guid == portGuid_) continue;
       if (auto at = locateSm(port.guid)) {
         present.push_back(port.guid);
         // The master whose polls failed is not asked again: that would cost the takeover a query timeout

@@ -7,7 +7,6 @@ using fabric::Guid;
 namespace {
 constexpr uint16_t kTrapSmAppeared = 144;  // with capMask IsSM
 constexpr uint16_t kTrapBadMkey = 256;
-constexpr uint32_t kCapIsSm = 1u << 1;
 constexpr size_t kMaxRecent = 4096;  // more distinct traps than this within a window: forget them all
 }  // namespace
 
@@ -38,7 +37,7 @@ TrapHandler::Outcome TrapHandler::onTrap(const mad::MadPacket& trap, const Subne
   }
   if (!snap) return out;  // not master of a programmed subnet yet: the coming sweep sees it all
   const fabric::Lid lid{notice->lidAddr};
-  if (notice->trapNumber == kTrapSmAppeared && (notice->capMask & kCapIsSm)) {
+  if (notice->trapNumber == kTrapSmAppeared && (notice->capMask & mad::kCapIsSm)) {
     routing::LidOwner o = snap->lids.owner(lid);
     if (o.node != fabric::kNoNode) {
       Guid g = snap->topology->node(o.node).port(o.port).guid;

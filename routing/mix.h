@@ -1,0 +1,15 @@
+// The engines' seeded tie-breaking hash (Options::seed): splitmix64's finalizer, cheap and well spread.
+#pragma once
+
+#include <cstdint>
+
+namespace ibsm::routing {
+
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace ibsm::routing
