@@ -68,12 +68,28 @@ void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions opt
   r.done = std::move(done);
   r.timeout = options.timeout;
   r.retries = options.retries.value_or(options_.retries);
+  r.owner = options.owner;
   r.bucket = static_cast<uint8_t>(bucketOf(r.packet));
   const uint8_t* b = r.packet.bytes.data();
   r.mgmtClass = b[1];
   r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
-  queue_.push_back(std::move(r));
+  if (options.urgent)
+    queue_.push_front(std::move(r));
+  else
+    queue_.push_back(std::move(r));
   fillWindow();
+}
+
+size_t MadEngine::cancelQueued(const void* owner) {
+  std::deque<Request> cancelled, kept;
+  for (Request& r : queue_) (r.owner == owner ? cancelled : kept).push_back(std::move(r));
+  queue_ = std::move(kept);
+  for (Request& r : cancelled) {
+    MadResult res;
+    res.status = MadStatus::kCancelled;
+    complete(r, std::move(res));
+  }
+  return cancelled.size();
 }
 
 fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {

@@ -47,6 +47,8 @@ struct MadEngineOptions {
 struct RequestOptions {
   std::optional<Duration> timeout;
   std::optional<unsigned> retries;
+  bool urgent = false;          // sent before the queued requests (a standby's poll of its master in a sweep)
+  const void* owner = nullptr;  // for cancelQueued
 };
 
 struct MadCounters {
@@ -62,7 +64,7 @@ struct MadCounters {
   uint64_t sendErrors = 0;
 };
 
-enum class MadStatus { kOk, kTimeout, kSendError };
+enum class MadStatus { kOk, kTimeout, kSendError, kCancelled };
 
 struct MadResult {
   MadStatus status = MadStatus::kTimeout;
@@ -83,6 +85,8 @@ class MadEngine {
 
   // Queues a request; its TID is assigned here. done runs exactly once, from poll().
   void submit(MadPacket request, MadCompletion done, RequestOptions options = {});
+  // Completes the queued requests (not sent yet) of `owner` at once as kCancelled; returns how many.
+  size_t cancelQueued(const void* owner);
   // Sends a MAD that expects no response (a response we give, a TrapRepress); counted as sent.
   fabric::Result<void> sendUnmatched(const MadPacket& mad);
   void setUnsolicitedHandler(UnsolicitedHandler handler) { unsolicited_ = std::move(handler); }
@@ -128,6 +132,7 @@ class MadEngine {
     uint8_t mgmtClass = 0;
     uint16_t attrId = 0;
     uint8_t bucket = kLidRouted;
+    const void* owner = nullptr;
     unsigned backoffAtSend = 0;  // the bucket's backoff when the first attempt was sent
     TimePoint sentAt{};          // of the latest attempt
   };

@@ -53,27 +53,45 @@ struct Sweep {
   };
   std::vector<Again> again;
   size_t lost = 0;
+  std::function<bool()> interrupt;
+  bool interrupted = false;
 
   explicit Sweep(mad::MadEngine& e) : engine(e) {}
 
   void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done,
            bool secondPass = false) {
-    engine.submit(mad::makeDirectedSmp(mad::kGet, attr, mod, path),
-                  [this, attr, mod, path, secondPass, done = std::move(done)](const MadResult& r) mutable {
-                    if (r.ok()) return done(r);
-                    if (!secondPass) return again.push_back({attr, mod, path, std::move(done)});
-                    ++lost;
-                    done(r);
-                  });
+    if (interrupted) return;
+    mad::RequestOptions ro;
+    ro.owner = this;
+    engine.submit(
+        mad::makeDirectedSmp(mad::kGet, attr, mod, path),
+        [this, attr, mod, path, secondPass, done = std::move(done)](const MadResult& r) mutable {
+          if (r.ok()) return done(r);
+          if (r.status == mad::MadStatus::kCancelled) return;
+          if (!secondPass) return again.push_back({attr, mod, path, std::move(done)});
+          ++lost;
+          done(r);
+        },
+        ro);
   }
   // Runs the engine until every Get, second passes included, is answered or given up.
   void run() {
-    engine.runUntilIdle();
-    while (!again.empty()) {
+    drain();
+    while (!again.empty() && !interrupted) {
       std::vector<Again> batch = std::move(again);
       again.clear();
       for (Again& a : batch) get(a.attr, a.mod, a.path, std::move(a.done), true);
-      engine.runUntilIdle();
+      drain();
+    }
+  }
+  void drain() {
+    if (!interrupt) return engine.runUntilIdle();
+    while (!engine.idle()) {
+      engine.poll(std::min<mad::Duration>(engine.options().timeout, std::chrono::milliseconds(20)));
+      if (!interrupted && interrupt()) {
+        interrupted = true;
+        engine.cancelQueued(this);
+      }
     }
   }
 
@@ -363,12 +381,14 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
 
 }  // namespace
 
-fabric::Result<DiscoveryResult> Discoverer::discover() {
+fabric::Result<DiscoveryResult> Discoverer::discover(const std::function<bool()>& interrupt) {
   const mad::TimePoint start = clock_.now();
   const mad::MadCounters before = engine_.counters();
   auto sweep = std::make_unique<Sweep>(engine_);
+  sweep->interrupt = interrupt;
   sweep->probe(DrPath{}, fabric::kNoNode, 0);
   sweep->run();
+  if (sweep->interrupted) return fabric::makeError("interrupted");
   auto result = finish(*sweep);
   if (result) fillStats(result->stats, before, start, sweep->lost);
   return result;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,9 @@ class Discoverer {
   Discoverer(mad::MadEngine& engine, const mad::Clock& clock) : engine_(engine), clock_(clock) {}
   // Runs a full sweep from the local port. Fails when the local node does not answer, on inconsistent
   // answers that leave no usable topology, or when a node lies beyond the 63-hop directed-route limit.
-  fabric::Result<DiscoveryResult> discover();
+  // `interrupt`, asked while the MADs fly, stops the sweep when it says so: nothing more is sent, the MADs
+  // out are awaited, and the sweep fails ("interrupted").
+  fabric::Result<DiscoveryResult> discover(const std::function<bool()>& interrupt = {});
   // Targeted re-discovery: everything of `previous` is kept except the links of `changed` switches, whose
   // ports are read again (and explored: a new neighbour is swept from there). Nodes no longer reachable are
   // dropped and directed routes recomputed. Fails if a changed switch does not answer — the caller then

@@ -230,6 +230,7 @@ void HaCoordinator::pollMaster() {
   // (pollRetries + 1) * pollInterval of its last answer (800 ms with the defaults).
   ro.timeout = std::min<mad::Duration>(options_.pollInterval, std::chrono::milliseconds(1000));
   ro.retries = 0;
+  ro.urgent = true;  // not behind a sweep's queued reads
   Guid guid = m->guid;
   engine_.submit(
       smInfoRequest(mad::kGet, 0, m->route),
@@ -369,6 +370,12 @@ HaCoordinator::Turn HaCoordinator::tick(bool lightSweepDue) {
   if (!learn_.empty()) checkRemoteSms("an SM queried us");
   if (lightSweepDue && !sm_.remotes().empty()) checkRemoteSms("light sweep");
   return {std::nullopt, sm_.state() == SmState::kMaster};
+}
+
+bool HaCoordinator::standbyReadInterrupted() {
+  if (sm_.state() != SmState::kStandby || takeover_ || sweepWanted_) return true;
+  if (sm_.pollDue(clock_.now())) pollMaster();
+  return takeover_;
 }
 
 }  // namespace ibsm::daemon

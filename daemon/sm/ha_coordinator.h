@@ -71,6 +71,9 @@ class HaCoordinator {
   // Sends a pending ACKNOWLEDGE, polls the master (STANDBY), checks the other SMs (MASTER: when an SM queried
   // us, and on light sweeps).
   Turn tick(bool lightSweepDue);
+  // Asked during a standby's re-read of the fabric (seconds on a large one): polls the master when due, and
+  // says whether the read should stop because the master is lost or the HA protocol wants a sweep.
+  bool standbyReadInterrupted();
 
  private:
   using SmAt = std::tuple<fabric::Guid, uint16_t, fabric::DrPath>;  // port GUID, LID, directed route

@@ -623,7 +623,9 @@ PhaseStats SubnetManager::adoptHeldRoutes(const DiscoveryResult& found, const fa
 void SubnetManager::refreshStandbyModel() {
   const mad::TimePoint start = clock_.now();
   nextLightSweep_ = start + options_.lightSweepInterval;
-  auto found = discoverer_.discover();
+  // The master is still polled while the fabric is read (seconds at 11,664 hosts); a master lost meanwhile
+  // stops the read, and the takeover starts from the previous model.
+  auto found = discoverer_.discover([this] { return ha_.standbyReadInterrupted(); });
   if (!found || found->stats.failed) return;
   standbyModel_ = std::move(*found);
   standbyModelAt_ = start;

@@ -70,6 +70,57 @@ TEST_F(EngineTest, WindowIsNeverExceeded) {
   EXPECT_EQ(engine.maxInFlightSeen(), 4u);
 }
 
+// An urgent request (a standby's poll of its master) goes out before the queued ones, not behind a sweep.
+TEST_F(EngineTest, AnUrgentRequestIsSentBeforeTheQueue) {
+  std::vector<uint32_t> order;  // the attribute modifier of each request as it is sent
+  port.setResponder([&](const MadPacket& req) {
+    order.push_back(parseHeader(req)->attrMod);
+    return std::vector<MadPacket>{makeResponse(req)};
+  });
+  MadEngine engine(port, clock, options);
+  const fabric::DrPath path = *fabric::DrPath{}.extended(1);
+  for (int i = 0; i < 20; ++i)
+    engine.submit(makeDirectedSmp(kGet, kAttrNodeInfo, 0, path), [](const MadResult&) {});
+  RequestOptions urgent;
+  urgent.urgent = true;
+  engine.submit(
+      makeDirectedSmp(kGet, kAttrNodeInfo, 7, path), [](const MadResult&) {}, urgent);
+  engine.runUntilIdle();
+  ASSERT_EQ(order.size(), 21u);
+  const auto at = std::find(order.begin(), order.end(), 7u) - order.begin();
+  EXPECT_EQ(at, 4);  // right after the window of 4 that was already out
+}
+
+// A sweep that stops cancels what it queued and nobody else's: each cancelled request completes at once.
+TEST_F(EngineTest, CancelQueuedCompletesOnlyTheOwnersRequestsNotSentYet) {
+  std::vector<MadPacket> held;
+  port.setResponder([&](const MadPacket& req) {
+    held.push_back(req);
+    return std::vector<MadPacket>{};
+  });
+  MadEngine engine(port, clock, options);
+  int mine = 0, cancelled = 0, theirs = 0;
+  RequestOptions own;
+  own.owner = &mine;
+  for (int i = 0; i < 10; ++i)
+    engine.submit(
+        nodeInfoGet(), [&](const MadResult& r) { r.status == MadStatus::kCancelled ? ++cancelled : ++mine; },
+        own);
+  engine.submit(nodeInfoGet(), [&](const MadResult& r) { theirs += r.ok(); });
+  EXPECT_EQ(engine.cancelQueued(&mine), 6u);  // 4 were out already
+  EXPECT_EQ(cancelled, 6);
+  EXPECT_EQ(engine.queued(), 1u);
+  while (!engine.idle()) {
+    auto batch = std::move(held);
+    held.clear();
+    for (auto& r : batch) port.inject(makeResponse(r));
+    engine.poll(0ms);
+  }
+  EXPECT_EQ(mine, 4);
+  EXPECT_EQ(theirs, 1);
+  EXPECT_EQ(engine.counters().sent, 5u);
+}
+
 TEST_F(EngineTest, TimesOutAndRetriesThenFails) {
   MadEngine engine(port, clock, options);  // no responder: nothing ever answers
   MadResult result;

@@ -130,6 +130,33 @@ TEST(Discoverer, FindsGeneratedFabrics) {
   }
 }
 
+// A standby's re-read asks, while its MADs fly, whether to stop (the master it polls meanwhile died): it then
+// sends nothing more, waits for what is out (nothing is left behind in the engine) and fails.
+TEST(Discoverer, AnInterruptedSweepStopsSendingAndFails) {
+  tools::FabricSpec spec;
+  spec.shape = tools::Shape::kFatTree;
+  spec.levels = 3;
+  spec.radix = 8;
+  FakeFabricFixture fx;
+  fx.start(generate(spec));
+  const uint64_t full = fx.discover().stats.smps;
+  ASSERT_GT(full, 500u);
+  Discoverer d(*fx.engine, fx.clock);
+  unsigned asked = 0;
+  const uint64_t before = fx.engine->counters().sent;
+  auto r = d.discover([&] { return ++asked >= 2; });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "interrupted");
+  EXPECT_TRUE(fx.engine->idle());
+  EXPECT_GE(asked, 2u);
+  EXPECT_LT(fx.engine->counters().sent - before, full);
+  unsigned never = 0;
+  auto whole = d.discover([&] { return ++never == 0; });
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->stats.smps, full);
+  EXPECT_GT(never, 0u);
+}
+
 TEST(Discoverer, CompletesThroughRetriesAtTwentyPercentLoss) {
   tools::FabricSpec spec;
   spec.shape = tools::Shape::kFatTree;
