@@ -60,8 +60,21 @@ class Rebalancer {
     restoreRoutes();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
-    // squared excesses over the target, so this ends.
+    // squared excesses over the target (or, within the slack, keeps it and frees shared links), so this
+    // ends. With shifts, the passes after the last one that lowered the max load are taken back when they
+    // made more flows share links: they only made fewer links carry the max, at the cost of the shifts'
+    // bandwidth (a link that came back, which no flow shares yet, keeps what moved onto it).
     size_t moves = 0;
+    std::vector<uint32_t> idle;
+    for (uint32_t a = 0; a < g_.arcCount(); ++a)
+      if (load_[a] == 0 && load_[g_.arc(a).reverse] == 0) idle.push_back(a);
+    struct Kept {
+      RoutingTables tables;
+      std::vector<uint64_t> load;
+      size_t touched;
+      uint64_t max;
+      int64_t shared;
+    } kept{out_.tables, load_, touched_.size(), maxLoad(), 0};
     for (auto peak = peakLoads(); moves < options_.maxMoves;) {
       hot_.clear();
       for (uint32_t a = 0; a < g_.arcCount(); ++a)
@@ -70,8 +83,17 @@ class Rebalancer {
       for (uint32_t a : hot_)
         while (load_[a] > out_.target && moves < options_.maxMoves && relieve(a)) ++moves;
       const auto now = peakLoads();
+      if (options_.maxShiftShare > 0 && now.first < kept.max)
+        kept = {out_.tables, load_, touched_.size(), now.first, sharedSoFar_};
       if (now >= peak) break;
       peak = now;
+    }
+    bool tookIdle = false;  // a link no route used (one that came back) carries traffic now
+    for (uint32_t a : idle) tookIdle = tookIdle || load_[a] > 0;
+    if (options_.maxShiftShare > 0 && maxLoad() >= kept.max && sharedSoFar_ > kept.shared && !tookIdle) {
+      out_.tables = std::move(kept.tables);
+      load_ = std::move(kept.load);
+      touched_.resize(kept.touched);
     }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
     // its AR group.
@@ -181,6 +203,7 @@ class Rebalancer {
     std::vector<Move> blocked;
     if (auto m = bestMove(hot, cap, 0, near ? nullptr : &blocked, allowed, near ? kNearScored : kScored)) {
       apply(*m);
+      sharedSoFar_ += m->shared;
       return true;
     }
     std::stable_sort(blocked.begin(), blocked.end());
@@ -199,6 +222,7 @@ class Rebalancer {
         if (load_[b] <= out_.target) break;
         if (auto m = bestMove(b, cap, -first.change, nullptr, allowed, kScored)) {
           apply(*m);
+          sharedSoFar_ += first.shared + m->shared;
           return true;
         }
       }
@@ -686,6 +710,7 @@ class Rebalancer {
   // Shifts (maxShiftShare > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
   // shift on an arc, key arc x ranks_ + shift, for the (arc, shift) pairs asked about (share()).
   uint32_t ranks_ = 0;
+  int64_t sharedSoFar_ = 0;  // Move::shared of the moves taken
   std::vector<uint16_t> rankLid_;
   std::vector<uint32_t> rankOfLid_, hostBegin_, hostRank_;
   std::vector<std::vector<uint32_t>> below_;
