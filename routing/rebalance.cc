@@ -245,11 +245,12 @@ class Rebalancer {
       return std::find(v.begin(), v.end(), a) != v.end();
     };
     std::vector<Move> good;
+    countOnHot(s, port, row);
     for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
       if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || switchLid_[l]) continue;
       const uint16_t lid = static_cast<uint16_t>(l);
       upstream(s, lid);
-      doubledUpstream(hot, lid);
+      doubledUpstream(lid);
       for (size_t k = 0; k < up_.size(); ++k) {
         const uint32_t x = up_[k];
         const uint64_t f = flow_[k];
@@ -546,15 +547,35 @@ class Rebalancer {
       }
   }
 
-  // doubled_[k]: of the flows to the LID that cross hot from up_[k] and the switches upstream of it (as
-  // upstream() left up_), those that share hot with another flow of their shift.
-  void doubledUpstream(uint32_t hot, uint16_t lid) {
+  // onHot_[t]: the flows of shift t that leave switch s over `port` (row: s's LFT row), all at once: one
+  // walk up the routes of each LID s sends that way (the link's load in flows), rather than one count per
+  // shift.
+  void countOnHot(uint32_t s, uint8_t port, const LftRow& row) {
+    for (uint32_t t : onHotSet_) onHot_[t] = 0;
+    onHotSet_.clear();
+    if (options_.maxShiftShare == 0 || ranks_ < 2) return;
+    onHot_.resize(ranks_, 0);
+    for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
+      if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || rankOfLid_[l] == kInf) continue;
+      const uint32_t d = rankOfLid_[l];
+      upstream(s, static_cast<uint16_t>(l));
+      for (uint32_t y : up_)
+        for (uint32_t h = hostBegin_[y]; h < hostBegin_[y + 1]; ++h) {
+          const uint32_t t = (d + ranks_ - hostRank_[h]) % ranks_;
+          if (onHot_[t]++ == 0) onHotSet_.push_back(t);
+        }
+    }
+  }
+
+  // doubled_[k]: of the flows to the LID that cross the hot link (countOnHot) from up_[k] and the switches
+  // upstream of it (as upstream() left up_), those that share it with another flow of their shift.
+  void doubledUpstream(uint16_t lid) {
     doubled_.assign(up_.size(), 0);
     if (options_.maxShiftShare == 0 || ranks_ < 2 || rankOfLid_[lid] == kInf) return;
     const uint32_t d = rankOfLid_[lid];
     for (size_t i = up_.size(); i-- > 0;) {
       for (uint32_t h = hostBegin_[up_[i]]; h < hostBegin_[up_[i] + 1]; ++h)
-        doubled_[i] += share(hot, (d + ranks_ - hostRank_[h]) % ranks_).count >= 2;
+        doubled_[i] += onHot_[(d + ranks_ - hostRank_[h]) % ranks_] >= 2;
       if (parent_[i] != kInf) doubled_[parent_[i]] += doubled_[i];
     }
   }
@@ -710,7 +731,8 @@ class Rebalancer {
   // Shifts (maxShiftShare > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
   // shift on an arc, key arc x ranks_ + shift, for the (arc, shift) pairs asked about (share()).
   uint32_t ranks_ = 0;
-  int64_t sharedSoFar_ = 0;  // Move::shared of the moves taken
+  int64_t sharedSoFar_ = 0;                 // Move::shared of the moves taken
+  std::vector<uint32_t> onHot_, onHotSet_;  // countOnHot()
   std::vector<uint16_t> rankLid_;
   std::vector<uint32_t> rankOfLid_, hostBegin_, hostRank_;
   std::vector<std::vector<uint32_t>> below_;
