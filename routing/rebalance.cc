@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
+#include "routing/pattern_checker.h"
 #include "routing/routing_graph.h"
 
 namespace ibsm::routing {
@@ -49,6 +51,7 @@ class Rebalancer {
     }
     stamp_.assign(n, 0);
     memo_.assign(n, kInf);
+    if (options.maxShiftShare > 0) initRanks(topo, lids);
   }
 
   void run() {
@@ -57,8 +60,21 @@ class Rebalancer {
     restoreRoutes();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
-    // squared excesses over the target, so this ends.
+    // squared excesses over the target (or, within the slack, keeps it and frees shared links), so this
+    // ends. With shifts, the passes after the last one that lowered the max load are taken back when they
+    // made more flows share links: they only made fewer links carry the max, at the cost of the shifts'
+    // bandwidth (a link that came back, which no flow shares yet, keeps what moved onto it).
     size_t moves = 0;
+    std::vector<uint32_t> idle;
+    for (uint32_t a = 0; a < g_.arcCount(); ++a)
+      if (load_[a] == 0 && load_[g_.arc(a).reverse] == 0) idle.push_back(a);
+    struct Kept {
+      RoutingTables tables;
+      std::vector<uint64_t> load;
+      size_t touched;
+      uint64_t max;
+      int64_t shared;
+    } kept{out_.tables, load_, touched_.size(), maxLoad(), 0};
     for (auto peak = peakLoads(); moves < options_.maxMoves;) {
       hot_.clear();
       for (uint32_t a = 0; a < g_.arcCount(); ++a)
@@ -67,8 +83,17 @@ class Rebalancer {
       for (uint32_t a : hot_)
         while (load_[a] > out_.target && moves < options_.maxMoves && relieve(a)) ++moves;
       const auto now = peakLoads();
+      if (options_.maxShiftShare > 0 && now.first < kept.max)
+        kept = {out_.tables, load_, touched_.size(), now.first, sharedSoFar_};
       if (now >= peak) break;
       peak = now;
+    }
+    bool tookIdle = false;  // a link no route used (one that came back) carries traffic now
+    for (uint32_t a : idle) tookIdle = tookIdle || load_[a] > 0;
+    if (options_.maxShiftShare > 0 && maxLoad() >= kept.max && sharedSoFar_ > kept.shared && !tookIdle) {
+      out_.tables = std::move(kept.tables);
+      load_ = std::move(kept.load);
+      touched_.resize(kept.touched);
     }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
     // its AR group.
@@ -97,11 +122,17 @@ class Rebalancer {
     uint32_t x = kInf, arc = kInf;
     double change = 0;  // of the cost
     uint64_t traffic = 0;
+    // With it, the route of x's new neighbour (which carries no traffic to the LID) moves onto arc2.
+    uint32_t x2 = kInf, arc2 = kInf;
+    int64_t shared = 0;  // flows of a shift that newly share a link, less those that no longer do (fitShifts)
+    bool freed = false;  // it takes a flow off the hot link that shares it with one of its shift
     bool operator<(const Move& o) const {
       return std::pair(change, traffic) < std::pair(o.change, o.traffic);
     }
   };
   static constexpr size_t kSecondTries = 4;  // first moves of a pair tried per stuck link
+  static constexpr size_t kNearScored = 8;   // the same for a link within the slack of the target
+  static constexpr size_t kScored = 16;      // moves of a search weighed by the flows they share links with
 
   uint8_t entry(uint32_t s, uint16_t lid) const {
     const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
@@ -165,45 +196,61 @@ class Rebalancer {
   // No link gets more than hot's load. False when neither exists.
   bool relieve(uint32_t hot) {
     const uint64_t cap = load_[hot];
+    // A link near the target is relieved only by moves that make no more flows share links than before.
+    // Such a link gets no pairs and few tries: it is within the slack already.
+    const bool near = options_.maxShiftShare > 0 && cap * 100 <= out_.target * (100 + options_.shareSlackPct);
+    const int64_t allowed = near ? 0 : INT64_MAX;
     std::vector<Move> blocked;
-    if (auto m = bestMove(hot, cap, 0, &blocked)) {
+    if (auto m = bestMove(hot, cap, 0, near ? nullptr : &blocked, allowed, near ? kNearScored : kScored)) {
       apply(*m);
+      sharedSoFar_ += m->shared;
       return true;
     }
-    std::sort(blocked.begin(), blocked.end());
-    if (blocked.size() > kSecondTries) blocked.resize(kSecondTries);
-    for (const Move& first : blocked) {
+    std::stable_sort(blocked.begin(), blocked.end());
+    size_t tries = 0;
+    for (Move first : blocked) {
+      if (tries == kSecondTries) break;
+      if (!fitShifts(first)) continue;
+      ++tries;
       const uint32_t back = next(first.x, first.lid);
+      const uint32_t back2 = first.x2 == kInf ? kInf : next(first.x2, first.lid);
       apply(first);
       walk(first.lid, first.arc, firstArcs_);
       std::sort(firstArcs_.begin(), firstArcs_.end(),
                 [&](uint32_t a, uint32_t b) { return load_[a] > load_[b]; });
       for (uint32_t b : firstArcs_) {
         if (load_[b] <= out_.target) break;
-        if (auto m = bestMove(b, cap, -first.change, nullptr)) {
+        if (auto m = bestMove(b, cap, -first.change, nullptr, allowed, kScored)) {
           apply(*m);
+          sharedSoFar_ += first.shared + m->shared;
           return true;
         }
       }
       apply({first.lid, first.x, back, 0, 0});  // undo
+      if (first.x2 != kInf) apply({first.lid, first.x2, back2, 0, 0});
     }
     return false;
   }
 
-  // The best move taking traffic off `hot` whose cost change is below `below`, loading no link past `cap`;
-  // the moves that fit but do not lower the cost enough go to `blocked` when given.
-  std::optional<Move> bestMove(uint32_t hot, uint64_t cap, double below, std::vector<Move>* blocked) {
+  // The best move taking traffic off `hot` whose cost change is below `below`, loading no link past `cap`,
+  // keeping every shift within the share and making at most `allowed` more flows share a link (fitShifts;
+  // `tries` candidates weighed); the moves that fit but do not lower the cost enough go to `blocked` when
+  // given.
+  std::optional<Move> bestMove(uint32_t hot, uint64_t cap, double below, std::vector<Move>* blocked,
+                               int64_t allowed, size_t tries) {
     const uint32_t s = g_.arc(g_.arc(hot).reverse).to;
     const uint8_t port = g_.arc(hot).port;
     const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
     auto in = [](const std::vector<uint32_t>& v, uint32_t a) {
       return std::find(v.begin(), v.end(), a) != v.end();
     };
-    std::optional<Move> best;
+    std::vector<Move> good;
+    countOnHot(s, port, row);
     for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
       if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || switchLid_[l]) continue;
       const uint16_t lid = static_cast<uint16_t>(l);
       upstream(s, lid);
+      doubledUpstream(lid);
       for (size_t k = 0; k < up_.size(); ++k) {
         const uint32_t x = up_[k];
         const uint64_t f = flow_[k];
@@ -226,14 +273,31 @@ class Rebalancer {
           for (uint32_t a : oldArcs_)
             if (!in(newArcs_, a)) change += cost(load_[a] - f) - cost(load_[a]);
           if (!fits) continue;
-          const Move m{lid, x, b, change, f};
-          if (change < below) {
-            if (!best || m < *best) best = m;
-          } else if (blocked) {
+          Move m{lid, x, b, change, f};
+          m.freed = doubled_[k] > 0;
+          // Within the slack, a move that leaves the load cost as it is may still free shared links.
+          if (change < below || (change == below && allowed == 0))
+            good.push_back(m);
+          else if (blocked)
             blocked->push_back(m);
-          }
         }
       }
+    }
+    // Best first (ties: the first found); with shifts, first those that take a flow off hot that shares it
+    // with one of its shift. Of the first `tries` that keep the shifts within the share, the one that makes
+    // the fewest flows share a link (ties: the better for the load).
+    if (options_.maxShiftShare > 0)
+      std::stable_sort(good.begin(), good.end(),
+                       [](const Move& a, const Move& b) { return a.freed != b.freed ? a.freed : a < b; });
+    else
+      std::stable_sort(good.begin(), good.end());
+    std::optional<Move> best;
+    size_t scored = 0;
+    for (Move& m : good) {
+      if (fitShifts(m) && m.shared <= allowed && (m.change < below || m.shared < 0) &&
+          (!best || m.shared < best->shared))
+        best = m;
+      if ((best && best->shared <= 0) || ++scored == tries || options_.maxShiftShare == 0) break;
     }
     return best;
   }
@@ -258,6 +322,7 @@ class Rebalancer {
 
   // Moves x's route to the LID onto arc b: the traffic through x leaves its old way for the new one.
   void apply(const Move& m) {
+    if (m.x2 != kInf) apply({m.lid, m.x2, m.arc2, 0, 0});  // no traffic: the way for x's
     upstream(m.x, m.lid);
     const uint64_t f = flow_[0];
     walk(m.lid, next(m.x, m.lid), oldArcs_);
@@ -266,6 +331,7 @@ class Rebalancer {
       for (uint32_t a : oldArcs_) load_[a] -= f;
       for (uint32_t a : newArcs_) load_[a] += f;
     }
+    if (!shares_.empty() && rankOfLid_[m.lid] != kInf) bookShares(m.lid);  // before the tables change
     touched_.emplace_back(m.x, m.lid, entry(m.x, m.lid));
     out_.tables.lft[g_.node(m.x)][m.lid] = g_.arc(m.arc).port;  // this version's own row (block) from now on
     written();
@@ -351,6 +417,281 @@ class Rebalancer {
     }
   }
 
+  // Shifts (the permutations collectives run, routing/pattern_checker.h): ranks are the CA ports in the
+  // order a job scheduler numbers them (defaultRanks); shift t sends rank i to rank i + t (mod N), and a
+  // flow gets 1/k of its bandwidth, k the most flows of its shift on one link of its path. On a full fat tree
+  // a link carries about one flow of each shift, and a single repair puts a second one on some; a move that
+  // put a third there would cost a shift a third of its bandwidth on that link for a gain of one flow of
+  // all-pairs load. So every flow a move takes along must find, on each link it newly crosses, at most
+  // maxShiftShare - 1 flows of its shift (or no more than on the worst link it leaves, where the routes are
+  // more congested than that already). And of the moves that lower the load about as well, the one taken
+  // makes the fewest flows newly share a link: a flow that shared a link before and follows, after the
+  // move, the way of one other flow of its shift (the destination's "column": D-mod-K spreads consecutive
+  // destinations over consecutive ports) changes nothing. For that, where the new next switch carries no
+  // traffic to the LID, its route may move too (no load changes), onto the port that shares least.
+  struct Share {
+    uint32_t count = 0;
+    uint32_t src[2] = {kInf, kInf};  // the sources of the flows while count <= 2
+  };
+
+  void initRanks(const Topology& topo, const LidAssignment& lids) {
+    const std::vector<Rank> ranks = defaultRanks(topo, lids);
+    rankOfLid_.assign(destSw_.size(), kInf);
+    rankLid_.clear();
+    std::vector<std::pair<uint32_t, uint32_t>> at;  // (switch, rank)
+    for (const Rank& r : ranks) {
+      const uint16_t lid = lids.base(r.node, r.port).value;
+      if (lid >= destSw_.size() || destSw_[lid] == kInf || switchLid_[lid]) continue;
+      rankOfLid_[lid] = static_cast<uint32_t>(rankLid_.size());
+      at.emplace_back(destSw_[lid], static_cast<uint32_t>(rankLid_.size()));
+      rankLid_.push_back(lid);
+    }
+    ranks_ = static_cast<uint32_t>(rankLid_.size());
+    std::sort(at.begin(), at.end());
+    hostBegin_.assign(g_.size() + 1, 0);
+    hostRank_.clear();
+    for (auto [sw, r] : at) {
+      ++hostBegin_[sw + 1];
+      hostRank_.push_back(r);
+    }
+    for (size_t s = 0; s < g_.size(); ++s) hostBegin_[s + 1] += hostBegin_[s];
+    below_.assign(g_.size(), {});
+    belowDone_.assign(g_.size(), 0);
+  }
+
+  // The ranks on the switches s reaches going down only: the only sources of the flows that cross an up
+  // link out of s, and the only destinations of those that cross a down link into s (routes are up* then
+  // down*).
+  const std::vector<uint32_t>& below(uint32_t s) {
+    if (belowDone_[s]) return below_[s];
+    belowDone_[s] = 1;
+    std::vector<uint32_t> seen(1, s), ranks;
+    std::vector<uint8_t> mark(g_.size(), 0);
+    mark[s] = 1;
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const uint32_t x = seen[i];
+      ranks.insert(ranks.end(), hostRank_.begin() + hostBegin_[x], hostRank_.begin() + hostBegin_[x + 1]);
+      for (const auto& a : g_.arcs(x))
+        if (!isUp(x, a.to) && !mark[a.to]) {
+          mark[a.to] = 1;
+          seen.push_back(a.to);
+        }
+    }
+    return below_[s] = std::move(ranks);
+  }
+
+  // Whether the route from switch `sw` to the LID crosses arc e (read from the tables as they are now).
+  bool crosses(uint32_t sw, uint16_t lid, uint32_t e) const {
+    const uint32_t dst = destSw_[lid];
+    for (size_t hops = 0; sw != dst && hops <= g_.size(); ++hops) {
+      const uint8_t p = entry(sw, lid);
+      const uint32_t a = p == kNoPort ? kInf : arcs_(sw, p);
+      if (a == kInf) return false;
+      if (a == e) return true;
+      sw = g_.arc(a).to;
+    }
+    return false;
+  }
+
+  // The flows of shift t that cross arc e: counted on first use, then kept up to date by bookShares().
+  const Share& share(uint32_t e, uint32_t t) {
+    const uint64_t key = static_cast<uint64_t>(e) * ranks_ + t;
+    if (auto it = shares_.find(key); it != shares_.end()) return it->second;
+    const uint32_t from = g_.arc(g_.arc(e).reverse).to, to = g_.arc(e).to;
+    const uint8_t port = g_.arc(e).port;
+    Share sh;
+    auto count = [&](uint32_t i, uint32_t j) {
+      // Most flows do not leave `from` over e: one look at its entry before walking the route.
+      if (entry(from, rankLid_[j]) != port || !crosses(destSw_[rankLid_[i]], rankLid_[j], e)) return;
+      if (sh.count < 2) sh.src[sh.count] = i;
+      ++sh.count;
+    };
+    if (isUp(from, to)) {
+      for (uint32_t i : below(from)) count(i, (i + t) % ranks_);
+    } else {
+      for (uint32_t j : below(to)) count((j + ranks_ - t) % ranks_, j);
+    }
+    return shares_.emplace(key, sh).first->second;
+  }
+
+  // The flows to the LID through x move from oldArcs_ to newArcs_ (apply(), before the tables change).
+  void bookShares(uint16_t lid) {
+    const uint32_t d = rankOfLid_[lid];
+    auto in = [](const std::vector<uint32_t>& v, uint32_t a) {
+      return std::find(v.begin(), v.end(), a) != v.end();
+    };
+    for (uint32_t y : up_)
+      for (uint32_t h = hostBegin_[y]; h < hostBegin_[y + 1]; ++h) {
+        const uint32_t r = hostRank_[h], t = (d + ranks_ - r) % ranks_;
+        for (uint32_t a : oldArcs_) {
+          if (in(newArcs_, a)) continue;
+          auto it = shares_.find(static_cast<uint64_t>(a) * ranks_ + t);
+          if (it == shares_.end()) continue;
+          Share& sh = it->second;
+          if (sh.count > 2) {  // the sources left are not all known: count them again when asked
+            shares_.erase(it);
+            continue;
+          }
+          if (sh.src[0] == r) sh.src[0] = sh.src[1];
+          sh.src[1] = kInf;
+          --sh.count;
+        }
+        for (uint32_t a : newArcs_) {
+          if (in(oldArcs_, a)) continue;
+          auto it = shares_.find(static_cast<uint64_t>(a) * ranks_ + t);
+          if (it == shares_.end()) continue;
+          Share& sh = it->second;
+          if (sh.count < 2) sh.src[sh.count] = r;
+          ++sh.count;
+        }
+      }
+  }
+
+  // onHot_[t]: the flows of shift t that leave switch s over `port` (row: s's LFT row), all at once: one
+  // walk up the routes of each LID s sends that way (the link's load in flows), rather than one count per
+  // shift.
+  void countOnHot(uint32_t s, uint8_t port, const LftRow& row) {
+    for (uint32_t t : onHotSet_) onHot_[t] = 0;
+    onHotSet_.clear();
+    if (options_.maxShiftShare == 0 || ranks_ < 2) return;
+    onHot_.resize(ranks_, 0);
+    for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
+      if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || rankOfLid_[l] == kInf) continue;
+      const uint32_t d = rankOfLid_[l];
+      upstream(s, static_cast<uint16_t>(l));
+      for (uint32_t y : up_)
+        for (uint32_t h = hostBegin_[y]; h < hostBegin_[y + 1]; ++h) {
+          const uint32_t t = (d + ranks_ - hostRank_[h]) % ranks_;
+          if (onHot_[t]++ == 0) onHotSet_.push_back(t);
+        }
+    }
+  }
+
+  // doubled_[k]: of the flows to the LID that cross the hot link (countOnHot) from up_[k] and the switches
+  // upstream of it (as upstream() left up_), those that share it with another flow of their shift.
+  void doubledUpstream(uint16_t lid) {
+    doubled_.assign(up_.size(), 0);
+    if (options_.maxShiftShare == 0 || ranks_ < 2 || rankOfLid_[lid] == kInf) return;
+    const uint32_t d = rankOfLid_[lid];
+    for (size_t i = up_.size(); i-- > 0;) {
+      for (uint32_t h = hostBegin_[up_[i]]; h < hostBegin_[up_[i] + 1]; ++h)
+        doubled_[i] += onHot_[(d + ranks_ - hostRank_[h]) % ranks_] >= 2;
+      if (parent_[i] != kInf) doubled_[parent_[i]] += doubled_[i];
+    }
+  }
+
+  // Whether move m keeps every shift within the share; if so, m.shared is set, and where x's new next
+  // switch carries no traffic to the LID, m.x2 / m.arc2 to the re-route of it that shares least.
+  bool fitShifts(Move& m) {
+    if (options_.maxShiftShare == 0 || ranks_ < 2 || rankOfLid_[m.lid] == kInf) return true;
+    const uint16_t lid = m.lid;
+    const uint32_t v = g_.arc(m.arc).to;
+    variants_.assign(1, kInf);
+    if (v != destSw_[lid]) {
+      upstream(v, lid);
+      const uint32_t now = next(v, lid);
+      if (flow_[0] == 0 && walk(lid, now, oldArcs_)) {
+        // Where v carries no traffic to the LID, its route may follow that of a sibling: a destination on
+        // the same switch that x already forwards over m.arc (in the tree, the destination's column).
+        const size_t len = oldArcs_.size();
+        const bool vDown = downOnly(v, oldArcs_);
+        const uint32_t dsw = destSw_[lid];
+        const uint8_t port = g_.arc(m.arc).port;
+        for (uint32_t h = hostBegin_[dsw]; h < hostBegin_[dsw + 1]; ++h) {
+          const uint16_t sib = rankLid_[hostRank_[h]];
+          if (sib == lid || entry(m.x, sib) != port) continue;
+          const uint8_t p = entry(v, sib);
+          const uint32_t b = p == kNoPort ? kInf : arcs_(v, p);
+          if (b == kInf || b == now || std::find(variants_.begin(), variants_.end(), b) != variants_.end())
+            continue;
+          if (!walk(lid, b, newArcs_) || newArcs_.size() != len) continue;
+          if (isUp(v, g_.arc(b).to) ? vDown : !downOnly(v, newArcs_)) continue;
+          variants_.push_back(b);
+        }
+      }
+    }
+    upstream(m.x, lid);
+    if (!walk(lid, next(m.x, lid), oldArcs_)) return false;
+    const bool xUp = isUp(m.x, v);
+    bool fits = false;
+    for (uint32_t b : variants_) {
+      if (b == kInf) {
+        walk(lid, m.arc, path_);
+      } else {
+        walk(lid, b, path_);
+        path_.insert(path_.begin(), m.arc);
+        if (!xUp && !downOnly(m.x, path_)) continue;
+      }
+      const auto shared = sharing(lid, m.x, path_);
+      if (shared && (!fits || *shared < m.shared)) {
+        fits = true;
+        m.shared = *shared;
+        m.x2 = b == kInf ? kInf : v;
+        m.arc2 = b;
+      }
+    }
+    return fits;
+  }
+
+  // For the flows to the LID through x (up_) moving from oldArcs_ onto `path`: nullopt when one would find
+  // too many flows of its shift on a link; otherwise the flows that newly share a link with one of their
+  // shift (each moved flow that did not before, each flow it joins) less those that no longer do (a moved
+  // flow that shared before and does not after, the flows it leaves).
+  std::optional<int64_t> sharing(uint16_t lid, uint32_t x, const std::vector<uint32_t>& path) {
+    const uint32_t d = rankOfLid_[lid];
+    auto in = [](const std::vector<uint32_t>& v, uint32_t a) {
+      return std::find(v.begin(), v.end(), a) != v.end();
+    };
+    fresh_.clear();
+    left_.clear();
+    common_.clear();
+    for (uint32_t a : path) (in(oldArcs_, a) ? common_ : fresh_).push_back(a);
+    for (uint32_t a : oldArcs_)
+      if (!in(path, a)) left_.push_back(a);
+    int64_t total = 0;
+    for (uint32_t y : up_) {
+      // The way from y to x: the same before and after.
+      pre_.clear();
+      for (uint32_t sw = y; sw != x && pre_.size() <= g_.size();) {
+        const uint32_t a = next(sw, lid);
+        if (a == kInf) break;
+        pre_.push_back(a);
+        sw = g_.arc(a).to;
+      }
+      for (uint32_t h = hostBegin_[y]; h < hostBegin_[y + 1]; ++h) {
+        const uint32_t r = hostRank_[h], t = (d + ranks_ - r) % ranks_;
+        uint32_t kept = 1, before = 1, after = 1;  // most flows on a link: unchanged ones, old way, new way
+        for (uint32_t a : pre_) kept = std::max(kept, share(a, t).count);
+        for (uint32_t a : common_) kept = std::max(kept, share(a, t).count);
+        for (uint32_t a : left_) before = std::max(before, share(a, t).count);
+        joined_.clear();
+        for (uint32_t a : fresh_) {
+          const Share& sh = share(a, t);
+          after = std::max(after, sh.count + 1);
+          if (sh.count > 2)
+            total += sh.count;  // not all known: as if none shared before
+          else
+            for (uint32_t i = 0; i < sh.count; ++i) joined_.push_back(sh.src[i]);
+        }
+        if (after > std::max(options_.maxShiftShare, before)) return std::nullopt;
+        std::sort(joined_.begin(), joined_.end());
+        joined_.erase(std::unique(joined_.begin(), joined_.end()), joined_.end());
+        total += static_cast<int64_t>(joined_.size());
+        relieved_.clear();
+        for (uint32_t a : left_) {
+          const Share& sh = share(a, t);
+          const uint32_t other = sh.src[sh.src[0] == r];
+          if (sh.count == 2 && !std::binary_search(joined_.begin(), joined_.end(), other))
+            relieved_.push_back(other);
+        }
+        std::sort(relieved_.begin(), relieved_.end());
+        total -= std::unique(relieved_.begin(), relieved_.end()) - relieved_.begin();
+        total += (std::max(kept, after) > 1) - (std::max(kept, before) > 1);
+      }
+    }
+    return total;
+  }
+
   // Where the switch has an AR group for the LID, the new port joins it (a port of a link that came back
   // is not in the groups the repair left; every other legal port is already).
   void joinGroup(NodeIndex node, uint16_t lid, uint8_t port) {
@@ -387,8 +728,19 @@ class Rebalancer {
   std::vector<uint32_t> stamp_, memo_;                            // next()'s memo, valid at serial_
   uint32_t serial_ = 1;
   uint16_t memoLid_ = 0;
+  // Shifts (maxShiftShare > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
+  // shift on an arc, key arc x ranks_ + shift, for the (arc, shift) pairs asked about (share()).
+  uint32_t ranks_ = 0;
+  int64_t sharedSoFar_ = 0;                 // Move::shared of the moves taken
+  std::vector<uint32_t> onHot_, onHotSet_;  // countOnHot()
+  std::vector<uint16_t> rankLid_;
+  std::vector<uint32_t> rankOfLid_, hostBegin_, hostRank_;
+  std::vector<std::vector<uint32_t>> below_;
+  std::vector<uint8_t> belowDone_;
+  std::unordered_map<uint64_t, Share> shares_;
   // Scratch.
   std::vector<uint32_t> up_, parent_, hot_, oldArcs_, newArcs_, firstArcs_, len_;
+  std::vector<uint32_t> variants_, path_, pre_, fresh_, left_, common_, joined_, relieved_, doubled_;
   std::vector<uint8_t> down_;
   std::vector<uint64_t> flow_;
 };

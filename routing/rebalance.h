@@ -17,9 +17,25 @@
 // link past the load of the link it relieves; the best of a sample of such moves is taken. Where none
 // exists, a pair is tried: a move that raises the sum, then one off a link it loaded that lowers it more
 // (swapping traffic between two links, e.g. a leaf's routes out of its pod for routes within it). Passes
-// over the links above the target repeat until one moves nothing, so the max load only falls. Cost: per
-// search, the LFT row of the loaded link's switch and a walk of a few hops per candidate port; no per-LID
-// state, so memory does not grow with LIDs x switches.
+// over the links above the target repeat until one moves nothing, so the max load only falls.
+//
+// Shifts (options.maxShiftShare, on by default): collectives run permutations, rank i to rank i + t (ranks:
+// hosts in name order, defaultRanks), and a flow gets 1/k of its bandwidth, k the most flows of its shift on
+// a link of its path. On a full fat tree D-mod-K puts one flow of each shift on a link, a single repair at
+// most two. Moving single entries towards the load bound without regard to that stacked consecutive
+// destinations of several leaves on one link (up to 15 flows of a shift at 11,664 hosts). So a move is taken
+// only when no flow it moves finds maxShiftShare or more flows of its shift on a link it newly crosses, and
+// of the candidates (those taking a flow off the loaded link that shares it with one of its shift first) the
+// one that makes the fewest flows newly share a link; where the new next switch carries no traffic to the
+// LID its route may follow a sibling destination's (the same switch, already sent that way: the
+// destination's column), so the moved flows follow one other flow instead of meeting several. A link within
+// options.shareSlackPct of the target is relieved only by moves that make no more flows share links than
+// before (and no pairs): the last percent of load is not worth the shifts' bandwidth.
+//
+// Cost: per search, the LFT row of the loaded link's switch and a walk of a few hops per candidate port;
+// with shifts, per candidate weighed, for each moved flow the flows of its shift on the links it leaves and
+// joins, counted once per (link, shift) by walking the routes of the ranks below the link (a pod on a
+// 3-level tree) and then kept up to date. No per-LID state, so memory does not grow with LIDs x switches.
 //
 // Pure: tables and their link loads in, new tables (sharing every row not written) out.
 #pragma once
@@ -44,6 +60,13 @@ struct RebalanceOptions {
   uint64_t target = 0;         // stop once the max load is at or below this; 0: loadLowerBound
   size_t maxMoves = SIZE_MAX;  // stop after this many moves
   uint32_t arGroupCap = 2048;  // per switch, as Options::arGroupCap
+  // No move puts more than this many flows of one shift (ranks: hosts in name order, rank i to i + t) on a
+  // link, unless the flows it moves leave a link that carries more; 0: shifts are not looked at (the moves
+  // chase the load alone).
+  uint32_t maxShiftShare = 2;
+  // A link loaded at most this many percent above the target is relieved only by moves that make no more
+  // flows of a shift share a link than they free.
+  uint32_t shareSlackPct = 2;
 };
 
 struct RebalanceResult {

@@ -1,12 +1,14 @@
 // Minimal-change rebalancing after a repair: from the repaired routes, few entries move and the max link load
 // falls to (near) the lower bound; every route keeps its length and stays up*/down* (CDG acyclic), AR groups
 // hold the LFT port, the loads it returns equal a recount and `moved` counts the entries that differ; a link
-// that comes back is taken into use; tables without an up/down order are declined.
+// that comes back is taken into use; tables without an up/down order are declined. After a single link
+// failure on a full fat tree the shifts stay at most 2-congested, as the repair left them.
 #include "routing/rebalance.h"
 
 #include <gtest/gtest.h>
 
 #include "routing/engine.h"
+#include "routing/pattern_checker.h"
 #include "routing/repair.h"
 #include "routing/route_checker.h"
 #include "tests/routing/generated_fabrics.h"
@@ -88,6 +90,44 @@ TEST(Rebalance, AfterASpineUpLinkOfAThreeLevelTree) {
   EXPECT_LE(b.maxLoadAfter, bound * 102 / 100);
   EXPECT_GT(b.moved, 0u);
   EXPECT_LE(b.moved, 3 * repairMoved);
+}
+
+// Shifts (rank i to rank i + t, hosts in name order, as a job scheduler numbers them) after a single link
+// failure on a full fat tree: ftree's D-mod-K routes put one flow of each shift on a link, the repair at most
+// two. The rebalance moves leaves' routes off a spine's remaining up-links to the pod's other spines; moved
+// without regard to shifts, consecutive destinations of several leaves land on one link (up to 6 flows of a
+// shift on --fat-tree 3 --radix 12 with spine-7:8 down). It must keep every shift at most 2-congested and
+// still bring the max load to within 2% of the lower bound, moving at most three times the entries the
+// repair moved.
+TEST(Rebalance, KeepsShiftsWithinTwoAfterASingleLinkFailure) {
+  TopologyPtr topo = generate(testing::fatTree(3, 12));
+  ASSERT_TRUE(topo);
+  Routed before = routeWithLoads(*topo, "ftree");
+  // (switch, port): spine up-links (the case the rebalance acts on), a core's down-link, a leaf up-link.
+  for (auto [name, port] : {std::pair{"spine-7", 8}, std::pair{"spine-0", 7}, std::pair{"core-3", 5},
+                            std::pair{"spine-20", 11}, std::pair{"leaf-5", 8}}) {
+    const std::string what = std::string(name) + ":" + std::to_string(port);
+    const auto node = topo->findByDescription(name);
+    ASSERT_TRUE(node) << what;
+    TopologyPtr after = takeDown(*topo, {{*node, static_cast<uint8_t>(port)}});
+    size_t repairMoved = 0;
+    Routed r = repaired(*topo, before, *after, &repairMoved);
+    const PatternReport rep = checkPattern(*after, r.lids, r.tables, {});
+    ASSERT_LE(rep.maxCongestion, 2u) << what << ": the repair alone";
+    RebalanceResult b = rebalanceAndCheck(*after, r, true, what);
+    const uint64_t bound = loadLowerBound(*after, r.lids);
+    const PatternReport reb = checkPattern(*after, r.lids, b.tables, {});
+    std::printf(
+        "%s: max load %llu -> %llu (bound %llu), max congestion %u -> %u, mean bandwidth %.4f -> "
+        "%.4f, moved %zu + %zu\n",
+        what.c_str(), static_cast<unsigned long long>(b.maxLoadBefore),
+        static_cast<unsigned long long>(b.maxLoadAfter), static_cast<unsigned long long>(bound),
+        rep.maxCongestion, reb.maxCongestion, rep.meanBandwidth, reb.meanBandwidth, repairMoved, b.moved);
+    EXPECT_EQ(reb.unrouted, 0u) << what;
+    EXPECT_LE(reb.maxCongestion, 2u) << what;
+    EXPECT_LE(b.maxLoadAfter * 100, bound * 102) << what;
+    EXPECT_LE(b.moved, 3 * repairMoved) << what;
+  }
 }
 
 class RebalanceEngines : public ::testing::TestWithParam<std::string> {};
