@@ -1,6 +1,7 @@
 #include "routing/repair.h"
 
 #include <algorithm>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -56,8 +57,6 @@ class Repairer {
         oldNode_[s] = *o;
         newOfOld_[og_.indexOf(*o)] = s;
       }
-    identity_.resize(n);
-    for (uint32_t s = 0; s < n; ++s) identity_[s] = g_.node(s);
     oldToNewNode_.assign(og_.size(), fabric::kNoNode);
     for (uint32_t o = 0; o < og_.size(); ++o)
       if (newOfOld_[o] != kInf) oldToNewNode_[o] = g_.node(newOfOld_[o]);
@@ -69,6 +68,13 @@ class Repairer {
     ddown_.assign(n, kInf);
     dany_.assign(n, kInf);
     weight_.assign(n, 0);
+    next_.assign(n, kInf);
+    nextStamp_.assign(n, 0);
+    extra_.assign(g_.arcCount(), 0);
+    extraStamp_.assign(g_.arcCount(), 0);
+    arIndex_.resize(n);
+    lastMask_.resize(n);
+    lastGroup_.assign(n, ArTable::kNoGroup);
   }
 
   // Why the change cannot be repaired; empty when it can.
@@ -98,6 +104,11 @@ class Repairer {
   std::string run(const PortLoads& oldLoads, uint32_t arGroupCap) {
     copyTables(oldLoads);
     arCap_ = arGroupCap;
+    arcLoad_.resize(g_.arcCount());
+    for (uint32_t a = 0; a < g_.arcCount(); ++a) {
+      const auto& arc = g_.arc(a);
+      arcLoad_[a] = &out_.loads[g_.node(g_.arc(arc.reverse).to)][arc.port];
+    }
     // Dead arcs: an old switch-to-switch link that is gone. Their entries are the seeds of the repair.
     // Links that came up are left unused until the rebalancing run (every route stays legal without them).
     std::vector<std::pair<uint16_t, uint32_t>> seeds;  // (LID, new switch index) with a dead entry
@@ -108,7 +119,7 @@ class Repairer {
         if (s != kInf) {
           const uint32_t na = arcs_(s, a.port);
           if (na != kInf && g_.arc(na).to == newOfOld_[a.to]) continue;
-          dropArMember(g_.node(s), a.port);
+          dropArMember(s, a.port);
           dead.emplace_back(g_.node(s), a.port);
           const auto& row = old_.lft[og_.node(o)];
           for (size_t lid = 1; lid < row.size() && lid < exit_.size(); ++lid)
@@ -156,6 +167,10 @@ class Repairer {
   // Writes go through the non-const Rows access, which makes the switch's row its own (copy on write): only
   // when the entry changes.
   void setEntry(uint32_t s, uint16_t lid, uint8_t port) {
+    if (lid == lid_) {  // the route's arc as nextArc() reads it
+      next_[s] = port == kNoPort ? kInf : arcs_(s, port);
+      nextStamp_[s] = serial_;
+    }
     if (entry(out_.tables, g_.node(s), lid) == port) return;
     auto& row = out_.tables.lft[g_.node(s)];
     if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
@@ -176,13 +191,15 @@ class Repairer {
   }
 
   // An AR port that no longer leads anywhere leaves every group of its switch.
-  void dropArMember(NodeIndex n, uint8_t port) {
+  void dropArMember(uint32_t s, uint8_t port) {
     if (out_.tables.ar.empty()) return;
+    const NodeIndex n = g_.node(s);
     const ArTable& now = std::as_const(out_.tables.ar)[n];
     if (std::none_of(now.groups.begin(), now.groups.end(), [&](const PortMask& m) { return m.test(port); }))
       return;
     for (PortMask& m : out_.tables.ar[n].groups) m.reset(port);
-    arIndex_.erase(n);
+    arIndex_[s].reset();
+    lastGroup_[s] = ArTable::kNoGroup;
   }
 
   // Gives (s, lid) the group of `mask` (no group for fewer than two ports or past the cap).
@@ -195,18 +212,29 @@ class Repairer {
     if (ar.lidToGroup.size() <= lid) ar.lidToGroup.resize(lid + 1u, ArTable::kNoGroup);
     uint16_t group = ArTable::kNoGroup;
     if (mask.count() >= 2) {
-      auto [it, fresh] = arIndex_.try_emplace(g_.node(s));
-      auto& index = it->second;
-      if (fresh)
-        for (size_t i = 0; i < ar.groups.size(); ++i) index.emplace(ar.groups[i], static_cast<uint16_t>(i));
-      if (auto f = index.find(mask); f != index.end()) {
-        group = f->second;
-      } else if (ar.groups.size() < std::min<uint32_t>(arCap_, ArTable::kNoGroup)) {
-        group = static_cast<uint16_t>(ar.groups.size());
-        ar.groups.push_back(mask);
-        index.emplace(mask, group);
+      // Groups are only appended from here on, so the group last found for a mask stays its group.
+      if (lastGroup_[s] != ArTable::kNoGroup && lastMask_[s] == mask) {
+        group = lastGroup_[s];
       } else {
-        ar.capped = true;
+        auto& index = arIndex_[s];
+        if (!index) {
+          index = std::make_unique<std::unordered_map<PortMask, uint16_t>>();
+          for (size_t i = 0; i < ar.groups.size(); ++i)
+            index->emplace(ar.groups[i], static_cast<uint16_t>(i));
+        }
+        if (auto f = index->find(mask); f != index->end()) {
+          group = f->second;
+        } else if (ar.groups.size() < std::min<uint32_t>(arCap_, ArTable::kNoGroup)) {
+          group = static_cast<uint16_t>(ar.groups.size());
+          ar.groups.push_back(mask);
+          index->emplace(mask, group);
+        } else {
+          ar.capped = true;
+        }
+        if (group != ArTable::kNoGroup) {
+          lastMask_[s] = mask;
+          lastGroup_[s] = group;
+        }
       }
     }
     ar.lidToGroup[lid] = group;
@@ -217,6 +245,7 @@ class Repairer {
   // Length and direction of the (intact) route from s, a switch outside the broken set; false when it has
   // none (a dead end, a loop, or a way into the broken set). Memoized per destination.
   bool intact(uint32_t s) {
+    if (stamp_[s] == serial_) return len_[s] != kInf;  // known (callers never ask about a broken switch)
     constexpr uint32_t kVisiting = kInf - 1;
     path_.clear();
     uint32_t x = s, endLen = kInf;
@@ -238,8 +267,7 @@ class Repairer {
       }
       len_[x] = kVisiting;
       path_.push_back(x);
-      const uint8_t p = entry(out_.tables, g_.node(x), lid_);
-      const uint32_t a = p == kNoPort ? kInf : arcs_(x, p);
+      const uint32_t a = nextArc(x);
       if (a == kInf) break;
       x = g_.arc(a).to;
     }
@@ -264,26 +292,37 @@ class Repairer {
     if (inB_[v] == serial_) return dany_[v];
     return intact(v) ? len_[v] : kInf;
   }
+  // Both distances of v at once (downDist, anyDist).
+  std::pair<uint32_t, uint32_t> dists(uint32_t v) {
+    if (inB_[v] == serial_) return {ddown_[v], dany_[v]};
+    if (!intact(v)) return {kInf, kInf};
+    return {downOnly_[v] ? len_[v] : kInf, len_[v]};
+  }
   // The legal equal-cost next hops of s (arcs) given the distances.
   template <typename Fn>
   void candidates(uint32_t s, uint32_t down, uint32_t any, Fn&& fn) {
     if (any == kInf) return;
     for (uint32_t a = g_.firstArc(s); a < g_.firstArc(s + 1); ++a) {
       const uint32_t v = g_.arc(a).to;
-      if (legalHop(isUp(s, v), down, any, downDist(v), anyDist(v))) fn(a);
+      const auto [vDown, vAny] = dists(v);
+      if (legalHop(isUp(s, v), down, any, vDown, vAny)) fn(a);
     }
   }
-  uint64_t load(uint32_t a) {
-    const auto& arc = g_.arc(a);
-    const uint32_t s = g_.arc(arc.reverse).to;
-    auto it = extra_.find(a);
-    return out_.loads[g_.node(s)][arc.port] + (it == extra_.end() ? 0 : it->second);
+  // The arc s's route to the destination takes (kInf: none), read from the tables once per destination.
+  uint32_t nextArc(uint32_t s) {
+    if (nextStamp_[s] != serial_) {
+      const uint8_t p = entry(out_.tables, g_.node(s), lid_);
+      next_[s] = p == kNoPort ? kInf : arcs_(s, p);
+      nextStamp_[s] = serial_;
+    }
+    return next_[s];
   }
+  uint64_t load(uint32_t a) const { return *arcLoad_[a] + (extraStamp_[a] == serial_ ? extra_[a] : 0); }
   // Worst load on the way from s to the destination (decided switches only: the route exists).
   uint64_t worstFrom(uint32_t s) {
     uint64_t m = 0;
     for (size_t hops = 0; s != dest_.sw && hops < g_.size(); ++hops) {
-      const uint32_t a = arcs_(s, entry(out_.tables, g_.node(s), lid_));
+      const uint32_t a = nextArc(s);
       if (a == kInf) break;
       m = std::max(m, load(a));
       s = g_.arc(a).to;
@@ -292,9 +331,22 @@ class Repairer {
   }
   void bookTentative(uint32_t s, uint64_t w) {
     for (size_t hops = 0; s != dest_.sw && hops < g_.size(); ++hops) {
-      const uint32_t a = arcs_(s, entry(out_.tables, g_.node(s), lid_));
+      const uint32_t a = nextArc(s);
       if (a == kInf) break;
+      if (extraStamp_[a] != serial_) {
+        extraStamp_[a] = serial_;
+        extra_[a] = 0;
+      }
       extra_[a] += w;
+      s = g_.arc(a).to;
+    }
+  }
+  // Adds w along s's (new) route: bookRoute over the new tables.
+  void bookNew(uint32_t s, uint64_t w) {
+    for (size_t hops = 0; hops < g_.size(); ++hops) {
+      const uint32_t a = nextArc(s);
+      if (a == kInf) return;
+      *arcLoad_[a] += w;
       s = g_.arc(a).to;
     }
   }
@@ -303,7 +355,6 @@ class Repairer {
     ++serial_;
     lid_ = lid;
     dest_ = exit_[lid];
-    extra_.clear();
     // The broken set: the seeds and every switch whose route runs into one (upstream closure over live arcs).
     b_.clear();
     parent_.clear();
@@ -317,7 +368,7 @@ class Repairer {
       const uint32_t x = b_[i];
       for (const auto& a : g_.arcs(x)) {
         const uint32_t q = a.to;  // q -> x over a.reverse
-        if (inB_[q] == serial_ || entry(out_.tables, g_.node(q), lid) != g_.arc(a.reverse).port) continue;
+        if (inB_[q] == serial_ || nextArc(q) != a.reverse) continue;
         inB_[q] = serial_;
         b_.push_back(q);
         parent_.push_back(static_cast<uint32_t>(i));
@@ -335,19 +386,42 @@ class Repairer {
         if (og_.hosts(o) > 0)
           bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
       }
-    // Distances of the broken switches (Bellman-Ford from the intact ones; the set is small).
+    // Distances of the broken switches (Bellman-Ford from the intact ones; the set is small). What an intact
+    // neighbour offers does not change meanwhile: it is read once, and the passes look at the arcs inside the
+    // broken set only.
     for (uint32_t x : b_) ddown_[x] = dany_[x] = kInf;
+    inner_.clear();
+    innerEnd_.clear();
+    outer_.clear();
+    for (uint32_t x : b_) {
+      uint32_t down = kInf, up = kInf;
+      for (const auto& a : g_.arcs(x)) {
+        if (inB_[a.to] == serial_) {
+          inner_.push_back(a.to);
+          continue;
+        }
+        if (isUp(x, a.to)) {
+          const uint32_t d = anyDist(a.to);
+          if (d != kInf) up = std::min(up, d + 1);
+        } else {
+          const uint32_t d = downDist(a.to);
+          if (d != kInf) down = std::min(down, d + 1);
+        }
+      }
+      innerEnd_.push_back(static_cast<uint32_t>(inner_.size()));
+      outer_.emplace_back(down, up);
+    }
     for (bool changed = true; changed;) {
       changed = false;
-      for (uint32_t x : b_) {
-        uint32_t down = kInf, up = kInf;
-        for (const auto& a : g_.arcs(x)) {
-          if (isUp(x, a.to)) {
-            const uint32_t d = anyDist(a.to);
-            if (d != kInf) up = std::min(up, d + 1);
+      for (size_t i = 0, k = 0; i < b_.size(); ++i) {
+        const uint32_t x = b_[i];
+        auto [down, up] = outer_[i];
+        for (; k < innerEnd_[i]; ++k) {
+          const uint32_t v = inner_[k];
+          if (isUp(x, v)) {
+            if (dany_[v] != kInf) up = std::min(up, dany_[v] + 1);
           } else {
-            const uint32_t d = downDist(a.to);
-            if (d != kInf) down = std::min(down, d + 1);
+            if (ddown_[v] != kInf) down = std::min(down, ddown_[v] + 1);
           }
         }
         const uint32_t any = down != kInf ? down : up;
@@ -387,8 +461,7 @@ class Repairer {
     }
     if (counted)
       for (uint32_t x : b_)
-        if (g_.hosts(x) > 0)
-          bookRoute(g_, arcs_, out_.tables, x, lid, g_.hosts(x), false, identity_, out_.loads);
+        if (g_.hosts(x) > 0) bookNew(x, g_.hosts(x));
     updateGroups();
     return {};
   }
@@ -431,13 +504,17 @@ class Repairer {
   RepairResult& out_;
   RoutingGraph og_, g_;
   ArcIndex oarcs_, arcs_;
-  std::vector<uint32_t> newOfOld_;                  // old switch index -> new switch index
-  std::vector<NodeIndex> oldNode_;                  // new switch index -> old node
-  std::vector<NodeIndex> identity_, oldToNewNode_;  // switch index -> node of the new topology
+  std::vector<uint32_t> newOfOld_;       // old switch index -> new switch index
+  std::vector<NodeIndex> oldNode_;       // new switch index -> old node
+  std::vector<NodeIndex> oldToNewNode_;  // old switch index -> node of the new topology
   std::vector<uint32_t> key_;
   std::vector<Exit> oldExit_, exit_;
   uint32_t arCap_ = 0;
-  std::unordered_map<NodeIndex, std::unordered_map<PortMask, uint16_t>> arIndex_;
+  std::vector<uint64_t*> arcLoad_;  // arc -> its entry in out_.loads
+  // Per switch index: its AR groups by mask (built when first needed), and the mask last looked up.
+  std::vector<std::unique_ptr<std::unordered_map<PortMask, uint16_t>>> arIndex_;
+  std::vector<PortMask> lastMask_;
+  std::vector<uint16_t> lastGroup_;
   // Per destination.
   uint32_t serial_ = 0;
   uint16_t lid_ = 0;
@@ -446,7 +523,11 @@ class Repairer {
   std::vector<uint32_t> stamp_, inB_, len_, ddown_, dany_;
   std::vector<uint8_t> downOnly_;
   std::vector<uint64_t> weight_;
-  std::unordered_map<uint32_t, uint64_t> extra_;  // tentative load of this destination's new routes, per arc
+  std::vector<uint32_t> next_, nextStamp_;  // nextArc()'s memo
+  std::vector<uint64_t> extra_;             // tentative load of this destination's new routes, per arc
+  std::vector<uint32_t> extraStamp_;        // extra_[a] counts when extraStamp_[a] == serial_
+  std::vector<uint32_t> inner_, innerEnd_;  // the Bellman-Ford's arcs inside the broken set
+  std::vector<std::pair<uint32_t, uint32_t>> outer_;  // (down, up) offered by intact neighbours
 };
 
 }  // namespace
