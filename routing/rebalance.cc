@@ -58,6 +58,7 @@ class Rebalancer {
     out_.tables = in_;  // rows shared until a move writes them
     out_.maxLoadBefore = maxLoad();
     restoreRoutes();
+    std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> restored = touched_;
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
     // squared excesses over the target (or, within the slack, keeps it and frees shared links), so this
@@ -107,6 +108,14 @@ class Rebalancer {
         continue;
       ++out_.moved;
       joinGroup(g_.node(x), lid, entry(x, lid));
+    }
+    std::stable_sort(restored.begin(), restored.end(), [](const auto& p, const auto& q) {
+      return std::tie(std::get<0>(p), std::get<1>(p)) < std::tie(std::get<0>(q), std::get<1>(q));
+    });
+    for (size_t i = 0; i < restored.size(); ++i) {
+      auto [x, lid, was] = restored[i];
+      if (i > 0 && std::get<0>(restored[i - 1]) == x && std::get<1>(restored[i - 1]) == lid) continue;
+      out_.restored += entry(x, lid) != was;
     }
     out_.maxLoadAfter = maxLoad();
     out_.loads.assign(topo_.size(), {});

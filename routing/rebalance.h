@@ -73,6 +73,8 @@ struct RebalanceResult {
   RoutingTables tables;  // shares every row it did not change
   PortLoads loads;       // of tables
   size_t moved = 0;      // (switch, LID) entries that differ from the input tables
+  size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
+                         // that came back (worth writing whatever the load gain)
   uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
 };
 

@@ -102,6 +102,7 @@ void RoutePlanner::start(Job job) {
       r.plan.tables = std::move(b->tables);
       r.plan.loads = std::make_shared<const routing::PortLoads>(std::move(b->loads));
       r.plan.moved = b->moved;
+      r.restored = b->restored;
       r.plan.how = "incremental";
       r.maxLoad = b->maxLoadAfter;
       r.lowerBound = b->target;

@@ -534,8 +534,9 @@ void SubnetManager::lightSweep() {
 }
 
 // The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they
-// lower the max link load by at least routing.rebalance_min_gain_pct; otherwise the repaired routes stay and
-// nothing is written.
+// lower the max link load by at least routing.rebalance_min_gain_pct, or give routes back (a switch without
+// one, a link that came back and makes routes minimal again) without raising it; otherwise the repaired
+// routes stay and nothing is written.
 void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   const mad::TimePoint start = clock_.now();
   auto old = snapshot_;
@@ -558,8 +559,10 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   ev.action = "rebalance: " + rebalance.plan.how + ", computed off the event loop in " + std::to_string(ms) +
               " ms, max link load " + std::to_string(current) + " -> " + std::to_string(after) + " (gain " +
               pct(gain) + ", lower bound " + std::to_string(rebalance.lowerBound) + ")";
+  if (rebalance.restored)
+    ev.action += ", " + std::to_string(rebalance.restored) + " routes given back or made minimal again";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
-  if (after >= current || gain < uint64_t{minGain} * 100) {
+  if (after > current || (!rebalance.restored && (after == current || gain < uint64_t{minGain} * 100))) {
     ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";
     ev.convergence = clock_.now() - start;
     logEvent(std::move(ev));

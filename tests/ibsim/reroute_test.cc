@@ -127,7 +127,8 @@ TEST(Reroute, SpineLinkDownAndBack) {
   // Balanced again: the incremental rebalance (the default) moves routes onto the link that came back until
   // no move lowers the max; it ends at or below the engine's from-scratch balance at the start.
   EXPECT_LE(back.maxLoad, initial.maxLoad);
-  EXPECT_EQ(back.maxStretch, 0u);  // minhop's routes are minimal again
+  EXPECT_EQ(back.maxStretch, 0u) << routing::formatReportText(back)
+                                 << f.sim->output(f.sm);  // minhop's routes are minimal again
 
   // ibsim drops AdaptiveRoutingInfo: each switch cost one probe in the first sweep and none since.
   RunOptions plain;

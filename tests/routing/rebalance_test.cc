@@ -169,6 +169,27 @@ TEST(Rebalance, TakesALinkThatCameBackIntoUse) {
   EXPECT_LE(back.maxLoadAfter, originalMax * 105 / 100);
 }
 
+// The routes a link that came back makes minimal again are counted as restored (ibsmd writes them whatever
+// the load gain): min-hop's routes are as short as on the full tree again.
+TEST(Rebalance, CountsTheRoutesALinkThatCameBackMakesMinimalAgain) {
+  TopologyPtr full = generate(testing::fatTree(3, 8));
+  ASSERT_TRUE(full);
+  Routed original = routeWithLoads(*full, "minhop");
+  const auto [spine, core] = testing::coreLink(*full, "spine-0");
+  TopologyPtr degraded = takeDown(*full, {{spine, core}});
+  Routed down = repaired(*full, original, *degraded);
+  // min-hop promises no deadlock freedom: no CDG check
+  RebalanceResult b = rebalanceAndCheck(*degraded, down, false, "down");
+  EXPECT_EQ(b.restored, 0u);
+  Routed balanced{down.lids, std::move(b.tables), std::move(b.loads)};
+  Routed up = repaired(*degraded, balanced, *full);
+  EXPECT_GT(checkRoutes(*full, up.lids, up.tables).maxStretch, 0u);
+  RebalanceResult back = rebalanceAndCheck(*full, up, false, "up");
+  EXPECT_GT(back.restored, 0u);
+  EXPECT_LE(back.restored, back.moved);
+  EXPECT_EQ(checkRoutes(*full, up.lids, back.tables).maxStretch, 0u);
+}
+
 // At the target no route to a CA moves. What the repair left of the routes to switch LIDs (holes where a
 // switch lost its legal way, longer ways) is made whole again with plain shortest paths, as the engine chain
 // does for switch LIDs: every switch reaches every switch LID, and no row without a change is copied.
