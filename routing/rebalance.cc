@@ -58,7 +58,7 @@ class Rebalancer {
     out_.tables = in_;  // rows shared until a move writes them
     out_.maxLoadBefore = maxLoad();
     restoreRoutes();
-    std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> restored = touched_;
+    const size_t restoreTouches = touched_.size();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
     // squared excesses over the target (or, within the slack, keeps it and frees shared links), so this
@@ -98,25 +98,12 @@ class Rebalancer {
     }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
     // its AR group.
-    std::stable_sort(touched_.begin(), touched_.end(), [](const auto& p, const auto& q) {
-      return std::tie(std::get<0>(p), std::get<1>(p)) < std::tie(std::get<0>(q), std::get<1>(q));
-    });
-    for (size_t i = 0; i < touched_.size(); ++i) {
-      auto [x, lid, was] = touched_[i];
-      if ((i > 0 && std::get<0>(touched_[i - 1]) == x && std::get<1>(touched_[i - 1]) == lid) ||
-          entry(x, lid) == was)
-        continue;
+    forEachChanged({touched_.begin(), touched_.begin() + static_cast<ptrdiff_t>(restoreTouches)},
+                   [&](uint32_t, uint16_t) { ++out_.restored; });
+    forEachChanged(std::move(touched_), [&](uint32_t x, uint16_t lid) {
       ++out_.moved;
       joinGroup(g_.node(x), lid, entry(x, lid));
-    }
-    std::stable_sort(restored.begin(), restored.end(), [](const auto& p, const auto& q) {
-      return std::tie(std::get<0>(p), std::get<1>(p)) < std::tie(std::get<0>(q), std::get<1>(q));
     });
-    for (size_t i = 0; i < restored.size(); ++i) {
-      auto [x, lid, was] = restored[i];
-      if (i > 0 && std::get<0>(restored[i - 1]) == x && std::get<1>(restored[i - 1]) == lid) continue;
-      out_.restored += entry(x, lid) != was;
-    }
     out_.maxLoadAfter = maxLoad();
     out_.loads.assign(topo_.size(), {});
     for (uint32_t s = 0; s < g_.size(); ++s)
@@ -344,6 +331,21 @@ class Rebalancer {
     touched_.emplace_back(m.x, m.lid, entry(m.x, m.lid));
     out_.tables.lft[g_.node(m.x)][m.lid] = g_.arc(m.arc).port;  // this version's own row (block) from now on
     written();
+  }
+
+  // Calls f(x, lid) once for every entry of `touches` (switch, LID, the port it had first) that differs now.
+  template <class F>
+  void forEachChanged(std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> touches, F f) {
+    std::stable_sort(touches.begin(), touches.end(), [](const auto& p, const auto& q) {
+      return std::tie(std::get<0>(p), std::get<1>(p)) < std::tie(std::get<0>(q), std::get<1>(q));
+    });
+    for (size_t i = 0; i < touches.size(); ++i) {
+      auto [x, lid, was] = touches[i];
+      if ((i > 0 && std::get<0>(touches[i - 1]) == x && std::get<1>(touches[i - 1]) == lid) ||
+          entry(x, lid) == was)
+        continue;
+      f(x, lid);
+    }
   }
 
   // A repair keeps every route and leaves a link that came back unused. Here, for every LID, switches
