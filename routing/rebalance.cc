@@ -32,7 +32,13 @@ class Rebalancer {
  public:
   Rebalancer(const Topology& topo, const LidAssignment& lids, const RoutingTables& in, const PortLoads& loads,
              const RebalanceOptions& options, RebalanceResult& out)
-      : topo_(topo), in_(in), options_(options), out_(out), g_(topo), arcs_(g_) {
+      : topo_(topo),
+        in_(in),
+        options_(options),
+        out_(out),
+        g_(topo),
+        arcs_(g_),
+        shiftShare_(options.maxShiftShare) {
     const uint32_t n = static_cast<uint32_t>(g_.size());
     key_.resize(n);
     for (uint32_t s = 0; s < n; ++s) key_[s] = in.upKey[g_.node(s)];
@@ -51,7 +57,7 @@ class Rebalancer {
     }
     stamp_.assign(n, 0);
     memo_.assign(n, kInf);
-    if (options.maxShiftShare > 0) initRanks(topo, lids);
+    if (shiftShare_ > 0) initRanks(topo, lids);
   }
 
   void run() {
@@ -59,6 +65,7 @@ class Rebalancer {
     out_.maxLoadBefore = maxLoad();
     restoreRoutes();
     const size_t restoreTouches = touched_.size();
+    keepShiftsIfKept();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
     // that, moves would only even out links below the max (churn for little). Every move lowers the sum of
     // squared excesses over the target (or, within the slack, keeps it and frees shared links), so this
@@ -84,14 +91,14 @@ class Rebalancer {
       for (uint32_t a : hot_)
         while (load_[a] > out_.target && moves < options_.maxMoves && relieve(a)) ++moves;
       const auto now = peakLoads();
-      if (options_.maxShiftShare > 0 && now.first < kept.max)
+      if (shiftShare_ > 0 && now.first < kept.max)
         kept = {out_.tables, load_, touched_.size(), now.first, sharedSoFar_};
       if (now >= peak) break;
       peak = now;
     }
     bool tookIdle = false;  // a link no route used (one that came back) carries traffic now
     for (uint32_t a : idle) tookIdle = tookIdle || load_[a] > 0;
-    if (options_.maxShiftShare > 0 && maxLoad() >= kept.max && sharedSoFar_ > kept.shared && !tookIdle) {
+    if (shiftShare_ > 0 && maxLoad() >= kept.max && sharedSoFar_ > kept.shared && !tookIdle) {
       out_.tables = std::move(kept.tables);
       load_ = std::move(kept.load);
       touched_.resize(kept.touched);
@@ -186,6 +193,22 @@ class Rebalancer {
     return true;
   }
 
+  // The shifts are kept only where the repair kept them: when a link above the target already carries more
+  // than maxShiftShare flows of one shift (a whole switch lost: up to 12 at 11,664 hosts), the moves chase
+  // the load alone. The rule would barely bind there (a move off such a link may put as many elsewhere) and
+  // its counting grows with the flows each move takes along: 80 s against 4 s at that size, for the same
+  // shifts afterwards and a higher max load.
+  void keepShiftsIfKept() {
+    if (shiftShare_ == 0) return;
+    for (uint32_t a = 0; a < g_.arcCount(); ++a) {
+      if (load_[a] <= out_.target) continue;
+      const uint32_t s = g_.arc(g_.arc(a).reverse).to;
+      countOnHot(s, g_.arc(a).port, std::as_const(out_.tables.lft)[g_.node(s)]);
+      for (uint32_t t : onHotSet_) out_.shiftShare = std::max(out_.shiftShare, onHot_[t]);
+    }
+    if (out_.shiftShare > shiftShare_) shiftShare_ = 0;
+  }
+
   // Takes traffic off arc `hot`: the best single move that lowers the cost; else a move that would raise it
   // followed by one off a link the first loaded past the target that lowers it more (the pair swaps traffic,
   // e.g. a leaf's routes out of its pod onto another spine for routes inside the pod back onto this one).
@@ -194,7 +217,7 @@ class Rebalancer {
     const uint64_t cap = load_[hot];
     // A link near the target is relieved only by moves that make no more flows share links than before.
     // Such a link gets no pairs and few tries: it is within the slack already.
-    const bool near = options_.maxShiftShare > 0 && cap * 100 <= out_.target * (100 + options_.shareSlackPct);
+    const bool near = shiftShare_ > 0 && cap * 100 <= out_.target * (100 + options_.shareSlackPct);
     const int64_t allowed = near ? 0 : INT64_MAX;
     std::vector<Move> blocked;
     if (auto m = bestMove(hot, cap, 0, near ? nullptr : &blocked, allowed, near ? kNearScored : kScored)) {
@@ -282,7 +305,7 @@ class Rebalancer {
     // Best first (ties: the first found); with shifts, first those that take a flow off hot that shares it
     // with one of its shift. Of the first `tries` that keep the shifts within the share, the one that makes
     // the fewest flows share a link (ties: the better for the load).
-    if (options_.maxShiftShare > 0)
+    if (shiftShare_ > 0)
       std::stable_sort(good.begin(), good.end(),
                        [](const Move& a, const Move& b) { return a.freed != b.freed ? a.freed : a < b; });
     else
@@ -293,7 +316,7 @@ class Rebalancer {
       if (fitShifts(m) && m.shared <= allowed && (m.change < below || m.shared < 0) &&
           (!best || m.shared < best->shared))
         best = m;
-      if ((best && best->shared <= 0) || ++scored == tries || options_.maxShiftShare == 0) break;
+      if ((best && best->shared <= 0) || ++scored == tries || shiftShare_ == 0) break;
     }
     return best;
   }
@@ -564,7 +587,7 @@ class Rebalancer {
   void countOnHot(uint32_t s, uint8_t port, const LftRow& row) {
     for (uint32_t t : onHotSet_) onHot_[t] = 0;
     onHotSet_.clear();
-    if (options_.maxShiftShare == 0 || ranks_ < 2) return;
+    if (shiftShare_ == 0 || ranks_ < 2) return;
     onHot_.resize(ranks_, 0);
     for (size_t l = 1; l < row.size() && l < destSw_.size(); ++l) {
       if (row[l] != port || destSw_[l] == kInf || destSw_[l] == s || rankOfLid_[l] == kInf) continue;
@@ -582,7 +605,7 @@ class Rebalancer {
   // upstream of it (as upstream() left up_), those that share it with another flow of their shift.
   void doubledUpstream(uint16_t lid) {
     doubled_.assign(up_.size(), 0);
-    if (options_.maxShiftShare == 0 || ranks_ < 2 || rankOfLid_[lid] == kInf) return;
+    if (shiftShare_ == 0 || ranks_ < 2 || rankOfLid_[lid] == kInf) return;
     const uint32_t d = rankOfLid_[lid];
     for (size_t i = up_.size(); i-- > 0;) {
       for (uint32_t h = hostBegin_[up_[i]]; h < hostBegin_[up_[i] + 1]; ++h)
@@ -594,7 +617,7 @@ class Rebalancer {
   // Whether move m keeps every shift within the share; if so, m.shared is set, and where x's new next
   // switch carries no traffic to the LID, m.x2 / m.arc2 to the re-route of it that shares least.
   bool fitShifts(Move& m) {
-    if (options_.maxShiftShare == 0 || ranks_ < 2 || rankOfLid_[m.lid] == kInf) return true;
+    if (shiftShare_ == 0 || ranks_ < 2 || rankOfLid_[m.lid] == kInf) return true;
     const uint16_t lid = m.lid;
     const uint32_t v = g_.arc(m.arc).to;
     variants_.assign(1, kInf);
@@ -684,7 +707,7 @@ class Rebalancer {
           else
             for (uint32_t i = 0; i < sh.count; ++i) joined_.push_back(sh.src[i]);
         }
-        if (after > std::max(options_.maxShiftShare, before)) return std::nullopt;
+        if (after > std::max(shiftShare_, before)) return std::nullopt;
         std::sort(joined_.begin(), joined_.end());
         joined_.erase(std::unique(joined_.begin(), joined_.end()), joined_.end());
         total += static_cast<int64_t>(joined_.size());
@@ -739,8 +762,9 @@ class Rebalancer {
   std::vector<uint32_t> stamp_, memo_;                            // next()'s memo, valid at serial_
   uint32_t serial_ = 1;
   uint16_t memoLid_ = 0;
-  // Shifts (maxShiftShare > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
+  // Shifts (shiftShare_ > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
   // shift on an arc, key arc x ranks_ + shift, for the (arc, shift) pairs asked about (share()).
+  uint32_t shiftShare_;
   uint32_t ranks_ = 0;
   int64_t sharedSoFar_ = 0;                 // Move::shared of the moves taken
   std::vector<uint32_t> onHot_, onHotSet_;  // countOnHot()

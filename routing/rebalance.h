@@ -30,7 +30,9 @@
 // LID its route may follow a sibling destination's (the same switch, already sent that way: the
 // destination's column), so the moved flows follow one other flow instead of meeting several. A link within
 // options.shareSlackPct of the target is relieved only by moves that make no more flows share links than
-// before (and no pairs): the last percent of load is not worth the shifts' bandwidth.
+// before (and no pairs): the last percent of load is not worth the shifts' bandwidth. The shifts are kept
+// only where the repair kept them: when a link above the target carries more than maxShiftShare flows of a
+// shift already (a whole switch lost), the moves chase the load alone (RebalanceResult::shiftShare).
 //
 // Cost: per search, the LFT row of the loaded link's switch and a walk of a few hops per candidate port;
 // with shifts, per candidate weighed, for each moved flow the flows of its shift on the links it leaves and
@@ -76,6 +78,9 @@ struct RebalanceResult {
   size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
                          // that came back (worth writing whatever the load gain)
   uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
+  // With options.maxShiftShare: the most flows of one shift on a link above the target before the moves.
+  // Above maxShiftShare the repair did not keep the shifts, and the moves chase the load alone.
+  uint32_t shiftShare = 0;
 };
 
 // An Error when the routes obey no up/down order (upKey empty: the engine's tables are only ever recomputed).

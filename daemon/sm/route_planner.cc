@@ -103,6 +103,7 @@ void RoutePlanner::start(Job job) {
       r.plan.loads = std::make_shared<const routing::PortLoads>(std::move(b->loads));
       r.plan.moved = b->moved;
       r.restored = b->restored;
+      if (b->shiftShare > ro.maxShiftShare) r.shiftsLost = b->shiftShare;
       r.plan.how = "incremental";
       r.maxLoad = b->maxLoadAfter;
       r.lowerBound = b->target;

@@ -561,6 +561,9 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
               pct(gain) + ", lower bound " + std::to_string(rebalance.lowerBound) + ")";
   if (rebalance.restored)
     ev.action += ", " + std::to_string(rebalance.restored) + " routes given back or made minimal again";
+  if (rebalance.shiftsLost)
+    ev.action += ", shifts not kept (the repair left up to " + std::to_string(rebalance.shiftsLost) +
+                 " flows of one on a link): the load alone";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
   if (after > current || (!rebalance.restored && (after == current || gain < uint64_t{minGain} * 100))) {
     ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";

@@ -2,7 +2,8 @@
 // falls to (near) the lower bound; every route keeps its length and stays up*/down* (CDG acyclic), AR groups
 // hold the LFT port, the loads it returns equal a recount and `moved` counts the entries that differ; a link
 // that comes back is taken into use; tables without an up/down order are declined. After a single link
-// failure on a full fat tree the shifts stay at most 2-congested, as the repair left them.
+// failure on a full fat tree the shifts stay at most 2-congested, as the repair left them; where the repair
+// lost them (a whole switch), the moves chase the load alone.
 #include "routing/rebalance.h"
 
 #include <gtest/gtest.h>
@@ -124,10 +125,43 @@ TEST(Rebalance, KeepsShiftsWithinTwoAfterASingleLinkFailure) {
         static_cast<unsigned long long>(b.maxLoadAfter), static_cast<unsigned long long>(bound),
         rep.maxCongestion, reb.maxCongestion, rep.meanBandwidth, reb.meanBandwidth, repairMoved, b.moved);
     EXPECT_EQ(reb.unrouted, 0u) << what;
+    EXPECT_LE(b.shiftShare, 2u) << what << ": the rule applies";
     EXPECT_LE(reb.maxCongestion, 2u) << what;
     EXPECT_LE(b.maxLoadAfter * 100, bound * 102) << what;
     EXPECT_LE(b.moved, 3 * repairMoved) << what;
   }
+}
+
+// A whole spine switch lost: its pod's leaves each lose an up-link, the repair piles their routes onto the
+// other spines and already puts more than 2 flows of a shift on the loaded links. Those shifts are lost;
+// the rebalance chases the load alone (the same tables as without the rule, and its result says why).
+TEST(Rebalance, ChasesTheLoadAloneWhereTheRepairDidNotKeepTheShifts) {
+  TopologyPtr topo = generate(testing::fatTree(3, 12));
+  ASSERT_TRUE(topo);
+  Routed before = routeWithLoads(*topo, "ftree");
+  const auto spine = topo->findByDescription("spine-0");
+  ASSERT_TRUE(spine);
+  std::vector<std::pair<NodeIndex, uint8_t>> links;
+  for (uint8_t p = 1; p <= topo->node(*spine).numPorts; ++p)
+    if (topo->node(*spine).ports[p].connected()) links.emplace_back(*spine, p);
+  TopologyPtr after = takeDown(*topo, links);
+  LidAssignment lids = before.lids;  // the lost switch's LID leaves the fabric with it
+  lids.set(*spine, PortNum{0}, LidRange{Lid{0}, 0});
+  auto rep = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, lids);
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const Routed r{lids, std::move(rep->tables), std::move(rep->loads)};
+  EXPECT_GT(checkPattern(*after, r.lids, r.tables, {}).maxCongestion, 2u);
+  RebalanceResult b = rebalanceAndCheck(*after, r, true, "whole spine");
+  RebalanceOptions loadOnly;
+  loadOnly.maxShiftShare = 0;
+  RebalanceResult l = rebalanceAndCheck(*after, r, true, "whole spine, load alone", loadOnly);
+  EXPECT_GT(b.shiftShare, 2u);
+  EXPECT_EQ(l.shiftShare, 0u);
+  EXPECT_EQ(b.maxLoadAfter, l.maxLoadAfter);
+  EXPECT_EQ(b.moved, l.moved);
+  const Rows<LftRow>& bl = b.tables.lft;
+  const Rows<LftRow>& ll = l.tables.lft;
+  for (NodeIndex s : after->switches()) EXPECT_TRUE(bl[s] == ll[s]) << "switch " << s;
 }
 
 class RebalanceEngines : public ::testing::TestWithParam<std::string> {};
