@@ -63,7 +63,7 @@ class Rebalancer {
   void run() {
     out_.tables = in_;  // rows shared until a move writes them
     out_.maxLoadBefore = maxLoad();
-    restoreRoutes();
+    restoreRoutes();  // touches the cleared entries first, then the restored ones
     const size_t restoreTouches = touched_.size();
     keepShiftsIfKept();
     // Passes over the links above the target, most loaded first, while a pass lowers the max load: past
@@ -105,7 +105,8 @@ class Rebalancer {
     }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
     // its AR group.
-    forEachChanged({touched_.begin(), touched_.begin() + static_cast<ptrdiff_t>(restoreTouches)},
+    forEachChanged({touched_.begin() + static_cast<ptrdiff_t>(out_.cleared),
+                    touched_.begin() + static_cast<ptrdiff_t>(restoreTouches)},
                    [&](uint32_t, uint16_t) { ++out_.restored; });
     forEachChanged(std::move(touched_), [&](uint32_t x, uint16_t lid) {
       ++out_.moved;
@@ -376,15 +377,24 @@ class Rebalancer {
   // (minimal again, as the engine's): nearest first; a switch without a route goes down-only where it can,
   // one whose route runs down-only stays so (a switch above may come down into it). The traffic through a
   // switch whose route gets shorter moves with it.
+  // Entries of LIDs that left the fabric, which the repair leaves (repairRoutes), are cleared first.
   void restoreRoutes() {
     const uint32_t n = static_cast<uint32_t>(g_.size());
     std::vector<uint8_t> missing(destSw_.size(), 0);
+    std::vector<std::pair<uint32_t, uint16_t>> departed;
     for (uint32_t s = 0; s < n; ++s) {
       const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
-      for (size_t lid = 1; lid < destSw_.size(); ++lid)
-        if (destSw_[lid] != kInf && destSw_[lid] != s && (lid >= row.size() || row[lid] == kNoPort))
+      for (size_t lid = 1; lid < std::max(row.size(), destSw_.size()); ++lid) {
+        const uint8_t p = lid < row.size() ? row[lid] : kNoPort;
+        if (lid >= destSw_.size() || destSw_[lid] == kInf) {
+          if (p != kNoPort) departed.emplace_back(s, static_cast<uint16_t>(lid));
+        } else if (destSw_[lid] != s && p == kNoPort) {
           missing[lid] = 1;
+        }
+      }
     }
+    for (auto [s, lid] : departed) clear(s, lid);
+    out_.cleared = departed.size();
     // Links no route uses in either direction: one that came back (or one no route needs).
     std::vector<uint32_t> unused;
     for (uint32_t a = 0; a < g_.arcCount(); ++a)
@@ -399,6 +409,18 @@ class Rebalancer {
       }
       if (missing[l] || shorter) relax(lid);
     }
+  }
+
+  void clear(uint32_t s, uint16_t lid) {
+    const NodeIndex node = g_.node(s);
+    if (!out_.tables.ar.empty()) {
+      const auto& groups = std::as_const(out_.tables.ar)[node].lidToGroup;
+      if (lid < groups.size() && groups[lid] != ArTable::kNoGroup)
+        out_.tables.ar[node].lidToGroup[lid] = ArTable::kNoGroup;
+    }
+    touched_.emplace_back(s, lid, entry(s, lid));
+    out_.tables.lft[node][lid] = kNoPort;
+    written();
   }
 
   // Hops of s's route to the LID; kInf without one.

@@ -11,7 +11,8 @@
 // longer, none can loop, and the channel dependency graph stays acyclic on one VL. A moved entry's port
 // joins the switch's AR group for the LID (it is an equal-cost port; a port of a link that came back is not
 // in the groups the repair left). Switches left without a route to a CA LID that have a legal way again (a
-// link came back) first get one, which moves no traffic.
+// link came back) first get one, which moves no traffic. Before that, the entries of LIDs that left the
+// fabric, which a repair leaves in place (repairRoutes), are cleared.
 //
 // A move is taken when it lowers the sum of squared excesses of the link loads over the target and loads no
 // link past the load of the link it relieves; the best of a sample of such moves is taken. Where none
@@ -77,6 +78,7 @@ struct RebalanceResult {
   size_t moved = 0;      // (switch, LID) entries that differ from the input tables
   size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
                          // that came back (worth writing whatever the load gain)
+  size_t cleared = 0;    // and entries of LIDs that left the fabric, which a repair leaves (the same)
   uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
   // With options.maxShiftShare: the most flows of one shift on a link above the target before the moves.
   // Above maxShiftShare the repair did not keep the shifts, and the moves chase the load alone.

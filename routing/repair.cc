@@ -101,7 +101,7 @@ class Repairer {
     return {};
   }
 
-  std::string run(const PortLoads& oldLoads, uint32_t arGroupCap) {
+  std::string run(const PortLoads& oldLoads, uint32_t arGroupCap, bool clearDeparted) {
     copyTables(oldLoads);
     arCap_ = arGroupCap;
     arcLoad_.resize(g_.arcCount());
@@ -129,9 +129,11 @@ class Repairer {
       }
     }
     std::sort(seeds.begin(), seeds.end());
-    // LIDs that no longer leave the fabric anywhere (their port or switch is gone): no routes at all.
+    // LIDs that no longer leave the fabric anywhere (their port or switch is gone): no traffic, and unless
+    // clearDeparted, their entries stay (see repairRoutes).
     for (size_t lid = 1; lid < exit_.size() && lid < oldExit_.size(); ++lid)
-      if (exit_[lid].sw == kInf && oldExit_[lid].sw != kInf) dropDestination(static_cast<uint16_t>(lid));
+      if (exit_[lid].sw == kInf && oldExit_[lid].sw != kInf)
+        dropDestination(static_cast<uint16_t>(lid), clearDeparted);
     for (size_t i = 0; i < seeds.size();) {
       size_t j = i;
       seed_.clear();
@@ -178,12 +180,13 @@ class Repairer {
     ++out_.moved;
   }
 
-  void dropDestination(uint16_t lid) {
+  void dropDestination(uint16_t lid, bool clear) {
     const Exit& e = oldExit_[lid];
     if (!e.isSwitch)
       for (uint32_t o = 0; o < og_.size(); ++o)
         if (og_.hosts(o) > 0)
           bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+    if (!clear) return;
     for (uint32_t s = 0; s < g_.size(); ++s) {
       setEntry(s, lid, kNoPort);
       setGroup(s, lid, {});
@@ -598,13 +601,14 @@ PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, cons
 fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,
-                                          uint32_t arGroupCap) {
+                                          uint32_t arGroupCap, bool clearDeparted) {
   // dfly's routes obey no up/down order but a dragonfly's own scheme, which its repair keeps.
   if (old.engine == "dfly") return repairDragonfly(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
   RepairResult out;
   Repairer r(oldTopo, old, topo, out);
   if (std::string why = r.check(oldLids, lids); !why.empty()) return fabric::makeError(why);
-  if (std::string why = r.run(oldLoads, arGroupCap); !why.empty()) return fabric::makeError(why);
+  if (std::string why = r.run(oldLoads, arGroupCap, clearDeparted); !why.empty())
+    return fabric::makeError(why);
   return out;
 }
 

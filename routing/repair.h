@@ -46,9 +46,13 @@ struct RepairResult {
 // An Error when the change is not one a repair can follow (a link or node came up, LIDs moved, the engine's
 // routes obey no known order, a switch with CAs lost every legal way to a LID): the reason, for the log; the
 // caller then recomputes from scratch.
+// The entries of a LID that left the fabric (its host or switch is gone) lead only towards where it was, to a
+// port whose link is down, so they carry nothing: without clearDeparted they stay (a whole switch lost: one
+// LFT block less on every switch for its LID, on the update that has to be fast) and a later rebalance
+// clears them (rebalanceRoutes). dfly's repair always clears them (no rebalance follows it).
 fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,
-                                          uint32_t arGroupCap = 2048);
+                                          uint32_t arGroupCap = 2048, bool clearDeparted = true);
 
 }  // namespace ibsm::routing

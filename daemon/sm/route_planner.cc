@@ -31,8 +31,9 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
   std::string why;
   if (repair && previous) {
     auto loads = loadsOf(*previous);
+    // An incremental rebalance follows and clears the entries of LIDs that left (routing::repairRoutes).
     auto r = routing::repairRoutes(*previous->topology, previous->lids, previous->tables, *loads, topo, lids,
-                                   options_.arGroupCap);
+                                   options_.arGroupCap, rebalance_.mode != RebalanceMode::kIncremental);
     if (r) {
       out.tables = std::move(r->tables);
       out.loads = std::make_shared<const routing::PortLoads>(std::move(r->loads));
@@ -103,6 +104,7 @@ void RoutePlanner::start(Job job) {
       r.plan.loads = std::make_shared<const routing::PortLoads>(std::move(b->loads));
       r.plan.moved = b->moved;
       r.restored = b->restored;
+      r.cleared = b->cleared;
       if (b->shiftShare > ro.maxShiftShare) r.shiftsLost = b->shiftShare;
       r.plan.how = "incremental";
       r.maxLoad = b->maxLoadAfter;

@@ -67,6 +67,7 @@ class RoutePlanner {
     uint64_t currentMaxLoad = 0;  // of the routes in place (the repair's)
     uint64_t lowerBound = 0;      // of any routing of the fabric (routing::loadLowerBound)
     size_t restored = 0;          // routes given back or made minimal again (routing::RebalanceResult)
+    size_t cleared = 0;           // entries of LIDs that left, which the repair left (the same)
     uint32_t shiftsLost = 0;      // flows of a shift the repair left on a link, too many to keep; 0: kept
     std::string error;            // no rebalance could be computed (the routes stay): why
   };

@@ -535,8 +535,8 @@ void SubnetManager::lightSweep() {
 
 // The rebalancing run after a repair: its tables replace the repaired ones, programmed as a delta, when they
 // lower the max link load by at least routing.rebalance_min_gain_pct, or give routes back (a switch without
-// one, a link that came back and makes routes minimal again) without raising it; otherwise the repaired
-// routes stay and nothing is written.
+// one, a link that came back and makes routes minimal again) or clear the entries of LIDs that left without
+// raising it; otherwise the repaired routes stay and nothing is written.
 void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   const mad::TimePoint start = clock_.now();
   auto old = snapshot_;
@@ -561,11 +561,14 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
               pct(gain) + ", lower bound " + std::to_string(rebalance.lowerBound) + ")";
   if (rebalance.restored)
     ev.action += ", " + std::to_string(rebalance.restored) + " routes given back or made minimal again";
+  if (rebalance.cleared)
+    ev.action += ", " + std::to_string(rebalance.cleared) + " entries of LIDs that left the fabric cleared";
   if (rebalance.shiftsLost)
     ev.action += ", shifts not kept (the repair left up to " + std::to_string(rebalance.shiftsLost) +
                  " flows of one on a link): the load alone";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
-  if (after > current || (!rebalance.restored && (after == current || gain < uint64_t{minGain} * 100))) {
+  const bool owed = rebalance.restored || rebalance.cleared;  // written whatever the gain
+  if (after > current || (!owed && (after == current || gain < uint64_t{minGain} * 100))) {
     ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";
     ev.convergence = clock_.now() - start;
     logEvent(std::move(ev));

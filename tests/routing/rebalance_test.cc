@@ -164,6 +164,51 @@ TEST(Rebalance, ChasesTheLoadAloneWhereTheRepairDidNotKeepTheShifts) {
   for (NodeIndex s : after->switches()) EXPECT_TRUE(bl[s] == ll[s]) << "switch " << s;
 }
 
+// A LID that left the fabric (a whole switch lost): the repair that a rebalance follows keeps its entries
+// (they lead only to ports whose link is down) and is otherwise the same; the rebalance clears them, AR
+// groups included, and counts them apart from the routes it gives back.
+TEST(Rebalance, ClearsTheEntriesOfALidThatLeftWhichTheRepairKept) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  ASSERT_TRUE(topo);
+  Routed before = routeWithLoads(*topo, "ftree");
+  const NodeIndex spine = *topo->findByDescription("spine-0");
+  const uint16_t gone = before.lids.base(spine, PortNum{0}).value;
+  std::vector<std::pair<NodeIndex, uint8_t>> links;
+  for (uint8_t p = 1; p <= topo->node(spine).numPorts; ++p)
+    if (topo->node(spine).ports[p].connected()) links.emplace_back(spine, p);
+  TopologyPtr after = takeDown(*topo, links);
+  LidAssignment lids = before.lids;
+  lids.set(spine, PortNum{0}, LidRange{Lid{0}, 0});
+  auto cleared = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, lids);
+  auto kept = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, lids, 2048, false);
+  ASSERT_TRUE(cleared.ok() && kept.ok());
+  EXPECT_EQ(kept->loads, cleared->loads);
+  size_t stale = 0;
+  const Rows<LftRow>& kl = kept->tables.lft;
+  const Rows<LftRow>& cl = cleared->tables.lft;
+  for (NodeIndex s : after->switches()) {
+    EXPECT_EQ(cl[s][gone], kNoPort) << "switch " << s;
+    EXPECT_EQ(kl[s][gone], before.tables.lft[s][gone]) << "switch " << s;
+    stale += kl[s][gone] != kNoPort;
+    for (size_t lid = 1; lid < kl[s].size(); ++lid)
+      if (lid != gone) {
+        EXPECT_EQ(kl[s][lid], cl[s][lid]) << "switch " << s << " LID " << lid;
+      }
+  }
+  ASSERT_GT(stale, 0u);
+  EXPECT_EQ(kept->moved + stale, cleared->moved);
+  const Routed r{lids, std::move(kept->tables), std::move(kept->loads)};
+  RebalanceResult b = rebalanceAndCheck(*after, r, true, "whole spine, entries kept");
+  EXPECT_EQ(b.cleared, stale);
+  const Rows<LftRow>& bl = b.tables.lft;
+  for (NodeIndex s : after->switches()) {
+    EXPECT_EQ(bl[s][gone], kNoPort) << "switch " << s;
+    if (!b.tables.ar.empty() && gone < b.tables.ar[s].lidToGroup.size()) {
+      EXPECT_EQ(b.tables.ar[s].lidToGroup[gone], ArTable::kNoGroup) << "switch " << s;
+    }
+  }
+}
+
 class RebalanceEngines : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RebalanceEngines, AfterEveryLinkOfAThreeLevelFatTree) {
