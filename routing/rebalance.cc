@@ -62,6 +62,7 @@ class Rebalancer {
 
   void run() {
     out_.tables = in_;  // rows shared until a move writes them
+    rows();
     out_.maxLoadBefore = maxLoad();
     restoreRoutes();  // touches the cleared entries first, then the restored ones
     const size_t restoreTouches = touched_.size();
@@ -100,6 +101,7 @@ class Rebalancer {
     for (uint32_t a : idle) tookIdle = tookIdle || load_[a] > 0;
     if (shiftShare_ > 0 && maxLoad() >= kept.max && sharedSoFar_ > kept.shared && !tookIdle) {
       out_.tables = std::move(kept.tables);
+      rows();
       load_ = std::move(kept.load);
       touched_.resize(kept.touched);
     }
@@ -139,8 +141,18 @@ class Rebalancer {
   static constexpr size_t kScored = 16;      // moves of a search weighed by the flows they share links with
 
   uint8_t entry(uint32_t s, uint16_t lid) const {
-    const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+    const LftRow& row = *row_[s];
     return lid < row.size() ? row[lid] : kNoPort;
+  }
+  // row_: each switch's row of out_.tables, looked up again where a write may have made it a new one.
+  void rows() {
+    row_.resize(g_.size());
+    for (uint32_t s = 0; s < g_.size(); ++s) row_[s] = &std::as_const(out_.tables.lft)[g_.node(s)];
+  }
+  void write(uint32_t s, uint16_t lid, uint8_t port) {
+    out_.tables.lft[g_.node(s)][lid] = port;  // this version's own row (block) from now on
+    row_[s] = &std::as_const(out_.tables.lft)[g_.node(s)];
+    written();
   }
   // The arc s forwards the LID on; kInf at the destination switch or without a route. Memoized for the LID
   // last asked about until the tables change (written()): searches walk the same few hops many times.
@@ -204,7 +216,7 @@ class Rebalancer {
     for (uint32_t a = 0; a < g_.arcCount(); ++a) {
       if (load_[a] <= out_.target) continue;
       const uint32_t s = g_.arc(g_.arc(a).reverse).to;
-      countOnHot(s, g_.arc(a).port, std::as_const(out_.tables.lft)[g_.node(s)]);
+      countOnHot(s, g_.arc(a).port, *row_[s]);
       for (uint32_t t : onHotSet_) out_.shiftShare = std::max(out_.shiftShare, onHot_[t]);
     }
     if (out_.shiftShare > shiftShare_) shiftShare_ = 0;
@@ -260,7 +272,7 @@ class Rebalancer {
                                int64_t allowed, size_t tries) {
     const uint32_t s = g_.arc(g_.arc(hot).reverse).to;
     const uint8_t port = g_.arc(hot).port;
-    const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+    const LftRow& row = *row_[s];
     auto in = [](const std::vector<uint32_t>& v, uint32_t a) {
       return std::find(v.begin(), v.end(), a) != v.end();
     };
@@ -353,8 +365,7 @@ class Rebalancer {
     }
     if (!shares_.empty() && rankOfLid_[m.lid] != kInf) bookShares(m.lid);  // before the tables change
     touched_.emplace_back(m.x, m.lid, entry(m.x, m.lid));
-    out_.tables.lft[g_.node(m.x)][m.lid] = g_.arc(m.arc).port;  // this version's own row (block) from now on
-    written();
+    write(m.x, m.lid, g_.arc(m.arc).port);
   }
 
   // Calls f(x, lid) once for every entry of `touches` (switch, LID, the port it had first) that differs now.
@@ -383,7 +394,7 @@ class Rebalancer {
     std::vector<uint8_t> missing(destSw_.size(), 0);
     std::vector<std::pair<uint32_t, uint16_t>> departed;
     for (uint32_t s = 0; s < n; ++s) {
-      const auto& row = std::as_const(out_.tables.lft)[g_.node(s)];
+      const LftRow& row = *row_[s];
       for (size_t lid = 1; lid < std::max(row.size(), destSw_.size()); ++lid) {
         const uint8_t p = lid < row.size() ? row[lid] : kNoPort;
         if (lid >= destSw_.size() || destSw_[lid] == kInf) {
@@ -419,8 +430,7 @@ class Rebalancer {
         out_.tables.ar[node].lidToGroup[lid] = ArTable::kNoGroup;
     }
     touched_.emplace_back(s, lid, entry(s, lid));
-    out_.tables.lft[node][lid] = kNoPort;
-    written();
+    write(s, lid, kNoPort);
   }
 
   // Hops of s's route to the LID; kInf without one.
@@ -782,6 +792,7 @@ class Rebalancer {
   std::vector<uint64_t> load_;      // per arc
   std::vector<std::tuple<uint32_t, uint16_t, uint8_t>> touched_;  // (switch, LID, port before)
   std::vector<uint32_t> stamp_, memo_;                            // next()'s memo, valid at serial_
+  std::vector<const LftRow*> row_;                                // rows()
   uint32_t serial_ = 1;
   uint16_t memoLid_ = 0;
   // Shifts (shiftShare_ > 0): ranks in job order, their LIDs, the ranks on each switch; the flows of a
