@@ -97,10 +97,15 @@ class DorRepairer final : public SchemeRepair {
     if (std::string why = SchemeRepair::run(arGroupCap); !why.empty()) return why;
     if (check && detours_ > 0)
       if (std::string why = checkLayer1(); !why.empty()) return why;
-    out_.note = "dor: " + std::to_string(detours_) + " route(s) around " + std::to_string(around_.size()) +
-                " link(s) on VLs " + std::to_string(layers_) + "-" + std::to_string(2 * layers_ - 1) + ", " +
-                std::to_string(kept_) + " on a parallel link or the other way round";
-    if (check && detours_ > 0) out_.note += ", layer 1 checked";
+    out_.note = "dor: ";
+    if (detours_ > 0)
+      out_.note += std::to_string(detours_) + " route(s) around " + std::to_string(around_.size()) +
+                   " link(s) by a sidestep, on SL bit " + std::to_string(grid_.rings()) + " and VLs " +
+                   std::to_string(layers_) + "-" + std::to_string(2 * layers_ - 1) +
+                   (check ? " (checked)" : "") + ", ";
+    else
+      out_.note += "no detour, ";
+    out_.note += std::to_string(kept_) + " on a parallel link or the other way round";
     return {};
   }
 

@@ -26,31 +26,35 @@
 // route, its SL and its VLs.
 //
 // Deadlock freedom. No dependency joins the layers: a path is on one layer from end to end. Layer 0 carries
-// dimension-order paths only, minimal, with the engine's dateline bits: acyclic by the engine's argument.
-// Layer 1 after one lost link (from the grid whole; the only case taken without the check below): merge the
-// parallel links of each switch pair and put all of layer 1 on one VL; acyclic there means acyclic on its VLs
-// (splitting channels by VL cannot close a cycle) and with any AR member (the merged channels are the same).
-// Let the link join x = (R, f) and y = (R, f+1), R the row (its coordinates but d). Every layer-1 path is
-// A S C: A a dimension-order route into the detour (to x or y, or for e < d to x' or y' arriving in e: the
-// routes that passed x' on their way to x), S the detour hops (x x', y y'; for e < d x x' y' y, y y' x' x
-// or their tails), C a dimension-order route out of it (from x' or y' for e > d, from y or x for e < d).
-//  (1) No channel is of two kinds. A takes dimensions <= d, in d only row R; C dimensions >= d, in d row R +
-//  u_e
-//      (e > d) or row R (e < d: the other half of a minimal way in d, disjoint from A's half). S's hops in d
-//      are in row R + u_e; in e, for e > d C corrects e only at the destination's coordinate in d (not f or
-//      f+1 at once: it starts at x' or y' and never passes back through x or y's coordinate in e first), for
-//      e < d A's hops in e are x's or y's own ring only at the source's coordinate in d and end at x (or x'),
-//      neither of S's two directed hops there.
-//  (2) So the dependencies go A->A, A->S, S->S, S->C, C->C, and a cycle lies within A, S or C.
-//  (3) A: between dimensions its dependencies go up; inside a ring (or line) and direction every A hop heads
-//      for the same coordinate (the destination's; x' or y''s for the routes that turn there), which no A
-//      hop passes, so no dependency at that switch and no cycle; in d the row R is cut by the lost link. C
-//      likewise: every C hop of a ring and direction starts from one coordinate (x' and y', or x and y, share
-//      theirs but d; in d the up routes start at f or f+1, the down ones at f+1 or f, and nothing enters that
-//      switch from the lost link's side). S is a chain of at most three hops per way.
+// dimension-order paths only (minimal; SL bits of the wrap links they take): acyclic by the engine's
+// argument. Layer 1 after one lost link from the grid whole (the case taken without the check below): put it
+// all on one VL and merge parallel links; acyclic there is acyclic on its VLs (splitting channels by VL maps
+// a cycle onto one) and with any AR member (merged channels). Let the link join x = (R, f) and y = (R, f+1)
+// (R: the coordinates but d), U the routes that crossed it from x to y, D from y to x. Every layer-1 path
+// is A S C with
+//   A  a dimension-order route into the detour: to x (U) or y (D), or, for e < d, to x' or y' arriving in
+//      e from the far side (the routes that passed x' on their way to x, which now turn at x');
+//   S  the detour hops: e > d: x x' (U), y y' (D); e < d: x x' y' y or x' y' y (U), y y' x' x or y' x' x (D);
+//   C  a dimension-order route out of it: from x' or y' (e > d), from y or x (e < d).
+//  (1) No channel is of two kinds. A takes dimensions <= d, C dimensions >= d; in d, A only row R, C row
+//      R + u_e (e > d) or the part of row R past the link (e < d; A has the part before it, and a minimal way
+//      is at most half a ring, so the two parts of a direction do not meet). S's hops in d are in row
+//      R + u_e. For e > d, S is in e, where A has no hops and C's hops start from x''s and y''s coordinate,
+//      one step from R's: a minimal way from there never takes the step from R's coordinate to it (that is
+//      the whole ring the other way). For e < d, C has no hops in e, and A's hops in the rings of e through x
+//      and y (coordinates f
+//      and f+1 in d: U's sources are all on one side, D's on the other) head for x or x', y or y', so none is
+//      x x', x' x, y y' or y' y (a route that reached x' does not go on to x).
+//  (2) So the dependencies go A->A, A->S, S->S, S->C and C->C, and a cycle lies within A, S or C.
+//  (3) A: between dimensions its dependencies go up; inside a ring or line and direction every A hop heads
+//      for one coordinate, the destination's (x''s or y''s for the routes turning there), which no A hop
+//      passes: no dependency at that switch, no cycle. In d, row R is cut by the lost link. C likewise: every
+//      C hop of a ring and direction leaves from one coordinate, which no C hop of that direction enters (x'
+//      and y', or x and y, share theirs but d; in d the U routes leave from x' or y, the D ones from y' or
+//      x). S is a chain of at most three hops.
 // Several lost links, or a layer 1 left from an earlier repair: the repair builds the channel dependency
 // graph of layer 1 from every path on it (merged links, VLs from the tables) and declines when it has a
-// cycle. Declined changes are routed from scratch by the caller (dfsp).
+// cycle. A declined change is routed from scratch by the caller.
 //
 // A link that comes back: when the grid is whole again dor's routes from scratch replace the repaired ones
 // (the original tables; a diff against them moves only what the repairs moved); while another link is still
