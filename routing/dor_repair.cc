@@ -244,7 +244,6 @@ class DorRepairer final : public SchemeRepair {
       if (u != target)
         return "dor: the route from " + describe(x) + " to LID " + std::to_string(lid_) +
                " finds no way around the lost link(s)";
-      if (!dest_.toCa || hosts(x) == 0) continue;
       uint8_t sl = 0;
       bool detour = false;
       for (uint32_t a : path_) {
@@ -257,6 +256,9 @@ class DorRepairer final : public SchemeRepair {
         if (bit >= 0 && at(arc.from, w.dim) == (w.dir == 0 ? grid_.size[w.dim] - 1 : 0))
           sl = static_cast<uint8_t>(sl | 1u << bit);  // the ring's wrap link
       }
+      // A detour is no shortest way, nor are the parallel links of its first hop: no AR group.
+      if (detour) keepStatic(x);
+      if (!dest_.toCa || hosts(x) == 0) continue;
       if (detour) {
         sl = static_cast<uint8_t>(sl | flag_);
         ++detours_;

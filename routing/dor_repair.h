@@ -14,6 +14,8 @@
 //      e < d: x sends to x', and x', whose route to the LID went back to x, now to y'; y''s own route takes
 //             e back to y: x x' y' y replaces x y (two entries).
 //    Both ways of the link are routed around on the same side.
+// AR groups stay dor's (the parallel links of the LFT port's way) on routes that stay of dimension order; a
+// broken switch whose route takes a detour gets none (neither its way nor its parallel links are shortest).
 //
 // SLs and VLs: dor's own paths use the dateline SLs 0..2^r-1 (r rings of 5 or more switches) on VLs 0..L-1
 // (L = 2 with datelines, else 1): layer 0. A path that takes a detour hop (one that is not a minimal step in

@@ -153,6 +153,7 @@ std::string SchemeRepair::run(uint32_t arGroupCap) {
   for (size_t l = 1; l < exit_.size(); ++l)
     if (exit_[l].sw == kNoSwitch && oldExit_[l].sw != kNoSwitch) dropDestination(static_cast<uint16_t>(l));
   inB_.assign(g_.size(), 0);
+  static_.assign(g_.size(), 0);
   for (size_t i = 0; i < seeds.size();) {
     size_t j = i;
     seed_.clear();
@@ -255,12 +256,13 @@ void SchemeRepair::dropDestination(uint16_t lid) {
   }
 }
 
-// AR groups (the parallel links to the LFT port's neighbour) of a switch that chose again.
+// AR groups (the parallel links to the LFT port's neighbour) of a switch that chose again; none for an entry
+// kept static.
 void SchemeRepair::updateGroup(SwitchIndex s) {
   if (out_.tables.ar.empty()) return;
   PortMask mask;
   const uint8_t p = entry(s, lid_);
-  const uint32_t a = p == kNoPort ? kNoArc : g_.arcOfPort(s, p);
+  const uint32_t a = p == kNoPort || static_[s] == serial_ ? kNoArc : g_.arcOfPort(s, p);
   if (a != kNoArc)
     for (uint32_t b = g_.arcBegin(s); b < g_.arcEnd(s); ++b)
       if (g_.arcs()[b].to == g_.arcs()[a].to) mask.set(g_.arcs()[b].port);

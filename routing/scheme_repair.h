@@ -43,6 +43,9 @@ class SchemeRepair {
   // a lost link), and the SLs of those with CAs; the first reason to decline, or empty.
   virtual std::string repairDestination() = 0;
 
+  // Leaves the entry of broken switch s for lid_ without an AR group (its way is a detour, whose parallel
+  // links are no shortest ways).
+  void keepStatic(SwitchIndex s) { static_[s] = serial_; }
   uint8_t entry(SwitchIndex s, uint16_t lid) const;
   void setEntry(SwitchIndex s, uint16_t lid, uint8_t port);
   void setSl(SwitchIndex s, uint16_t lid, uint8_t sl);
@@ -83,6 +86,7 @@ class SchemeRepair {
   std::vector<uint32_t> caBase_;  // CSR of caPorts_ per new switch
   std::vector<uint8_t> caPorts_;
   std::vector<uint32_t> oldHosts_;
+  std::vector<uint32_t> static_;  // static_[s] == serial_: keepStatic(s)
   uint32_t arCap_ = 0;
 };
 

@@ -288,6 +288,36 @@ TEST(DorRepair, AParallelLinkTakesTheRoutesWithoutADetour) {
   EXPECT_LT(r.vlSets, 20u);  // the pairs of the other link that carry no SL above 0 yet
   EXPECT_NE(r.result.note.find("dor: no detour, "), std::string::npos) << r.result.note;
   EXPECT_EQ(checkRoutes(*after, before.lids, r.result.tables).maxStretch, 0u);
+
+  // With AR groups (the parallel links of the LFT port's way): the lost port leaves them, the groups of the
+  // detoured and the moved entries are what the engine would make of the links left, and the CDG with every
+  // member stays acyclic on each VL.
+  Options o;
+  o.vlLayers = 4;
+  Routed ar = testing::routeWithLoads(*topo, "dor", o);
+  auto rr = repairRoutes(*topo, ar.lids, ar.tables, ar.loads, *after, ar.lids);
+  ASSERT_TRUE(rr.ok()) << rr.error().message;
+  CheckReport c = checkRoutes(*after, ar.lids, rr->tables);
+  EXPECT_TRUE(c.ok()) << formatReportText(c);
+  EXPECT_TRUE(c.arChecked && c.arCdgChecked && c.arCdgVlAware);
+  EXPECT_GT(c.arEntries, 0u);
+  for (const PortMask& m : rr->tables.ar[link.first].groups) EXPECT_FALSE(m.test(link.second));
+
+  // Both links of the pair down: a sidestep, and the routes that take it lose their AR groups (detours are
+  // no shortest ways).
+  std::vector<Link> pair;
+  const NodeIndex peer = topo->node(link.first).ports[link.second].peerNode;
+  for (unsigned p = 1; p <= topo->node(link.first).numPorts; ++p)
+    if (topo->node(link.first).ports[p].peerNode == peer)
+      pair.emplace_back(link.first, static_cast<uint8_t>(p));
+  ASSERT_EQ(pair.size(), 2u);
+  TopologyPtr cut = takeDown(*topo, pair);
+  rr = repairRoutes(*topo, ar.lids, ar.tables, ar.loads, *cut, ar.lids);
+  ASSERT_TRUE(rr.ok()) << rr.error().message;
+  EXPECT_NE(rr->note.find(" route(s) around 1 link(s) by a sidestep"), std::string::npos) << rr->note;
+  c = checkRoutes(*cut, ar.lids, rr->tables);
+  EXPECT_TRUE(c.ok()) << formatReportText(c);
+  EXPECT_EQ(c.arNotShortest, 0u);
 }
 
 // What the scheme cannot do is declined with the reason, and the caller routes from scratch: dor routed on
