@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "routing/channel_graph.h"
@@ -45,14 +46,22 @@ class DorRepairer final : public SchemeRepair {
       cell_[index] = s;
     }
     // The live ports of every way, and the grid links with none.
-    wayPorts_.assign(S * D * 2, {});
+    std::vector<uint32_t> wayOfArc(g_.arcs().size(), UINT32_MAX);
+    wayBegin_.assign(S * D * 2 + 1, 0);
     for (uint32_t a = 0; a < g_.arcs().size(); ++a) {
       const auto& arc = g_.arcs()[a];
       const DorWay w = wayOf(arc.from, arc.to);
-      if (w.dim != UINT32_MAX) wayPorts_[way(arc.from, w.dim, w.dir)].push_back(arc.port);
+      if (w.dim == UINT32_MAX) continue;
+      wayOfArc[a] = static_cast<uint32_t>(way(arc.from, w.dim, w.dir));
+      ++wayBegin_[wayOfArc[a] + 1];
     }
+    for (size_t i = 1; i < wayBegin_.size(); ++i) wayBegin_[i] += wayBegin_[i - 1];
+    wayPort_.resize(wayBegin_.back());
+    std::vector<uint32_t> fill(wayBegin_.begin(), wayBegin_.end() - 1);
+    for (uint32_t a = 0; a < g_.arcs().size(); ++a)
+      if (wayOfArc[a] != UINT32_MAX) wayPort_[fill[wayOfArc[a]]++] = g_.arcs()[a].port;
     for (SwitchIndex s = 0; s < S; ++s)
-      for (uint32_t d = 0; d < D; ++d) lost_ += step(s, d, 0) != kNoSwitch && wayPorts_[way(s, d, 0)].empty();
+      for (uint32_t d = 0; d < D; ++d) lost_ += step(s, d, 0) != kNoSwitch && ports(way(s, d, 0)).empty();
     layers_ = grid_.rings() > 0 ? 2 : 1;
     flag_ = uint8_t(1u << grid_.rings());
     // Representatives of the merged switch pairs, for the check of layer 1.
@@ -152,7 +161,11 @@ class DorRepairer final : public SchemeRepair {
     }
     return {UINT32_MAX, 0};
   }
-  uint8_t pick(const std::vector<uint8_t>& ports) const { return ports[lid_ % ports.size()]; }
+  // The live ports of a way, and the one of them LID lid_ takes (the LIDs in turn).
+  std::span<const uint8_t> ports(size_t w) const {
+    return {wayPort_.data() + wayBegin_[w], wayBegin_[w + 1] - wayBegin_[w]};
+  }
+  uint8_t pick(std::span<const uint8_t> live) const { return live[lid_ % live.size()]; }
 
   // The sidestep around the lost link from x to y in dimension d: (e, direction), chosen once per link for
   // both ways; e UINT32_MAX when every candidate has a link down.
@@ -168,8 +181,8 @@ class DorRepairer final : public SchemeRepair {
         const SwitchIndex x2 = step(x, e, dir), y2 = step(y, e, dir);
         if (x2 == kNoSwitch || y2 == kNoSwitch) continue;
         const DorWay xy = wayOf(x, y);
-        if (!wayPorts_[way(x, e, dir)].empty() && !wayPorts_[way(y, e, dir)].empty() &&
-            !wayPorts_[way(x2, xy.dim, xy.dir)].empty()) {
+        if (!ports(way(x, e, dir)).empty() && !ports(way(y, e, dir)).empty() &&
+            !ports(way(x2, xy.dim, xy.dir)).empty()) {
           best = {e, dir};
           break;
         }
@@ -184,16 +197,16 @@ class DorRepairer final : public SchemeRepair {
   std::string decide(SwitchIndex x, SwitchIndex y) {
     const SwitchIndex target = dest_.sw;
     const DorWay lostWay = wayOf(x, y);
-    if (lostWay.dim != UINT32_MAX && !wayPorts_[way(x, lostWay.dim, lostWay.dir)].empty()) {
-      setEntry(x, lid_, pick(wayPorts_[way(x, lostWay.dim, lostWay.dir)]));  // a parallel link
+    if (lostWay.dim != UINT32_MAX && !ports(way(x, lostWay.dim, lostWay.dir)).empty()) {
+      setEntry(x, lid_, pick(ports(way(x, lostWay.dim, lostWay.dir))));  // a parallel link
       return {};
     }
     const auto [d, dirs] = dorWays(x, target);
     if (d == UINT32_MAX)
       return "dor: switch " + describe(x) + " has no grid way to LID " + std::to_string(lid_);
     for (uint8_t dir : {0, 1})
-      if ((dirs >> dir & 1u) && !wayPorts_[way(x, d, dir)].empty()) {
-        setEntry(x, lid_, pick(wayPorts_[way(x, d, dir)]));  // the other way round, as short
+      if ((dirs >> dir & 1u) && !ports(way(x, d, dir)).empty()) {
+        setEntry(x, lid_, pick(ports(way(x, d, dir))));  // the other way round, as short
         return {};
       }
     // Around the lost link of the way it took (or the dimension-order one).
@@ -210,12 +223,12 @@ class DorRepairer final : public SchemeRepair {
              std::to_string(grid_.vls);
     if (grid_.rings() >= 4) return "dor: 4 rings with datelines leave no SL bit for detours";
     const SwitchIndex x2 = step(x, e, side);
-    setEntry(x, lid_, pick(wayPorts_[way(x, e, side)]));
+    setEntry(x, lid_, pick(ports(way(x, e, side))));
     if (e < d) {
       // x2's route went back to x: now across the row next to the lost link, and y2's takes e back to far.
       const uint8_t p = entry(x2, lid_);
       const uint32_t a = p == kNoPort ? kNoArc : g_.arcOfPort(x2, p);
-      if (a != kNoArc && g_.arcs()[a].to == x) setEntry(x2, lid_, pick(wayPorts_[way(x2, d, dir)]));
+      if (a != kNoArc && g_.arcs()[a].to == x) setEntry(x2, lid_, pick(ports(way(x2, d, dir))));
     }
     return {};
   }
@@ -329,11 +342,12 @@ class DorRepairer final : public SchemeRepair {
   }
 
   const DorGrid& grid_;
-  std::vector<uint32_t> coord_;                 // [s * dims + d]
-  std::vector<SwitchIndex> cell_;               // grid cell (mixed radix, dimension 0 lowest) -> switch
-  std::vector<std::vector<uint8_t>> wayPorts_;  // [way(s, d, dir)]: live ports
-  std::vector<uint32_t> rep_;                   // arc -> first arc between the same two switches
-  size_t lost_ = 0;                             // grid links with no live link
+  std::vector<uint32_t> coord_;     // [s * dims + d]
+  std::vector<SwitchIndex> cell_;   // grid cell (mixed radix, dimension 0 lowest) -> switch
+  std::vector<uint32_t> wayBegin_;  // CSR of wayPort_ per way(s, d, dir)
+  std::vector<uint8_t> wayPort_;    // the live ports of each way
+  std::vector<uint32_t> rep_;       // arc -> first arc between the same two switches
+  size_t lost_ = 0;                 // grid links with no live link
   uint8_t layers_ = 1, flag_ = 1;
   std::map<std::pair<SwitchIndex, SwitchIndex>, std::pair<uint32_t, uint8_t>> around_;  // sidestep per link
   size_t detours_ = 0, kept_ = 0;
