@@ -260,11 +260,20 @@ class DorEngine final : public Engine {
     if (!detected) return detected.error();
     const Grid& grid = *detected;
     const size_t S = g.size(), D = grid.dims;
+    RoutingTables t;
+    t.engine = "dor";
+    // The grid, for repairs (routing/dor_repair.h).
+    DorGrid& kept = t.dorGrid;
+    kept.size = grid.size;
+    kept.ring.assign(grid.ring.begin(), grid.ring.end());
+    kept.vls = options.vlLayers;
+    kept.coord.assign(topo.size() * D, DorGrid::kNoCoord);
+    for (SwitchIndex s = 0; s < S; ++s)
+      for (size_t d = 0; d < D; ++d) kept.coord[g.node(s) * D + d] = grid.at(s, d);
     // The j-th ring that needs a dateline (one where a minimal path can take two hops) gives SL bit j.
     std::vector<int> slBit(D, -1);
-    int rings = 0;
-    for (size_t d = 0; d < D; ++d)
-      if (grid.ring[d] && grid.size[d] >= 4) slBit[d] = rings++;
+    for (size_t d = 0; d < D; ++d) slBit[d] = kept.slBit(d);
+    const int rings = kept.rings();
     if (rings > 4)
       return fabric::makeError("dor: " + std::to_string(rings) +
                                " rings need datelines, more than the 4 bits of an SL can tell apart");
@@ -273,8 +282,6 @@ class DorEngine final : public Engine {
                                (rings == 1 ? " ring" : " rings") + " need 2 VLs; the fabric offers " +
                                std::to_string(options.vlLayers));
 
-    RoutingTables t;
-    t.engine = "dor";
     t.lft.resize(topo.size());
     const uint32_t maxLid = lids.maxLid().value;
     for (SwitchIndex s = 0; s < S; ++s) t.lft[g.node(s)].assign(maxLid + 1u, kNoPort);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "routing/dfly_repair.h"
+#include "routing/dor_repair.h"
 #include "routing/parallel.h"
 #include "routing/routing_graph.h"
 
@@ -604,6 +605,8 @@ fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssi
                                           uint32_t arGroupCap, bool clearDeparted) {
   // dfly's routes obey no up/down order but a dragonfly's own scheme, which its repair keeps.
   if (old.engine == "dfly") return repairDragonfly(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
+  // dor's likewise: its detours keep to dimension order's own VL layers (routing/dor_repair.h).
+  if (old.engine == "dor") return repairDor(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
   RepairResult out;
   Repairer r(oldTopo, old, topo, out);
   if (std::string why = r.check(oldLids, lids); !why.empty()) return fabric::makeError(why);

@@ -42,7 +42,7 @@ struct RepairResult {
 };
 
 // dfly's routes (old.engine "dfly") are repaired inside the dragonfly scheme instead, links that came back
-// included (routing/dfly_repair.h).
+// included (routing/dfly_repair.h), and dor's inside dimension-order routing (routing/dor_repair.h).
 // An Error when the change is not one a repair can follow (a link or node came up, LIDs moved, the engine's
 // routes obey no known order, a switch with CAs lost every legal way to a LID): the reason, for the log; the
 // caller then recomputes from scratch.

@@ -82,6 +82,28 @@ class SlToVlMap {
 // the very same.
 using LftRow = Blocks<uint8_t, 64>;
 
+// The grid of dor's routes (routing/dor_engine.cc): per dimension its size and whether it wraps, per node its
+// coordinates, and the data VLs dor may use (Options::vlLayers when it routed). Empty for other engines.
+struct DorGrid {
+  static constexpr uint32_t kNoCoord = UINT32_MAX;
+  std::vector<uint32_t> size;
+  std::vector<uint8_t> ring;
+  std::vector<uint32_t> coord;  // [node * dims + d]; kNoCoord for nodes that are no switch of the grid
+  uint8_t vls = 0;
+  size_t dims() const { return size.size(); }
+  // The SL bit of dimension d's dateline (the j-th ring of 4 or more switches gives bit j), or -1.
+  int slBit(size_t d) const {
+    int bit = 0;
+    for (size_t e = 0; e < d; ++e) bit += ring[e] && size[e] >= 4;
+    return ring[d] && size[d] >= 4 ? bit : -1;
+  }
+  int rings() const {
+    int n = 0;
+    for (size_t d = 0; d < dims(); ++d) n += slBit(d) >= 0;
+    return n;
+  }
+};
+
 struct RoutingTables {
   std::string engine;  // which engine produced them
   // Rows (fabric/rows.h): per switch, shared with other versions of the tables until written.
@@ -108,6 +130,9 @@ struct RoutingTables {
   std::vector<uint32_t> dflyGroup;
   uint8_t dflyVls = 0;
   bool dflySpread = false;  // routed with Options::dflySpread (a repair's fresh routes are routed so again)
+  // dor only (routing/dor_repair.h): the grid its routes follow, which a torus missing a link no longer
+  // shows.
+  DorGrid dorGrid;
   uint8_t port(fabric::NodeIndex sw, fabric::Lid lid) const {
     const auto& t = lft[sw];
     return lid.value < t.size() ? t[lid.value] : kNoPort;

@@ -4,7 +4,7 @@
 // sl2vl; the pairs that carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others
 // their reset table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0. With
 // the default chain "ftree,dfly,dor|dfsp,updn,minhop" dfly routes the same dragonfly on 2 VLs and dor a
-// torus; dfly repairs a failed link inside its scheme on up to 4 VLs (issue 28).
+// torus; dfly repairs a failed link inside its scheme on up to 4 VLs, dor by a sidestep on 4 (issue 28).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -139,6 +139,27 @@ std::string lastLineWith(const std::string& text, const std::string& what) {
   const size_t begin = text.rfind('\n', at), end = text.find('\n', at);
   return text.substr(begin == std::string::npos ? 0 : begin + 1,
                      end == std::string::npos ? end : end - begin - 1);
+}
+
+// Waits until the switches hold `want`'s LFTs (the SM converges asynchronously); a test failure when they do
+// not within 30 s.
+void holdsRoutes(Ibsim& sim, pid_t sm, const fabric::Topology& topo, const routing::RoutingTables& want,
+                 uint16_t maxLid) {
+  size_t diff = SIZE_MAX;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        auto lfts = switchLfts(sim, topo);
+        diff = lfts.ok() ? lftDifferences(topo, *lfts, want, maxLid) : SIZE_MAX;
+        return diff == 0;
+      },
+      30s, "the switches to hold the routes", 100ms))
+      << diff << " entries differ\n"
+      << sim.output(sm);
+}
+
+// A switch as the ibsim console names it: "S-<GUID>".
+std::string switchId(const fabric::Topology& topo, fabric::NodeIndex n) {
+  return "\"S-" + fabric::toString(topo.node(n).guid).substr(2) + "\"";
 }
 
 TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
@@ -372,23 +393,12 @@ TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
   ASSERT_TRUE(base.ok()) << base.error().message;
   const routing::PortLoads baseLoads = routing::computePortLoads(*whole, lids, *base);
   const uint64_t initialMax = routing::checkRoutes(*whole, lids, *base).maxLoad;
-  // The daemon's tables are the offline ones (polled: the SM converges asynchronously).
+  // The daemon's tables are the offline ones.
   auto held = [&](const fabric::Topology& topo, const routing::RoutingTables& want) {
-    size_t diff = SIZE_MAX;
-    EXPECT_TRUE(waitUntil(
-        [&] {
-          auto lfts = switchLfts(*sim, topo);
-          diff = lfts.ok() ? lftDifferences(topo, *lfts, want, maxLid) : SIZE_MAX;
-          return diff == 0;
-        },
-        30s, "the switches to hold the routes", 100ms))
-        << diff << " entries differ\n"
-        << sim->output(sm);
+    holdsRoutes(*sim, sm, topo, want, maxLid);
   };
   held(*whole, *base);
-  auto id = [&](fabric::NodeIndex n) {
-    return "\"S-" + fabric::toString(built->node(n).guid).substr(2) + "\"";
-  };
+  auto id = [&](fabric::NodeIndex n) { return switchId(*built, n); };
 
   for (bool local : {false, true}) {
     SCOPED_TRACE(local ? "local link" : "global link");
@@ -525,6 +535,106 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
       sls.insert(*sl);
     }
   EXPECT_EQ(sls, (std::set<unsigned>{0, 1, 2, 3}));
+  sim->stop(sm);
+}
+
+// A link of that 5 x 5 torus goes down, one in dimension 0 and, once it is back, one in dimension 1 (the
+// last: its sidestep is in a lower dimension, two entries per LID): the trap's update repairs the routes
+// inside dor (the TOPO001 line names the sidestep) as the same repair offline computes them (the LFTs read
+// back with dump_lfts), with VL table Sets only for the pairs the detoured paths take. With the SL-to-VL
+// tables read back from the switches the VL-aware CDG is acyclic on 3 or 4 VLs (cyclic when every pair maps
+// to VL 0), and the PathRecords carry the repair's SLs, the detour flag (SL bit 2) included. The link comes
+// back: dor's tables from scratch again.
+TEST(IbsimVl, TorusLinksDownAreRepairedInsideDorAndComeBack) {
+  std::string net;
+  std::unique_ptr<Ibsim> sim = startFabric("--torus 5,5 --hosts-per-switch 1", &net);
+  fabric::TopologyPtr built = parseOrFail(net, "generated");
+  ASSERT_TRUE(built);
+  const std::string sock = sim->dir() + "/ibsm.sock";
+  pid_t sm = startDaemon(*sim, sock);
+  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
+  fabric::TopologyPtr whole = discovered(*sim);
+  ASSERT_TRUE(whole);
+  const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*whole);
+  const uint16_t maxLid = lids.maxLid().value;
+  auto base = offline("dor", *whole, lids);
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  const routing::PortLoads baseLoads = routing::computePortLoads(*whole, lids, *base);
+  holdsRoutes(*sim, sm, *whole, *base, maxLid);
+  // torus-2-2's port 2 (to torus-3-2) and port 4 (to torus-2-3), away from torus-0-0 where the SM and the
+  // diagnostics attach.
+  const auto at = built->findByDescription("torus-2-2");
+  ASSERT_TRUE(at);
+  for (unsigned port : {2u, 4u}) {
+    SCOPED_TRACE("port " + std::to_string(port));
+    const std::string link = switchId(*built, *at) + "[" + std::to_string(port) + "]";
+    const size_t repairs = occurrences(sim->output(sm), "by a sidestep");
+    sim->console("Unlink " + link);
+    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "by a sidestep") > repairs; }, 30s,
+                          "the dor repair", 50ms))
+        << sim->output(sm);
+    const std::string line = lastLineWith(sim->output(sm), "by a sidestep");
+    EXPECT_NE(line.find("TOPO001"), std::string::npos) << line;
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(line, m,
+                          std::regex("routes: repair of [0-9]+ LID\\(s\\) \\(dor: ([0-9]+) route\\(s\\) "
+                                     "around 1 link\\(s\\) by a sidestep, on SL bit 2 and VLs 2-3, ")))
+        << line;
+    EXPECT_GT(std::stoul(m[1]), 0u) << line;
+    std::smatch sets;
+    ASSERT_TRUE(std::regex_search(line, sets, std::regex("([0-9]+) VL table Sets"))) << line;
+    // The pairs the detoured paths take and those outputs' arbitration.
+    EXPECT_GT(std::stoul(sets[1]), 0u) << line;
+    EXPECT_LT(std::stoul(sets[1]), 200u) << line;
+
+    // The same repair offline, and the switches holding it.
+    fabric::TopologyPtr after = discovered(*sim);
+    ASSERT_TRUE(after);
+    auto repaired = routing::repairRoutes(*whole, lids, *base, baseLoads, *after, lids);
+    ASSERT_TRUE(repaired.ok()) << repaired.error().message;
+    holdsRoutes(*sim, sm, *after, repaired->tables, maxLid);
+    routing::SlToVlMap read;
+    size_t rows = 0;
+    readSlToVl(*sim, *after, lids, read, rows);
+    ASSERT_FALSE(HasFatalFailure());
+    routing::CheckOptions co;
+    co.slToVl = &read;
+    routing::CheckReport c = routing::checkRoutes(*after, lids, repaired->tables, co);
+    EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
+    EXPECT_GE(c.cdgVls, 3u) << routing::formatReportText(c);  // VL 3: detours that take a wrap link
+    EXPECT_LE(c.cdgVls, 4u) << routing::formatReportText(c);
+    const routing::SlToVlMap allVl0 = allOnVl0(*after);
+    co.slToVl = &allVl0;
+    EXPECT_FALSE(routing::checkRoutes(*after, lids, repaired->tables, co).cdgAcyclic);
+
+    // PathRecords: the repair's SL for a few detoured pairs and a few others.
+    size_t detoured = 0, other = 0;
+    for (fabric::NodeIndex from : after->cas())
+      for (fabric::NodeIndex to : after->cas()) {
+        const auto& p = after->node(from).ports[1];
+        if (from == to || !p.connected()) continue;
+        const uint16_t dlid = lids.base(to, fabric::PortNum{1}).value;
+        const uint8_t sl = repaired->tables.pathSl(p.peerNode, fabric::Lid{dlid});
+        size_t& n = sl & 4u ? detoured : other;
+        if (n >= 3 || (!(sl & 4u) && from % 7 != 0)) continue;
+        ++n;
+        EXPECT_EQ(pathRecordSl(*sim, lids.base(from, fabric::PortNum{1}).value, dlid), sl);
+      }
+    EXPECT_EQ(detoured, 3u);
+
+    // The link comes back: dor's tables from scratch again.
+    const size_t whole0 = occurrences(sim->output(sm), "whole again");
+    const fabric::Port& far = built->node(*at).ports[port];
+    sim->console("Link " + link + " " + switchId(*built, far.peerNode) + "[" +
+                 std::to_string(far.peerPort.value) + "]");
+    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "whole again") > whole0; }, 30s,
+                          "the link to come back", 50ms))
+        << sim->output(sm);
+    fabric::TopologyPtr back = discovered(*sim);
+    ASSERT_TRUE(back);
+    holdsRoutes(*sim, sm, *back, *base, maxLid);
+  }
   sim->stop(sm);
 }
 

@@ -17,6 +17,7 @@ namespace ibsm::routing {
 namespace {
 
 using fabric::TopologyPtr;
+using testing::crosses;
 using testing::dragonfly;
 using testing::generate;
 using testing::takeDown;
@@ -40,21 +41,6 @@ std::vector<std::pair<NodeIndex, uint8_t>> links(const Topology& topo, const Rou
         out.emplace_back(s, static_cast<uint8_t>(p));
     }
   return out;
-}
-
-// Whether the route from switch s to lid over `t` (on `topo`) takes the link out of (n, port), either way.
-bool crosses(const Topology& topo, const RoutingTables& t, NodeIndex s, uint16_t lid, NodeIndex n,
-             uint8_t port) {
-  const fabric::Port& far = topo.node(n).ports[port];
-  for (size_t hops = 0; hops < 10; ++hops) {
-    const uint8_t p = t.port(s, fabric::Lid{lid});
-    if (p == kNoPort || p == 0 || p >= topo.node(s).ports.size()) return false;
-    if ((s == n && p == port) || (s == far.peerNode && p == far.peerPort.value)) return true;
-    const fabric::Port& next = topo.node(s).ports[p];
-    if (!topo.node(next.peerNode).isSwitch()) return false;
-    s = next.peerNode;
-  }
-  return false;
 }
 
 // The same tables with SLs `sls` moved, on every pair, to the VL SL 0 takes there.

@@ -156,6 +156,21 @@ inline fabric::TopologyPtr takeDown(const fabric::Topology& topo,
   return topo.withAttrs(patch);
 }
 
+// Whether the route from switch s to lid over `t` (on `topo`) takes the link out of (n, port), either way.
+inline bool crosses(const fabric::Topology& topo, const RoutingTables& t, fabric::NodeIndex s, uint16_t lid,
+                    fabric::NodeIndex n, uint8_t port) {
+  const fabric::Port& far = topo.node(n).ports[port];
+  for (size_t hops = 0; hops < topo.switches().size(); ++hops) {
+    const uint8_t p = t.port(s, fabric::Lid{lid});
+    if (p == kNoPort || p == 0 || p >= topo.node(s).ports.size()) return false;
+    if ((s == n && p == port) || (s == far.peerNode && p == far.peerPort.value)) return true;
+    const fabric::Port& next = topo.node(s).ports[p];
+    if (!topo.node(next.peerNode).isSwitch()) return false;
+    s = next.peerNode;
+  }
+  return false;
+}
+
 // Switch-to-switch ports of the fabric, in node and port order.
 inline std::vector<std::pair<fabric::NodeIndex, uint8_t>> switchLinks(const fabric::Topology& topo) {
   std::vector<std::pair<fabric::NodeIndex, uint8_t>> out;
