@@ -73,17 +73,17 @@ void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions opt
   const uint8_t* b = r.packet.bytes.data();
   r.mgmtClass = b[1];
   r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
-  if (options.urgent)
-    queue_.push_front(std::move(r));
-  else
-    queue_.push_back(std::move(r));
+  (options.urgent ? urgent_ : queue_).push_back(std::move(r));
   fillWindow();
 }
 
 size_t MadEngine::cancelQueued(const void* owner) {
-  std::deque<Request> cancelled, kept;
-  for (Request& r : queue_) (r.owner == owner ? cancelled : kept).push_back(std::move(r));
-  queue_ = std::move(kept);
+  std::deque<Request> cancelled;
+  for (std::deque<Request>* q : {&urgent_, &queue_}) {
+    std::deque<Request> kept;
+    for (Request& r : *q) (r.owner == owner ? cancelled : kept).push_back(std::move(r));
+    *q = std::move(kept);
+  }
   for (Request& r : cancelled) {
     MadResult res;
     res.status = MadStatus::kCancelled;
@@ -104,9 +104,10 @@ fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {
 }
 
 void MadEngine::fillWindow() {
-  while (!queue_.empty() && inFlight_.size() < options_.window) {
-    Request r = std::move(queue_.front());
-    queue_.pop_front();
+  while ((!urgent_.empty() || !queue_.empty()) && inFlight_.size() < options_.window) {
+    std::deque<Request>& q = urgent_.empty() ? queue_ : urgent_;
+    Request r = std::move(q.front());
+    q.pop_front();
     transmit(std::move(r));
   }
 }
@@ -154,8 +155,9 @@ void MadEngine::attemptFailed(uint32_t tid, bool expired) {
     ++rtt.backoff;
   if (r.attempts <= r.retries) {
     ++counters_.retries;
-    // Retries go ahead of queued requests: they are older and may gate further discovery.
-    queue_.push_front(std::move(r));
+    // Retries go ahead of queued requests, urgent ones included: they are older and may gate further
+    // discovery.
+    urgent_.push_front(std::move(r));
     return;
   }
   ++counters_.failed;

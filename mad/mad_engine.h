@@ -1,9 +1,9 @@
 // Transactions over a MadPort: assigns TIDs, keeps at most `window` requests in flight (the rest queue in
-// FIFO order), matches responses by the low 32 bits of the TID (the kernel and umad2sim own the upper half),
-// times out and retries with its own timers (umad2sim ignores umad's), and hands requests/traps that nobody
-// asked for to an unsolicited handler. With an M_Key set, every SMP request it sends (class 0x01/0x81, not a
-// response) whose header M_Key is 0 carries that key (IBA 14.2.4), so no caller has to remember it.
-// Single-threaded: call poll() from the event loop; completions run inside poll().
+// FIFO order, retries and urgent requests first), matches responses by the low 32 bits of the TID (the kernel
+// and umad2sim own the upper half), times out and retries with its own timers (umad2sim ignores umad's), and
+// hands requests/traps that nobody asked for to an unsolicited handler. With an M_Key set, every SMP request
+// it sends (class 0x01/0x81, not a response) whose header M_Key is 0 carries that key (IBA 14.2.4), so no
+// caller has to remember it. Single-threaded: call poll() from the event loop; completions run inside poll().
 //
 // Timeouts adapt to the fabric: per path length (the hop count of a directed-route SMP; LID-routed SMPs and
 // GMPs share one bucket) the engine keeps a smoothed round-trip time and its variation (Jacobson/Karels as
@@ -47,7 +47,9 @@ struct MadEngineOptions {
 struct RequestOptions {
   std::optional<Duration> timeout;
   std::optional<unsigned> retries;
-  bool urgent = false;          // sent before the queued requests (a standby's poll of its master in a sweep)
+  // Sent before the requests queued without it, in the order submitted (a standby's poll of its master in a
+  // sweep; the probes that gate a sweep's discovery).
+  bool urgent = false;
   const void* owner = nullptr;  // for cancelQueued
 };
 
@@ -99,12 +101,12 @@ class MadEngine {
   void poll(Duration maxWait);
   // Polls until nothing is queued or in flight.
   void runUntilIdle();
-  bool idle() const { return inFlight_.empty() && queue_.empty(); }
+  bool idle() const { return inFlight_.empty() && urgent_.empty() && queue_.empty(); }
   int eventFd() const {
     return port_.eventFd();
   }  // readable while received MADs wait; -1 if the port has none
   size_t inFlight() const { return inFlight_.size(); }
-  size_t queued() const { return queue_.size(); }
+  size_t queued() const { return urgent_.size() + queue_.size(); }
   size_t maxInFlightSeen() const { return maxInFlight_; }
   const MadCounters& counters() const { return counters_; }
   const MadEngineOptions& options() const { return options_; }
@@ -158,6 +160,7 @@ class MadEngine {
   const Clock& clock_;
   MadEngineOptions options_;
   uint32_t nextTid_ = 1;
+  std::deque<Request> urgent_;  // retries (at the front), then urgent requests: sent before queue_
   std::deque<Request> queue_;
   std::unordered_map<uint32_t, Request> inFlight_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;

@@ -1,6 +1,7 @@
 #include "daemon/sm/discoverer.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,29 @@ struct Sweep {
     uint8_t pb;
   };
   std::vector<PendingLink> links;
+  // [node][port]: a NodeInfo through either end of the port's link answered (the link is among `links`), so
+  // exploring the port would only find the node at its other end again.
+  std::vector<std::vector<bool>> linkKnown;
+  // Ports to explore, in the order their PortInfo answered (breadth-first: the order their probes had when
+  // each went out at once). A node's probes go out together; the next node's wait until they are answered.
+  // So by a port's turn a probe from the other end of its link has answered, if one was sent, and the port is
+  // skipped: each link's far end is probed once, links between nodes as far from the SM as each other
+  // included (a dragonfly's, a torus's: without the wait both their ends were probed at once). The nodes are
+  // found in the same order as without the wait: numbered alike, each first reached on its breadth-first
+  // route. These probes are urgent, so a node's turn does not wait behind the reads queued for the nodes
+  // found before it.
+  struct Explore {
+    NodeIndex node;
+    uint8_t port;
+    DrPath path;  // to the far end
+  };
+  std::deque<Explore> toExplore;
+  NodeIndex exploring = fabric::kNoNode;  // whose probes are out
+  size_t probesOut = 0;
+  // A probe not answered at its first attempt ends the waits for the rest of the sweep (it goes on with the
+  // engine's retries): on a lossy fabric, or behind a link that died, every wait would cost a timeout. Then
+  // the links within a level are probed from both ends again, as fast as before.
+  bool waits = true;
   // Flap damping: (node GUID, port) pairs not to explore; the ones met are reported back.
   std::vector<std::pair<fabric::Guid, uint8_t>> heldDown, heldDownSeen;
   // Targeted mode: a changed switch that does not answer makes the whole result unusable.
@@ -58,17 +82,24 @@ struct Sweep {
 
   explicit Sweep(mad::MadEngine& e) : engine(e) {}
 
+  // How a Get that gets no answer is sent again. kFirst: with the engine's retries, then once more after the
+  // others (kSecond). kOnce: one attempt, urgent, and the caller is told of a failure (it sends it again).
+  enum class Pass { kOnce, kFirst, kSecond };
   void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done,
-           bool secondPass = false) {
+           Pass pass = Pass::kFirst) {
     if (interrupted) return;
     mad::RequestOptions ro;
     ro.owner = this;
+    if (pass == Pass::kOnce) {
+      ro.retries = 0;
+      ro.urgent = true;
+    }
     engine.submit(
         mad::makeDirectedSmp(mad::kGet, attr, mod, path),
-        [this, attr, mod, path, secondPass, done = std::move(done)](const MadResult& r) mutable {
-          if (r.ok()) return done(r);
+        [this, attr, mod, path, pass, done = std::move(done)](const MadResult& r) mutable {
+          if (r.ok() || pass == Pass::kOnce) return done(r);
           if (r.status == mad::MadStatus::kCancelled) return;
-          if (!secondPass) return again.push_back({attr, mod, path, std::move(done)});
+          if (pass == Pass::kFirst) return again.push_back({attr, mod, path, std::move(done)});
           ++lost;
           done(r);
         },
@@ -80,7 +111,7 @@ struct Sweep {
     while (!again.empty() && !interrupted) {
       std::vector<Again> batch = std::move(again);
       again.clear();
-      for (Again& a : batch) get(a.attr, a.mod, a.path, std::move(a.done), true);
+      for (Again& a : batch) get(a.attr, a.mod, a.path, std::move(a.done), Pass::kSecond);
       drain();
     }
   }
@@ -97,6 +128,20 @@ struct Sweep {
 
   static bool answered(const MadResult& r) { return r.ok() && r.header.status == 0; }
 
+  // A link a NodeInfo answer showed (an ACTIVE link kept from before is not: its other end may say
+  // otherwise).
+  void addProbedLink(const PendingLink& l) {
+    links.push_back(l);
+    for (auto [n, p] : {std::pair{l.a, l.pa}, std::pair{l.b, l.pb}}) {
+      if (linkKnown.size() <= n) linkKnown.resize(n + 1u);
+      if (linkKnown[n].size() <= p) linkKnown[n].resize(p + 1u);
+      linkKnown[n][p] = true;
+    }
+  }
+  bool isLinkKnown(NodeIndex n, uint8_t p) const {
+    return n < linkKnown.size() && p < linkKnown[n].size() && linkKnown[n][p];
+  }
+
   void warnNoAnswer(const char* what, const DrPath& path, const MadResult& r) {
     if (failOnNoAnswer && !fatal)
       fatal = std::string("no ") + what + " from directed route " + path.toString();
@@ -104,9 +149,10 @@ struct Sweep {
                        (r.ok() ? " (MAD status " + std::to_string(r.header.status) + ")" : " (timeout)"));
   }
 
-  // NodeInfo at `path`, reached from (parent, parentPort) unless this is the local node.
-  void probe(const DrPath& path, NodeIndex parent, uint8_t parentPort) {
-    get(mad::kAttrNodeInfo, 0, path, [this, path, parent, parentPort](const MadResult& r) {
+  // NodeInfo at `path`, reached from (parent, parentPort) unless this is the local node. `waited`: a probe
+  // the next node's turn waits for (see toExplore), tried once first.
+  void probe(const DrPath& path, NodeIndex parent, uint8_t parentPort, bool waited = false) {
+    mad::MadCompletion done = [this, path, parent, parentPort](const MadResult& r) {
       if (!answered(r)) {
         if (parent == fabric::kNoNode)
           fatal = "the local port does not answer NodeInfo";
@@ -120,7 +166,35 @@ struct Sweep {
         return;
       }
       onNodeInfo(path, parent, parentPort, *info);
-    });
+    };
+    if (!waited) return get(mad::kAttrNodeInfo, 0, path, std::move(done));
+    ++probesOut;
+    get(
+        mad::kAttrNodeInfo, 0, path,
+        [this, path, done = std::move(done)](const MadResult& r) mutable {
+          --probesOut;
+          if (r.ok()) {
+            done(r);
+          } else {
+            waits = false;
+            get(mad::kAttrNodeInfo, 0, path, std::move(done));
+          }
+          exploreNext();
+        },
+        Pass::kOnce);
+  }
+
+  // Sends the probes whose turn it is (see toExplore), skipping the ports whose link is known by now.
+  void exploreNext() {
+    while (!toExplore.empty() && !interrupted) {
+      const Explore& e = toExplore.front();
+      if (probesOut > 0 && e.node != exploring) return;
+      if (!isLinkKnown(e.node, e.port)) {
+        exploring = e.node;
+        probe(e.path, e.node, e.port, waits);
+      }
+      toExplore.pop_front();
+    }
   }
 
   void onNodeInfo(const DrPath& path, NodeIndex parent, uint8_t parentPort, const mad::NodeInfo& info) {
@@ -136,7 +210,7 @@ struct Sweep {
         builder.node(*known).ports[info.localPort].guid = info.portGuid;
         builder.setPortRoute(*known, fabric::PortNum{info.localPort}, path);
       }
-      if (parent != fabric::kNoNode) links.push_back({parent, parentPort, *known, info.localPort});
+      if (parent != fabric::kNoNode) addProbedLink({parent, parentPort, *known, info.localPort});
       // Targeted mode: the far end of a re-read link may have changed too (a replugged host is back in INIT).
       if (failOnNoAnswer) queryPort(*known, path, info.localPort, info.localPort, n.isSwitch());
       return;
@@ -169,7 +243,7 @@ struct Sweep {
     if (parent == fabric::kNoNode)
       smPortNum = info.localPort;
     else
-      links.push_back({parent, parentPort, idx, info.localPort});
+      addProbedLink({parent, parentPort, idx, info.localPort});
 
     get(mad::kAttrNodeDescription, 0, path, [this, idx, path](const MadResult& r) {
       if (answered(r))
@@ -224,7 +298,8 @@ struct Sweep {
               " hops, behind route " + path.toString() + "," + std::to_string(port);
       return;
     }
-    probe(*next, idx, port);
+    toExplore.push_back({idx, port, *next});
+    exploreNext();
   }
 };
 

@@ -1,5 +1,6 @@
 // Heavy sweep: walks the whole fabric by directed route, breadth-first, with many SMPs in flight, and builds
-// an immutable Topology. Nodes are recognised by GUID, so loops and parallel links are found once each.
+// an immutable Topology. Nodes are recognised by GUID, so loops and parallel links are found once each, and
+// each link's far end is probed from one of its ends only (unless a probe goes unanswered).
 #pragma once
 
 #include <array>

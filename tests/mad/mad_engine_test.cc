@@ -70,7 +70,8 @@ TEST_F(EngineTest, WindowIsNeverExceeded) {
   EXPECT_EQ(engine.maxInFlightSeen(), 4u);
 }
 
-// An urgent request (a standby's poll of its master) goes out before the queued ones, not behind a sweep.
+// An urgent request (a standby's poll of its master, a sweep's probe) goes out before the queued ones, not
+// behind a sweep; urgent ones among themselves in the order submitted.
 TEST_F(EngineTest, AnUrgentRequestIsSentBeforeTheQueue) {
   std::vector<uint32_t> order;  // the attribute modifier of each request as it is sent
   port.setResponder([&](const MadPacket& req) {
@@ -83,12 +84,14 @@ TEST_F(EngineTest, AnUrgentRequestIsSentBeforeTheQueue) {
     engine.submit(makeDirectedSmp(kGet, kAttrNodeInfo, 0, path), [](const MadResult&) {});
   RequestOptions urgent;
   urgent.urgent = true;
-  engine.submit(
-      makeDirectedSmp(kGet, kAttrNodeInfo, 7, path), [](const MadResult&) {}, urgent);
+  for (uint32_t mod : {7u, 8u})
+    engine.submit(
+        makeDirectedSmp(kGet, kAttrNodeInfo, mod, path), [](const MadResult&) {}, urgent);
   engine.runUntilIdle();
-  ASSERT_EQ(order.size(), 21u);
+  ASSERT_EQ(order.size(), 22u);
   const auto at = std::find(order.begin(), order.end(), 7u) - order.begin();
   EXPECT_EQ(at, 4);  // right after the window of 4 that was already out
+  EXPECT_EQ(order[5], 8u);
 }
 
 // A sweep that stops cancels what it queued and nobody else's: each cancelled request completes at once.

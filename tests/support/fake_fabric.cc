@@ -235,7 +235,7 @@ std::vector<MadPacket> FakeFabric::handle(const MadPacket& request) {
       replyLid = smLid;
     }
   }
-  if (!target) {
+  if (!target || losing_.contains({target->node, target->port, h->attrId})) {
     ++lost_;
     return {};
   }
@@ -827,6 +827,13 @@ void FakeFabric::setDropRate(double rate, uint64_t seed) {
 
 void FakeFabric::setGarbageNodeInfo(NodeIndex node, bool garbage) {
   nodes_.at(node).garbageNodeInfo = garbage;
+}
+
+void FakeFabric::loseEntering(NodeIndex node, PortNum in, uint16_t attrId, bool lose) {
+  if (lose)
+    losing_.insert({node, in.value, attrId});
+  else
+    losing_.erase({node, in.value, attrId});
 }
 
 void FakeFabric::setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps) {

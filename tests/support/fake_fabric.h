@@ -43,6 +43,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,8 @@ class FakeFabric {
   void setDropRate(double rate, uint64_t seed = 1);
   // The node answers NodeInfo with an undecodable block (node type 0, NumPorts 0).
   void setGarbageNodeInfo(NodeIndex node, bool garbage = true);
+  // SMPs of attribute attrId that reach the node through port `in` are lost (no answer), every time.
+  void loseEntering(NodeIndex node, PortNum in, uint16_t attrId, bool lose = true);
   void setArMode(NodeIndex sw, FakeArMode mode, FakeArCaps caps = {});
   // Sets of this block of ARGroupTable or ARLinearForwardingTable (attrId) on sw fail with status 0x1C.
   void rejectArBlock(NodeIndex sw, uint16_t attrId, uint32_t block, bool reject = true);
@@ -229,6 +232,8 @@ class FakeFabric {
   NodeIndex smNode_ = fabric::kNoNode;
   uint8_t smPort_ = 0;
   std::vector<NodeState> nodes_;
+  // (node, entry port, attribute): see loseEntering.
+  std::set<std::tuple<NodeIndex, uint8_t, uint16_t>> losing_;
   FakeMadPort* port_ = nullptr;
   std::vector<MadPacket> pendingTraps_;
   double dropRate_ = 0;
