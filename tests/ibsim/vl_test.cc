@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <set>
@@ -160,6 +161,54 @@ void holdsRoutes(Ibsim& sim, pid_t sm, const fabric::Topology& topo, const routi
 // A switch as the ibsim console names it: "S-<GUID>".
 std::string switchId(const fabric::Topology& topo, fabric::NodeIndex n) {
   return "\"S-" + fabric::toString(topo.node(n).guid).substr(2) + "\"";
+}
+
+// What an engine-specific repair in the daemon must show, from the fabric as the switches have it now: the
+// same repair offline (from `base` on `whole`), the switches holding it, and the route check with the
+// SL-to-VL tables read back (returned in `check`: acyclic) and with every pair on VL 0 (cyclic).
+struct HeldRepair {
+  fabric::TopologyPtr after;
+  routing::RoutingTables tables;
+  routing::CheckReport check;
+};
+void repairIsHeld(Ibsim& sim, pid_t sm, const fabric::Topology& whole, const routing::LidAssignment& lids,
+                  const routing::RoutingTables& base, const routing::PortLoads& baseLoads, HeldRepair& out) {
+  out.after = discovered(sim);
+  ASSERT_TRUE(out.after);
+  auto repaired = routing::repairRoutes(whole, lids, base, baseLoads, *out.after, lids);
+  ASSERT_TRUE(repaired.ok()) << repaired.error().message;
+  out.tables = std::move(repaired->tables);
+  holdsRoutes(sim, sm, *out.after, out.tables, lids.maxLid().value);
+  routing::SlToVlMap read;
+  size_t rows = 0;
+  readSlToVl(sim, *out.after, lids, read, rows);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  routing::CheckOptions co;
+  co.slToVl = &read;
+  out.check = routing::checkRoutes(*out.after, lids, out.tables, co);
+  EXPECT_TRUE(out.check.ok()) << routing::formatReportText(out.check);
+  const routing::SlToVlMap allVl0 = allOnVl0(*out.after);
+  co.slToVl = &allVl0;
+  EXPECT_FALSE(routing::checkRoutes(*out.after, lids, out.tables, co).cdgAcyclic);
+}
+
+// The SA's PathRecord SL against the tables' for up to 3 host pairs whose SL is `marked` and 3 others
+// (sources every 7th host); how many marked pairs were compared.
+size_t pathRecordsCarrySls(Ibsim& sim, const fabric::Topology& topo, const routing::LidAssignment& lids,
+                           const routing::RoutingTables& tables, const std::function<bool(uint8_t)>& marked) {
+  size_t yes = 0, no = 0;
+  for (fabric::NodeIndex from : topo.cas())
+    for (fabric::NodeIndex to : topo.cas()) {
+      const auto& port = topo.node(from).ports[1];
+      if (from == to || !port.connected()) continue;
+      const uint16_t dlid = lids.base(to, fabric::PortNum{1}).value;
+      const uint8_t sl = tables.pathSl(port.peerNode, fabric::Lid{dlid});
+      size_t& n = marked(sl) ? yes : no;
+      if (n >= 3 || (!marked(sl) && from % 7 != 0)) continue;
+      ++n;
+      EXPECT_EQ(pathRecordSl(sim, lids.base(from, fabric::PortNum{1}).value, dlid), sl);
+    }
+  return yes;
 }
 
 TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
@@ -437,39 +486,13 @@ TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
     EXPECT_GT(std::stoul(sets[1]), 0u) << line;
     EXPECT_LT(std::stoul(sets[1]), 250u) << line;
 
-    // The same repair offline, and the switches holding it.
-    fabric::TopologyPtr after = discovered(*sim);
-    ASSERT_TRUE(after);
-    auto repaired = routing::repairRoutes(*whole, lids, *base, baseLoads, *after, lids);
-    ASSERT_TRUE(repaired.ok()) << repaired.error().message;
-    held(*after, repaired->tables);
-    routing::SlToVlMap read;
-    size_t rows = 0;
-    readSlToVl(*sim, *after, lids, read, rows);
+    // The same repair offline, the switches holding it, and the PathRecords carrying its SLs.
+    HeldRepair r;
+    repairIsHeld(*sim, sm, *whole, lids, *base, baseLoads, r);
     ASSERT_FALSE(HasFatalFailure());
-    routing::CheckOptions co;
-    co.slToVl = &read;
-    routing::CheckReport c = routing::checkRoutes(*after, lids, repaired->tables, co);
-    EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
-    EXPECT_EQ(c.unreachable, 0u);
-    EXPECT_EQ(c.cdgVls, local ? 4u : 3u) << routing::formatReportText(c);
-    const routing::SlToVlMap allVl0 = allOnVl0(*after);
-    co.slToVl = &allVl0;
-    EXPECT_FALSE(routing::checkRoutes(*after, lids, repaired->tables, co).cdgAcyclic);
-
-    // PathRecords: the repair's SL for a few pairs on SLs above 0 and a few on SL 0.
-    size_t above = 0, zero = 0;
-    for (fabric::NodeIndex from : after->cas())
-      for (fabric::NodeIndex to : after->cas()) {
-        const auto& port = after->node(from).ports[1];
-        if (from == to || !port.connected()) continue;
-        const uint16_t dlid = lids.base(to, fabric::PortNum{1}).value;
-        const uint8_t sl = repaired->tables.pathSl(port.peerNode, fabric::Lid{dlid});
-        if ((sl > 0 ? above : zero) >= 3 || (sl == 0 && from % 7 != 0)) continue;
-        ++(sl > 0 ? above : zero);
-        EXPECT_EQ(pathRecordSl(*sim, lids.base(from, fabric::PortNum{1}).value, dlid), sl);
-      }
-    EXPECT_EQ(above, 3u);
+    EXPECT_EQ(r.check.unreachable, 0u);
+    EXPECT_EQ(r.check.cdgVls, local ? 4u : 3u) << routing::formatReportText(r.check);
+    EXPECT_EQ(pathRecordsCarrySls(*sim, *r.after, lids, r.tables, [](uint8_t sl) { return sl > 0; }), 3u);
 
     // The link comes back: the engine's tables for the whole dragonfly again.
     const size_t whole0 = occurrences(sim->output(sm), "whole again");
@@ -588,40 +611,15 @@ TEST(IbsimVl, TorusLinksDownAreRepairedInsideDorAndComeBack) {
     EXPECT_GT(std::stoul(sets[1]), 0u) << line;
     EXPECT_LT(std::stoul(sets[1]), 200u) << line;
 
-    // The same repair offline, and the switches holding it.
-    fabric::TopologyPtr after = discovered(*sim);
-    ASSERT_TRUE(after);
-    auto repaired = routing::repairRoutes(*whole, lids, *base, baseLoads, *after, lids);
-    ASSERT_TRUE(repaired.ok()) << repaired.error().message;
-    holdsRoutes(*sim, sm, *after, repaired->tables, maxLid);
-    routing::SlToVlMap read;
-    size_t rows = 0;
-    readSlToVl(*sim, *after, lids, read, rows);
+    // The same repair offline, the switches holding it (VL 3: detours that take a wrap link), and the
+    // PathRecords carrying its SLs, the detour flag included.
+    HeldRepair r;
+    repairIsHeld(*sim, sm, *whole, lids, *base, baseLoads, r);
     ASSERT_FALSE(HasFatalFailure());
-    routing::CheckOptions co;
-    co.slToVl = &read;
-    routing::CheckReport c = routing::checkRoutes(*after, lids, repaired->tables, co);
-    EXPECT_TRUE(c.ok()) << routing::formatReportText(c);
-    EXPECT_GE(c.cdgVls, 3u) << routing::formatReportText(c);  // VL 3: detours that take a wrap link
-    EXPECT_LE(c.cdgVls, 4u) << routing::formatReportText(c);
-    const routing::SlToVlMap allVl0 = allOnVl0(*after);
-    co.slToVl = &allVl0;
-    EXPECT_FALSE(routing::checkRoutes(*after, lids, repaired->tables, co).cdgAcyclic);
-
-    // PathRecords: the repair's SL for a few detoured pairs and a few others.
-    size_t detoured = 0, other = 0;
-    for (fabric::NodeIndex from : after->cas())
-      for (fabric::NodeIndex to : after->cas()) {
-        const auto& p = after->node(from).ports[1];
-        if (from == to || !p.connected()) continue;
-        const uint16_t dlid = lids.base(to, fabric::PortNum{1}).value;
-        const uint8_t sl = repaired->tables.pathSl(p.peerNode, fabric::Lid{dlid});
-        size_t& n = sl & 4u ? detoured : other;
-        if (n >= 3 || (!(sl & 4u) && from % 7 != 0)) continue;
-        ++n;
-        EXPECT_EQ(pathRecordSl(*sim, lids.base(from, fabric::PortNum{1}).value, dlid), sl);
-      }
-    EXPECT_EQ(detoured, 3u);
+    EXPECT_GE(r.check.cdgVls, 3u) << routing::formatReportText(r.check);
+    EXPECT_LE(r.check.cdgVls, 4u) << routing::formatReportText(r.check);
+    EXPECT_EQ(pathRecordsCarrySls(*sim, *r.after, lids, r.tables, [](uint8_t sl) { return (sl & 4u) != 0; }),
+              3u);
 
     // The link comes back: dor's tables from scratch again.
     const size_t whole0 = occurrences(sim->output(sm), "whole again");
