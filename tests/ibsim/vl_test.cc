@@ -163,6 +163,32 @@ std::string switchId(const fabric::Topology& topo, fabric::NodeIndex n) {
   return "\"S-" + fabric::toString(topo.node(n).guid).substr(2) + "\"";
 }
 
+// A daemon with its defaults on a fresh ibsim of `spec`, up, and the tables `engine` computes offline for the
+// fabric as discovered, with their loads (the caller checks the switches hold them).
+struct RoutedSim {
+  std::unique_ptr<Ibsim> sim;
+  fabric::TopologyPtr built, whole;  // as generated; as discovered
+  routing::LidAssignment lids;
+  routing::RoutingTables base;
+  routing::PortLoads loads;
+  pid_t sm = -1;
+};
+void startRouted(const std::string& spec, const std::string& engine, RoutedSim& r) {
+  std::string net;
+  r.sim = startFabric(spec, &net);
+  r.built = parseOrFail(net, "generated");
+  ASSERT_TRUE(r.built);
+  r.sm = startDaemon(*r.sim, r.sim->dir() + "/ibsm.sock");
+  ASSERT_TRUE(r.sim->waitForOutput(r.sm, "SUBNET UP", 60s)) << r.sim->output(r.sm);
+  r.whole = discovered(*r.sim);
+  ASSERT_TRUE(r.whole);
+  r.lids = routing::LidAssignment::fromTopology(*r.whole);
+  auto base = offline(engine, *r.whole, r.lids);
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  r.base = std::move(*base);
+  r.loads = routing::computePortLoads(*r.whole, r.lids, r.base);
+}
+
 // What an engine-specific repair in the daemon must show, from the fabric as the switches have it now: the
 // same repair offline (from `base` on `whole`), the switches holding it, and the route check with the
 // SL-to-VL tables read back (returned in `check`: acyclic) and with every pair on VL 0 (cyclic).
@@ -427,48 +453,39 @@ TEST(IbsimVl, DragonflySwitchDownFallsBackToDfspAndRestoresTheTables) {
 // repair's SLs. Each link comes back: the tables are the engine's for the whole dragonfly again, with the
 // max load it started with.
 TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
-  std::string net;
-  std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2", &net);
-  fabric::TopologyPtr built = parseOrFail(net, "generated");
-  ASSERT_TRUE(built);
-  const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = startDaemon(*sim, sock);
-  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
-  fabric::TopologyPtr whole = discovered(*sim);
-  ASSERT_TRUE(whole);
-  const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*whole);
-  const uint16_t maxLid = lids.maxLid().value;
-  auto base = offline("dfly", *whole, lids);
-  ASSERT_TRUE(base.ok()) << base.error().message;
-  const routing::PortLoads baseLoads = routing::computePortLoads(*whole, lids, *base);
-  const uint64_t initialMax = routing::checkRoutes(*whole, lids, *base).maxLoad;
+  RoutedSim rs;
+  startRouted("--dragonfly 4,2 --hosts-per-switch 2", "dfly", rs);
+  ASSERT_FALSE(HasFatalFailure());
+  const uint16_t maxLid = rs.lids.maxLid().value;
+  const uint64_t initialMax = routing::checkRoutes(*rs.whole, rs.lids, rs.base).maxLoad;
   // The daemon's tables are the offline ones.
   auto held = [&](const fabric::Topology& topo, const routing::RoutingTables& want) {
-    holdsRoutes(*sim, sm, topo, want, maxLid);
+    holdsRoutes(*rs.sim, rs.sm, topo, want, maxLid);
   };
-  held(*whole, *base);
-  auto id = [&](fabric::NodeIndex n) { return switchId(*built, n); };
+  held(*rs.whole, rs.base);
+  auto id = [&](fabric::NodeIndex n) { return switchId(*rs.built, n); };
 
   for (bool local : {false, true}) {
     SCOPED_TRACE(local ? "local link" : "global link");
     // The first link between switches of different groups ("dfly-G-R") and one inside a group away from
     // dfly-0-0 (where the SM and the diagnostics attach).
     const fabric::Link* link = nullptr;
-    for (const fabric::Link& l : built->links()) {
-      const std::string &a = built->node(l.a).description, &b = built->node(l.b).description;
-      if (!built->node(l.a).isSwitch() || !built->node(l.b).isSwitch() || a.starts_with("dfly-0-")) continue;
+    for (const fabric::Link& l : rs.built->links()) {
+      const std::string &a = rs.built->node(l.a).description, &b = rs.built->node(l.b).description;
+      if (!rs.built->node(l.a).isSwitch() || !rs.built->node(l.b).isSwitch() || a.starts_with("dfly-0-"))
+        continue;
       if ((a.substr(0, 6) == b.substr(0, 6)) == local) {
         link = &l;
         break;
       }
     }
     ASSERT_NE(link, nullptr);
-    const size_t repairs = occurrences(sim->output(sm), "(dfly: ");
-    sim->console("Unlink " + id(link->a) + "[" + std::to_string(link->portA.value) + "]");
-    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "(dfly: ") > repairs; }, 30s,
+    const size_t repairs = occurrences(rs.sim->output(rs.sm), "(dfly: ");
+    rs.sim->console("Unlink " + id(link->a) + "[" + std::to_string(link->portA.value) + "]");
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "(dfly: ") > repairs; }, 30s,
                           "the dfly repair", 50ms))
-        << sim->output(sm);
-    const std::string line = lastLineWith(sim->output(sm), "(dfly: ");
+        << rs.sim->output(rs.sm);
+    const std::string line = lastLineWith(rs.sim->output(rs.sm), "(dfly: ");
     EXPECT_NE(line.find("TOPO001"), std::string::npos) << line;
     std::smatch m;
     ASSERT_TRUE(
@@ -488,25 +505,26 @@ TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
 
     // The same repair offline, the switches holding it, and the PathRecords carrying its SLs.
     HeldRepair r;
-    repairIsHeld(*sim, sm, *whole, lids, *base, baseLoads, r);
+    repairIsHeld(*rs.sim, rs.sm, *rs.whole, rs.lids, rs.base, rs.loads, r);
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_EQ(r.check.unreachable, 0u);
     EXPECT_EQ(r.check.cdgVls, local ? 4u : 3u) << routing::formatReportText(r.check);
-    EXPECT_EQ(pathRecordsCarrySls(*sim, *r.after, lids, r.tables, [](uint8_t sl) { return sl > 0; }), 3u);
+    EXPECT_EQ(pathRecordsCarrySls(*rs.sim, *r.after, rs.lids, r.tables, [](uint8_t sl) { return sl > 0; }),
+              3u);
 
     // The link comes back: the engine's tables for the whole dragonfly again.
-    const size_t whole0 = occurrences(sim->output(sm), "whole again");
-    sim->console("Link " + id(link->a) + "[" + std::to_string(link->portA.value) + "] " + id(link->b) + "[" +
-                 std::to_string(link->portB.value) + "]");
-    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "whole again") > whole0; }, 30s,
+    const size_t whole0 = occurrences(rs.sim->output(rs.sm), "whole again");
+    rs.sim->console("Link " + id(link->a) + "[" + std::to_string(link->portA.value) + "] " + id(link->b) +
+                    "[" + std::to_string(link->portB.value) + "]");
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "whole again") > whole0; }, 30s,
                           "the link to come back", 50ms))
-        << sim->output(sm);
-    fabric::TopologyPtr back = discovered(*sim);
+        << rs.sim->output(rs.sm);
+    fabric::TopologyPtr back = discovered(*rs.sim);
     ASSERT_TRUE(back);
-    held(*back, *base);
-    EXPECT_EQ(routing::checkRoutes(*back, lids, *base).maxLoad, initialMax);
+    held(*back, rs.base);
+    EXPECT_EQ(routing::checkRoutes(*back, rs.lids, rs.base).maxLoad, initialMax);
   }
-  sim->stop(sm);
+  rs.sim->stop(rs.sm);
 }
 
 // A 5 x 5 torus, one host per switch, with the default chain: dor routes it in dimension order with datelines
@@ -569,34 +587,24 @@ TEST(IbsimVl, TorusIsRoutedByDorWithDatelines) {
 // to VL 0), and the PathRecords carry the repair's SLs, the detour flag (SL bit 2) included. The link comes
 // back: dor's tables from scratch again.
 TEST(IbsimVl, TorusLinksDownAreRepairedInsideDorAndComeBack) {
-  std::string net;
-  std::unique_ptr<Ibsim> sim = startFabric("--torus 5,5 --hosts-per-switch 1", &net);
-  fabric::TopologyPtr built = parseOrFail(net, "generated");
-  ASSERT_TRUE(built);
-  const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = startDaemon(*sim, sock);
-  ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
-  fabric::TopologyPtr whole = discovered(*sim);
-  ASSERT_TRUE(whole);
-  const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*whole);
-  const uint16_t maxLid = lids.maxLid().value;
-  auto base = offline("dor", *whole, lids);
-  ASSERT_TRUE(base.ok()) << base.error().message;
-  const routing::PortLoads baseLoads = routing::computePortLoads(*whole, lids, *base);
-  holdsRoutes(*sim, sm, *whole, *base, maxLid);
+  RoutedSim rs;
+  startRouted("--torus 5,5 --hosts-per-switch 1", "dor", rs);
+  ASSERT_FALSE(HasFatalFailure());
+  const uint16_t maxLid = rs.lids.maxLid().value;
+  holdsRoutes(*rs.sim, rs.sm, *rs.whole, rs.base, maxLid);
   // torus-2-2's port 2 (to torus-3-2) and port 4 (to torus-2-3), away from torus-0-0 where the SM and the
   // diagnostics attach.
-  const auto at = built->findByDescription("torus-2-2");
+  const auto at = rs.built->findByDescription("torus-2-2");
   ASSERT_TRUE(at);
   for (unsigned port : {2u, 4u}) {
     SCOPED_TRACE("port " + std::to_string(port));
-    const std::string link = switchId(*built, *at) + "[" + std::to_string(port) + "]";
-    const size_t repairs = occurrences(sim->output(sm), "by a sidestep");
-    sim->console("Unlink " + link);
-    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "by a sidestep") > repairs; }, 30s,
+    const std::string link = switchId(*rs.built, *at) + "[" + std::to_string(port) + "]";
+    const size_t repairs = occurrences(rs.sim->output(rs.sm), "by a sidestep");
+    rs.sim->console("Unlink " + link);
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "by a sidestep") > repairs; }, 30s,
                           "the dor repair", 50ms))
-        << sim->output(sm);
-    const std::string line = lastLineWith(sim->output(sm), "by a sidestep");
+        << rs.sim->output(rs.sm);
+    const std::string line = lastLineWith(rs.sim->output(rs.sm), "by a sidestep");
     EXPECT_NE(line.find("TOPO001"), std::string::npos) << line;
     std::smatch m;
     ASSERT_TRUE(
@@ -614,26 +622,27 @@ TEST(IbsimVl, TorusLinksDownAreRepairedInsideDorAndComeBack) {
     // The same repair offline, the switches holding it (VL 3: detours that take a wrap link), and the
     // PathRecords carrying its SLs, the detour flag included.
     HeldRepair r;
-    repairIsHeld(*sim, sm, *whole, lids, *base, baseLoads, r);
+    repairIsHeld(*rs.sim, rs.sm, *rs.whole, rs.lids, rs.base, rs.loads, r);
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_GE(r.check.cdgVls, 3u) << routing::formatReportText(r.check);
     EXPECT_LE(r.check.cdgVls, 4u) << routing::formatReportText(r.check);
-    EXPECT_EQ(pathRecordsCarrySls(*sim, *r.after, lids, r.tables, [](uint8_t sl) { return (sl & 4u) != 0; }),
-              3u);
+    EXPECT_EQ(
+        pathRecordsCarrySls(*rs.sim, *r.after, rs.lids, r.tables, [](uint8_t sl) { return (sl & 4u) != 0; }),
+        3u);
 
     // The link comes back: dor's tables from scratch again.
-    const size_t whole0 = occurrences(sim->output(sm), "whole again");
-    const fabric::Port& far = built->node(*at).ports[port];
-    sim->console("Link " + link + " " + switchId(*built, far.peerNode) + "[" +
-                 std::to_string(far.peerPort.value) + "]");
-    ASSERT_TRUE(waitUntil([&] { return occurrences(sim->output(sm), "whole again") > whole0; }, 30s,
+    const size_t whole0 = occurrences(rs.sim->output(rs.sm), "whole again");
+    const fabric::Port& far = rs.built->node(*at).ports[port];
+    rs.sim->console("Link " + link + " " + switchId(*rs.built, far.peerNode) + "[" +
+                    std::to_string(far.peerPort.value) + "]");
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "whole again") > whole0; }, 30s,
                           "the link to come back", 50ms))
-        << sim->output(sm);
-    fabric::TopologyPtr back = discovered(*sim);
+        << rs.sim->output(rs.sm);
+    fabric::TopologyPtr back = discovered(*rs.sim);
     ASSERT_TRUE(back);
-    holdsRoutes(*sim, sm, *back, *base, maxLid);
+    holdsRoutes(*rs.sim, rs.sm, *back, rs.base, maxLid);
   }
-  sim->stop(sm);
+  rs.sim->stop(rs.sm);
 }
 
 // A 4-cube, one host per switch, with the default chain: dor routes it in dimension order (e-cube) on one VL,
