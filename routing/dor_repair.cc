@@ -176,11 +176,11 @@ class DorRepairer final : public SchemeRepair {
     std::vector<uint32_t> order;
     for (uint32_t e = d + 1; e < grid_.dims(); ++e) order.push_back(e);
     for (uint32_t e = d; e-- > 0;) order.push_back(e);
+    const DorWay xy = wayOf(x, y);
     for (uint32_t e : order) {
       for (uint8_t dir : {0, 1}) {
         const SwitchIndex x2 = step(x, e, dir), y2 = step(y, e, dir);
         if (x2 == kNoSwitch || y2 == kNoSwitch) continue;
-        const DorWay xy = wayOf(x, y);
         if (!ports(way(x, e, dir)).empty() && !ports(way(y, e, dir)).empty() &&
             !ports(way(x2, xy.dim, xy.dir)).empty()) {
           best = {e, dir};
