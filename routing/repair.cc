@@ -71,6 +71,8 @@ class Repairer {
     weight_.assign(n, 0);
     next_.assign(n, kInf);
     nextStamp_.assign(n, 0);
+    blocks_.assign(n, nullptr);
+    rowSize_.assign(n, 0);
     extra_.assign(g_.arcCount(), 0);
     extraStamp_.assign(g_.arcCount(), 0);
     arIndex_.resize(n);
@@ -106,6 +108,7 @@ class Repairer {
     copyTables(oldLoads);
     arCap_ = arGroupCap;
     arcLoad_.resize(g_.arcCount());
+    load_.resize(g_.arcCount());
     for (uint32_t a = 0; a < g_.arcCount(); ++a) {
       const auto& arc = g_.arc(a);
       arcLoad_[a] = &out_.loads[g_.node(g_.arc(arc.reverse).to)][arc.port];
@@ -135,7 +138,9 @@ class Repairer {
     for (size_t lid = 1; lid < exit_.size() && lid < oldExit_.size(); ++lid)
       if (exit_[lid].sw == kInf && oldExit_[lid].sw != kInf)
         dropDestination(static_cast<uint16_t>(lid), clearDeparted);
+    for (uint32_t a = 0; a < g_.arcCount(); ++a) load_[a] = *arcLoad_[a];
     for (size_t i = 0; i < seeds.size();) {
+      loadBlocks(seeds[i].first);
       size_t j = i;
       seed_.clear();
       while (j < seeds.size() && seeds[j].first == seeds[i].first) seed_.push_back(seeds[j++].second);
@@ -143,6 +148,7 @@ class Repairer {
       ++out_.destinations;
       i = j;
     }
+    for (uint32_t a = 0; a < g_.arcCount(); ++a) *arcLoad_[a] = load_[a];
     for (auto [n, p] : dead) out_.loads[n][p] = 0;  // what the old routes had booked there
     return {};
   }
@@ -179,6 +185,22 @@ class Repairer {
     if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
     row[lid] = port;
     ++out_.moved;
+    if (lid / LftRow::kBlock == block_) refreshBlock(s);  // the write cloned the block
+  }
+
+  // nextArc() reads each switch's LFT block of the current LID through blocks_: the seeds come in LID order,
+  // so the destinations of one block read the same cache lines, and a read costs one load instead of
+  // following the row's pointers.
+  void loadBlocks(uint16_t lid) {
+    if (lid / LftRow::kBlock == block_) return;
+    block_ = lid / LftRow::kBlock;
+    for (uint32_t s = 0; s < g_.size(); ++s) refreshBlock(s);
+  }
+  void refreshBlock(uint32_t s) {
+    const LftRow& row = std::as_const(out_.tables.lft)[g_.node(s)];
+    const size_t first = block_ * LftRow::kBlock;
+    rowSize_[s] = static_cast<uint32_t>(row.size());
+    blocks_[s] = first < row.size() ? &row[first] : nullptr;
   }
 
   void dropDestination(uint16_t lid, bool clear) {
@@ -312,16 +334,16 @@ class Repairer {
       if (legalHop(isUp(s, v), down, any, vDown, vAny)) fn(a);
     }
   }
-  // The arc s's route to the destination takes (kInf: none), read from the tables once per destination.
+  // The arc s's route to the destination takes (kInf: none), read from its LFT block once per destination.
   uint32_t nextArc(uint32_t s) {
     if (nextStamp_[s] != serial_) {
-      const uint8_t p = entry(out_.tables, g_.node(s), lid_);
+      const uint8_t p = lid_ < rowSize_[s] ? blocks_[s][lid_ % LftRow::kBlock] : kNoPort;
       next_[s] = p == kNoPort ? kInf : arcs_(s, p);
       nextStamp_[s] = serial_;
     }
     return next_[s];
   }
-  uint64_t load(uint32_t a) const { return *arcLoad_[a] + (extraStamp_[a] == serial_ ? extra_[a] : 0); }
+  uint64_t load(uint32_t a) const { return load_[a] + (extraStamp_[a] == serial_ ? extra_[a] : 0); }
   // Worst load on the way from s to the destination (decided switches only: the route exists).
   uint64_t worstFrom(uint32_t s) {
     uint64_t m = 0;
@@ -345,12 +367,24 @@ class Repairer {
       s = g_.arc(a).to;
     }
   }
+  // Removes w along the old route from old switch index o (bookRoute into load_; the arcs that died are
+  // zeroed at the end anyway).
+  void unbookOld(uint32_t o, uint16_t lid, uint64_t w) {
+    for (size_t hops = 0; hops < og_.size(); ++hops) {
+      const uint8_t p = entry(old_, og_.node(o), lid);
+      const uint32_t a = p == kNoPort ? kInf : oarcs_(o, p);
+      if (a == kInf) return;
+      if (const uint32_t s = newOfOld_[o]; s != kInf)
+        if (const uint32_t na = arcs_(s, p); na != kInf) load_[na] -= w;
+      o = og_.arc(a).to;
+    }
+  }
   // Adds w along s's (new) route: bookRoute over the new tables.
   void bookNew(uint32_t s, uint64_t w) {
     for (size_t hops = 0; hops < g_.size(); ++hops) {
       const uint32_t a = nextArc(s);
       if (a == kInf) return;
-      *arcLoad_[a] += w;
+      load_[a] += w;
       s = g_.arc(a).to;
     }
   }
@@ -387,8 +421,7 @@ class Repairer {
     if (counted)
       for (uint32_t x : b_) {
         const uint32_t o = og_.indexOf(oldNode_[x]);
-        if (og_.hosts(o) > 0)
-          bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+        if (og_.hosts(o) > 0) unbookOld(o, lid, og_.hosts(o));
       }
     // Distances of the broken switches (Bellman-Ford from the intact ones; the set is small). What an intact
     // neighbour offers does not change meanwhile: it is read once, and the passes look at the arcs inside the
@@ -515,6 +548,10 @@ class Repairer {
   std::vector<Exit> oldExit_, exit_;
   uint32_t arCap_ = 0;
   std::vector<uint64_t*> arcLoad_;  // arc -> its entry in out_.loads
+  std::vector<uint64_t> load_;      // per arc, while the destinations are repaired (written back at the end)
+  size_t block_ = SIZE_MAX;         // loadBlocks(): the LFT block of the current LID; per switch its entries
+  std::vector<const uint8_t*> blocks_;
+  std::vector<uint32_t> rowSize_;
   // Per switch index: its AR groups by mask (built when first needed), and the mask last looked up.
   std::vector<std::unique_ptr<std::unordered_map<PortMask, uint16_t>>> arIndex_;
   std::vector<PortMask> lastMask_;
