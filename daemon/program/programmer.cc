@@ -333,23 +333,29 @@ ProgramReport ProgramRun::run() {
   if (opt_.activate) {
     // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
     // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).
+    // The ports not ACTIVE yet, found in one pass (an update on a running fabric finds none).
+    std::vector<std::pair<NodeIndex, unsigned>> notActive;
+    linkedPorts([&](NodeIndex n, unsigned p) {
+      const PortState s = attrs(n, p).state;
+      if (s == PortState::kInit || s == PortState::kArmed) notActive.emplace_back(n, p);
+    });
     phase("arm", [&](PhaseRunner& phase) {
-      linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs(n, p).state != PortState::kInit) return;
+      for (auto [n, p] : notActive) {
+        if (attrs(n, p).state != PortState::kInit) continue;
         mad::PortInfoSet set;
         set.state = static_cast<uint8_t>(PortState::kArmed);
         set.neighborMtu = mtu(n, p);
         set.operVls = vls(n, p);
         setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsArmed; });
-      });
+      }
     });
     phase("activate", [&](PhaseRunner& phase) {
-      linkedPorts([&](NodeIndex n, unsigned p) {
-        if (attrs(n, p).state != PortState::kArmed) return;
+      for (auto [n, p] : notActive) {
+        if (attrs(n, p).state != PortState::kArmed) continue;
         mad::PortInfoSet set;
         set.state = static_cast<uint8_t>(PortState::kActive);
         setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsActivated; });
-      });
+      }
     });
   }
   publish();

@@ -394,7 +394,19 @@ TEST(SubnetManager, AWholeSwitchLostInPiecesIsReadAroundWithoutAHeavySweep) {
   for (fabric::NodeIndex s : topo.switches())
     behind += topo.route(s).count >= 2 && topo.route(s).hops[2] == *port;
   EXPECT_LE(f.fabric->lost() - lost, 2 * behind);
-  EXPECT_FALSE(f.sm->snapshot()->topology->findNode(topo.node(spine).guid));
+  const auto after = f.sm->snapshot();
+  EXPECT_FALSE(after->topology->findNode(topo.node(spine).guid));
+  // Every endport left keeps its LID (taken over from the last snapshot, no assignment).
+  ASSERT_EQ(after->topology->size(), topo.size() - 1);
+  for (fabric::NodeIndex n = 0; n < after->topology->size(); ++n) {
+    const fabric::Node& node = after->topology->node(n);
+    const fabric::NodeIndex was = *topo.findNode(node.guid);
+    for (unsigned p = 0; p <= node.numPorts; ++p)
+      EXPECT_EQ(after->lids.base(n, fabric::PortNum{static_cast<uint8_t>(p)}),
+                before->lids.base(was, fabric::PortNum{static_cast<uint8_t>(p)}))
+          << node.description << " port " << p;
+  }
+  EXPECT_EQ(after->lids.maxLid(), before->lids.maxLid());
 }
 
 }  // namespace
