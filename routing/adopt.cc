@@ -188,9 +188,12 @@ AdoptResult adoptHeldTables(const Topology& topo, const LidAssignment& lids, Rou
   std::stable_sort(dests.begin(), dests.end(),
                    [](const DestLid& a, const DestLid& b) { return a.sw < b.sw; });
   std::vector<bool> used(static_cast<size_t>(lids.maxLid().value) + 1, false);
+  // A LID past every held row is held nowhere (a fresh fabric holds no LFT): its fresh routes stand.
+  size_t heldEnd = 0;
+  for (size_t n = 0; n < held.size(); ++n) heldEnd = std::max(heldEnd, held[n].size());
   for (const DestLid& d : dests) {
     used[d.lid.value] = true;
-    adopter.destination(d);
+    if (d.lid.value < heldEnd) adopter.destination(d);
   }
   adopter.countUnused(used);
   return out;

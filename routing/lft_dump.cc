@@ -53,8 +53,16 @@ bool isLidsDumpedLine(std::string_view s) {
 
 std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables) {
   std::string out;
+  formatLftDump(topo, lids, tables, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void formatLftDump(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+                   const TextSink& sink) {
+  std::string out;
   char buf[160];
   for (NodeIndex sw : topo.switches()) {
+    out.clear();
     const Node& n = topo.node(sw);
     const LftRow* lft = sw < tables.lft.size() ? &tables.lft[sw] : nullptr;
     unsigned maxLid = lft && !lft->empty() ? static_cast<unsigned>(lft->size() - 1) : lids.maxLid().value;
@@ -82,8 +90,8 @@ std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const
       }
     }
     out += std::to_string(maxLid) + " lids dumped\n";
+    sink(out);
   }
-  return out;
 }
 
 fabric::Result<RoutingTables> parseLftDump(std::string_view text, const Topology& topo,

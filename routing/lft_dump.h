@@ -15,6 +15,7 @@
 //   2 valid lids dumped
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,11 @@ namespace ibsm::routing {
 // Every switch of the topology (node order), entries whose port is a real port (0..numPorts), destinations
 // named from lids (endports without a LID as "unknown node and type").
 std::string formatLftDump(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables);
+// Text handed over piece by piece, so that a large fabric's dump (switches x LIDs lines) is never in memory
+// whole: the same dump, one switch at a time.
+using TextSink = std::function<void(std::string_view)>;
+void formatLftDump(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
+                   const TextSink& sink);
 
 // Reads either format. Switches are matched by node GUID; the text after "LID PORT" is ignored, as are the
 // column headers, "N lids dumped" lines, '#' comment lines and multicast blocks ("Multicast mlids ...").

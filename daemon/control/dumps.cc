@@ -123,12 +123,19 @@ std::string ranges(const std::vector<unsigned>& v) {
 }  // namespace
 
 std::string formatSubnetLst(const SubnetSnapshot& s, bool portsActivated) {
+  std::string out;
+  formatSubnetLst(s, portsActivated, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void formatSubnetLst(const SubnetSnapshot& s, bool portsActivated, const routing::TextSink& sink) {
   const fabric::Topology& t = *s.topology;
   fabric::Lid smLid;
   if (t.smNode() != fabric::kNoNode)
     smLid = s.lids.base(t.smNode(), t.node(t.smNode()).isSwitch() ? PortNum{0} : t.smPort());
   std::string out;
   for (NodeIndex n : opensmNodeOrder(t)) {
+    out.clear();
     const Node& node = t.node(n);
     for (unsigned p = 1; p <= node.numPorts; ++p) {
       const fabric::Port& port = node.ports[p];
@@ -146,16 +153,24 @@ std::string formatSubnetLst(const SubnetSnapshot& s, bool portsActivated) {
       out += speedText(port.attrs, capMask);
       out += '\n';
     }
+    sink(out);
   }
-  return out;
 }
 
 std::string formatArDump(const SubnetSnapshot& s) {
+  std::string out;
+  formatArDump(s, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void formatArDump(const SubnetSnapshot& s, const routing::TextSink& sink) {
   const fabric::Topology& t = *s.topology;
   std::string out = "# ibsm adaptive-routing groups (engine " + s.tables.engine + ")\n";
-  if (s.tables.ar.empty()) return out + "# adaptive routing is off\n";
+  if (s.tables.ar.empty()) return sink(out + "# adaptive routing is off\n");
+  sink(out);
   for (NodeIndex sw : t.switches()) {
     if (sw >= s.tables.ar.size()) continue;
+    out.clear();
     const routing::ArTable& ar = s.tables.ar[sw];
     const Node& node = t.node(sw);
     std::vector<std::vector<unsigned>> lids(ar.groups.size());
@@ -181,8 +196,8 @@ std::string formatArDump(const SubnetSnapshot& s) {
       out += std::to_string(g);
       out += " ports " + portList + " lids " + ranges(lids[g]) + "\n";
     }
+    sink(out);
   }
-  return out;
 }
 
 DumpWriter::DumpWriter(DumpOptions options, Logger& log) : log_(log), options_(std::move(options)) {
@@ -279,27 +294,33 @@ void DumpWriter::run() {
   }
 }
 
+namespace {
+std::function<void(const routing::TextSink&)> lftDump(const SubnetSnapshot& s) {
+  return [&s](const routing::TextSink& sink) { routing::formatLftDump(*s.topology, s.lids, s.tables, sink); };
+}
+}  // namespace
+
 fabric::Result<void> DumpWriter::writeOne(const std::string& dir, const std::string& name,
-                                          const std::string& text, bool force) {
+                                          const std::function<void(const routing::TextSink&)>& produce,
+                                          bool force) {
   std::string path = dir + "/" + name;
-  size_t h = std::hash<std::string>{}(text);
   auto it = lastHash_.find(path);
-  if (!force && it != lastHash_.end() && it->second == h && std::filesystem::exists(path)) {
-    std::lock_guard<std::mutex> lock(mutex_);
+  auto written = writeFileStreamed(path, produce,
+                                   force || it == lastHash_.end() ? std::nullopt : std::optional(it->second));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (written && !written->written) {
     ++stats_.filesUnchanged;
     return {};
   }
-  auto written = writeFileAtomically(path, text);
-  std::lock_guard<std::mutex> lock(mutex_);
   if (!written) {
     ++stats_.failures;
     lastHash_.erase(path);
     log_.warn("DUMP002",
               "cannot write dump " + path + ": " + written.error().message + " (the previous file is kept)",
               {{"DUMP_FILE", path}});
-    return written;
+    return written.error();
   }
-  lastHash_[path] = h;
+  lastHash_[path] = written->hash;
   ++stats_.filesWritten;
   return {};
 }
@@ -311,7 +332,7 @@ void DumpWriter::writeRequests(std::vector<LftRequest> requests) {
     if (!r.done) continue;  // answered with an earlier request for the same snapshot and directory
     std::filesystem::create_directories(r.dir, ec);
     const SubnetSnapshot& s = *r.snapshot;
-    auto written = writeOne(r.dir, kLftDumpFile, routing::formatLftDump(*s.topology, s.lids, s.tables), true);
+    auto written = writeOne(r.dir, kLftDumpFile, lftDump(s), true);
     std::string path = r.dir + "/" + kLftDumpFile;
     if (written) log_.info("DUMP003", path + " written on request", {{"DUMP_FILE", path}});
     for (size_t j = i; j < requests.size(); ++j) {
@@ -338,10 +359,10 @@ void DumpWriter::writeAll(const Job& job) {
   std::filesystem::create_directories(dir, ec);
   // On request only (the default), nothing written here grows with switches x LIDs.
   // writeOne logs its failures (DUMP002); a round goes on with the other files.
-  if (job.options.lftsOnChange)
-    (void)writeOne(dir, kLftDumpFile, routing::formatLftDump(*s.topology, s.lids, s.tables));
-  (void)writeOne(dir, kSubnetLstFile, formatSubnetLst(s, job.portsActivated));
-  (void)writeOne(dir, kArDumpFile, formatArDump(s));
+  if (job.options.lftsOnChange) (void)writeOne(dir, kLftDumpFile, lftDump(s));
+  (void)writeOne(dir, kSubnetLstFile,
+                 [&](const routing::TextSink& sink) { formatSubnetLst(s, job.portsActivated, sink); });
+  (void)writeOne(dir, kArDumpFile, [&](const routing::TextSink& sink) { formatArDump(s, sink); });
   if (!job.options.guid2lidPath.empty()) {
     std::filesystem::path target = std::filesystem::path(dir) / kGuid2LidFile;
     bool same = std::filesystem::equivalent(target, job.options.guid2lidPath, ec) ||
@@ -352,7 +373,7 @@ void DumpWriter::writeAll(const Job& job) {
       if (in) {
         std::stringstream ss;
         ss << in.rdbuf();
-        (void)writeOne(dir, kGuid2LidFile, ss.str());
+        (void)writeOne(dir, kGuid2LidFile, [text = ss.str()](const routing::TextSink& sink) { sink(text); });
       }
     }
   }

@@ -27,6 +27,7 @@
 #include "daemon/log/log.h"
 #include "daemon/state/subnet_snapshot.h"
 #include "fabric/result.h"
+#include "routing/lft_dump.h"
 
 namespace ibsm::daemon {
 
@@ -41,10 +42,13 @@ inline constexpr const char* kGuid2LidFile = "guid2lid";
 //     LID:0002 PN:01 } { SW-SM Ports:04 ... LID:0001 PN:01 } PHY=4x LOG=ACT SPD=10
 // "-SM" marks the node the SM runs on; LOG is the port state after the sweep (see effectivePortState).
 std::string formatSubnetLst(const SubnetSnapshot& snap, bool portsActivated);
+// The same, a node at a time (routing/lft_dump.h).
+void formatSubnetLst(const SubnetSnapshot& snap, bool portsActivated, const routing::TextSink& sink);
 // ibsm-ar-groups.dump: per switch a header, then one line per group with its ports and the LIDs that use it.
 //   Switch 0x0000000000200000 'leaf-0' lid 1: 2 groups
 //   group 0 ports 3,4 lids 3-4,7
 std::string formatArDump(const SubnetSnapshot& snap);
+void formatArDump(const SubnetSnapshot& snap, const routing::TextSink& sink);  // a switch at a time
 
 struct DumpOptions {
   std::string dir;            // paths.dump_dir; empty: no dumps
@@ -96,8 +100,10 @@ class DumpWriter {
   void run();
   void writeAll(const Job& job);
   void writeRequests(std::vector<LftRequest> requests);
-  // `force`: write even when the file holds what was last written.
-  fabric::Result<void> writeOne(const std::string& dir, const std::string& name, const std::string& text,
+  // `produce` hands the file's text to its sink piece by piece. `force`: write even when the file holds what
+  // was last written.
+  fabric::Result<void> writeOne(const std::string& dir, const std::string& name,
+                                const std::function<void(const routing::TextSink&)>& produce,
                                 bool force = false);
 
   Logger& log_;
@@ -109,7 +115,8 @@ class DumpWriter {
   bool busy_ = false, stop_ = false;
   uint64_t submitted_ = 0, done_ = 0;
   Stats stats_;
-  std::map<std::string, size_t> lastHash_;  // file path -> hash of what was last written (writer thread only)
+  std::map<std::string, uint64_t>
+      lastHash_;  // file path -> hash of what was last written (writer thread only)
   std::thread thread_;
 };
 

@@ -92,25 +92,55 @@ fabric::Result<LoadedMkey> loadOrCreateMkey(const std::string& path) {
 }
 
 fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text, mode_t mode) {
+  auto written = writeFileStreamed(
+      path, [&](const routing::TextSink& sink) { sink(text); }, std::nullopt, mode);
+  if (!written) return written.error();
+  return {};
+}
+
+fabric::Result<StreamedFile> writeFileStreamed(const std::string& path,
+                                               const std::function<void(const routing::TextSink&)>& produce,
+                                               std::optional<uint64_t> unlessHash, mode_t mode) {
   std::error_code ec;
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return fabric::makeError("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fabric::makeError("cannot write " + tmp + ": " + std::strerror(e));
+  StreamedFile out;
+  std::string buf;  // written out about 1 MiB at a time
+  int err = 0;
+  auto flush = [&] {
+    for (size_t done = 0; !err && done < buf.size();) {
+      ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
+      if (n >= 0)
+        done += static_cast<size_t>(n);
+      else if (errno != EINTR)
+        err = errno;
     }
-    done += static_cast<size_t>(n);
+    buf.clear();
+  };
+  produce([&](std::string_view piece) {
+    // The pieces come the same way for the same content, so a hash per piece, combined, tells a change.
+    out.hash ^=
+        std::hash<std::string_view>{}(piece) + 0x9e3779b97f4a7c15ULL + (out.hash << 6) + (out.hash >> 2);
+    buf.append(piece);
+    if (buf.size() >= (size_t{1} << 20)) flush();
+  });
+  flush();
+  if (!err && unlessHash == out.hash && fs::exists(path, ec)) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return out;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
+  if (err || ::fsync(fd) != 0) {
+    const int e = err ? err : errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return fabric::makeError("cannot write " + tmp + ": " + std::strerror(e));
+  }
+  if (::close(fd) != 0) {
+    const int e = errno;
     ::unlink(tmp.c_str());
     return fabric::makeError("cannot write " + tmp + ": " + std::strerror(e));
   }
@@ -119,7 +149,8 @@ fabric::Result<void> writeFileAtomically(const std::string& path, const std::str
     ::unlink(tmp.c_str());
     return fabric::makeError("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
   }
-  return {};
+  out.written = true;
+  return out;
 }
 
 fabric::Result<void> saveGuid2Lid(const std::string& path, const routing::Guid2Lid& map) {

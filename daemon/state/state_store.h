@@ -6,9 +6,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "routing/lft_dump.h"
 #include "routing/lid_assignment.h"
 
 namespace ibsm::daemon {
@@ -25,6 +28,17 @@ fabric::Result<void> saveGuid2Lid(const std::string& path, const routing::Guid2L
 // Writes text to path atomically (creating parent directories).
 fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text,
                                          mode_t mode = 0644);
+// The same for text that `produce` hands to its sink piece by piece (a dump of a large fabric is never in
+// memory whole). Returns a hash of the content (FNV-1a); when it equals `unlessHash` and the file exists,
+// the file is left as it was and `written` is false.
+struct StreamedFile {
+  uint64_t hash = 0;
+  bool written = false;
+};
+fabric::Result<StreamedFile> writeFileStreamed(const std::string& path,
+                                               const std::function<void(const routing::TextSink&)>& produce,
+                                               std::optional<uint64_t> unlessHash = std::nullopt,
+                                               mode_t mode = 0644);
 
 // The subnet's M_Key for sm.m_key: random, one line "0x<16 hex digits>" in <state_dir>/mkey (mode 0600: it is
 // a secret). Made once: a restarted SM with the same state directory reuses it, so it can still manage the

@@ -172,6 +172,27 @@ TEST(Adopt, ALegalAlternativeStays) {
   expectSound(*topo, r.lids, a.tables);
 }
 
+// A freshly booted switch holds one block (LinearFDBTop 0): what it holds there counts, and the LIDs past it
+// take the fresh engine's entries without a look.
+TEST(Adopt, ShortHeldRowsCountOnlyTheirOwnLids) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  Routed r = routeWithLoads(*topo, "ftree");
+  ASSERT_GT(r.lids.maxLid().value, LftRow::kBlock);
+  Rows<LftRow> held;
+  held.resize(topo->size());
+  size_t unset = 0;  // entries of the first block the fresh engine gives a port: all to be written
+  for (NodeIndex s : topo->switches()) {
+    held[s].assign(LftRow::kBlock, kNoPort);
+    for (size_t lid = 0; lid < LftRow::kBlock; ++lid)
+      unset += r.tables.port(s, fabric::Lid{static_cast<uint16_t>(lid)}) != kNoPort;
+  }
+  AdoptResult a = adoptHeldTables(*topo, r.lids, r.tables, held);
+  EXPECT_TRUE(a.why.empty()) << a.why;
+  EXPECT_EQ(a.kept, 0u);
+  EXPECT_EQ(a.replaced, unset);
+  EXPECT_EQ(differences(*topo, a.tables, r.tables), 0u);
+}
+
 // Unknown rows (a switch not read back) take the fresh engine's entries.
 TEST(Adopt, UnreadSwitchesTakeTheFreshTables) {
   TopologyPtr topo = generate(testing::fatTree(2, 8));
