@@ -2,9 +2,11 @@
 #include "routing/engine.h"
 
 #include <optional>
+#include <span>
 
 #include "fabric/text.h"
 #include "routing/route_checker.h"
+#include "routing/routing_graph.h"
 
 namespace ibsm::routing {
 
@@ -126,35 +128,45 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
   return chain;
 }
 
-size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
+size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& /*options*/,
                           RoutingTables& tables) {
   // Switch LIDs only carry SMPs (VL15, not flow controlled: no credit loops), so any loop-free path will do.
-  // Where the engine left one unreachable (no legal up*/down* path in a degraded tree), take min-hop's
-  // choice. No loop can form: a switch the engine routes leads to the target along the engine's path, whose
-  // suffix the engine routes too, and the filled switches step strictly closer along shortest paths.
-  auto holes = [&](auto&& onHole) {
-    for (uint32_t lid = 1; lid <= lids.maxLid().value; ++lid) {
-      LidOwner o = lids.owner(Lid{static_cast<uint16_t>(lid)});
-      if (o.node == fabric::kNoNode || !topo.node(o.node).isSwitch()) continue;
-      for (NodeIndex s : topo.switches())
-        if (s != o.node && tables.port(s, Lid{static_cast<uint16_t>(lid)}) == kNoPort) onHole(s, lid);
-    }
-  };
-  bool any = false;
-  holes([&](NodeIndex, uint32_t) { any = true; });
-  if (!any || tables.engine == "minhop") return 0;
-  Options o = options;
-  o.computeAr = false;
-  auto minhop = makeMinHopEngine()->compute(topo, lids, o);
-  if (!minhop) return 0;
+  // Where the engine left one unreachable (no legal up*/down* path, e.g. from a top switch to another), take
+  // a next hop on a shortest path, as min-hop would: the one fewest filled routes use so far. No loop can
+  // form: a switch the engine routes leads to the target along the engine's path, whose suffix the engine
+  // routes too, and the filled switches step strictly closer along shortest paths. One BFS per switch LID
+  // with a hole.
+  if (tables.engine == "minhop") return 0;
+  const RoutingGraph g(topo);
   size_t filled = 0;
-  holes([&](NodeIndex s, uint32_t lid) {
-    uint8_t p = minhop->port(s, Lid{static_cast<uint16_t>(lid)});
-    if (p == kNoPort) return;
-    if (tables.lft[s].size() <= lid) tables.lft[s].resize(lid + 1, kNoPort);
-    tables.lft[s][lid] = p;
-    ++filled;
-  });
+  std::vector<uint32_t> holes, used(g.arcCount(), 0);
+  for (uint32_t lid = 1; lid <= lids.maxLid().value; ++lid) {
+    const LidOwner o = lids.owner(Lid{static_cast<uint16_t>(lid)});
+    if (o.node == fabric::kNoNode || !topo.node(o.node).isSwitch() || g.indexOf(o.node) == kInf) continue;
+    holes.clear();
+    for (uint32_t s = 0; s < g.size(); ++s)
+      if (g.node(s) != o.node && tables.port(g.node(s), Lid{static_cast<uint16_t>(lid)}) == kNoPort)
+        holes.push_back(s);
+    if (holes.empty()) continue;
+    const uint32_t target = g.indexOf(o.node);
+    const std::vector<uint32_t> dist = g.distances(std::span(&target, 1));
+    for (uint32_t s : holes) {
+      if (dist[s] == kInf) continue;
+      // Equal counts: the first from an offset that differs per switch and LID, so that the switches of one
+      // level do not all pick the same neighbour (a repair then finds ways around a lost link).
+      const uint32_t first = g.firstArc(s), deg = g.firstArc(s + 1) - first;
+      uint32_t best = kInf;
+      for (uint32_t i = 0; i < deg; ++i) {
+        const uint32_t a = first + (s + lid + i) % deg;
+        if (dist[g.arc(a).to] + 1 == dist[s] && (best == kInf || used[a] < used[best])) best = a;
+      }
+      ++used[best];
+      auto& row = tables.lft[g.node(s)];
+      if (row.size() <= lid) row.resize(lid + 1, kNoPort);
+      row[lid] = g.arc(best).port;
+      ++filled;
+    }
+  }
   return filled;
 }
 

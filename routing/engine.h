@@ -52,11 +52,11 @@ std::vector<std::string> engineNames();
 struct ChainResult {
   RoutingTables tables;
   std::vector<std::string> fallbacks;  // "ftree: not a fat-tree (...)" for each engine that declined
-  size_t switchLidsFilled = 0;         // (switch, switch LID) entries taken from min-hop, see below
+  size_t switchLidsFilled = 0;         // (switch, switch LID) entries filled on shortest paths, see below
   std::vector<std::string> choices;    // for alternatives ("dor|dfsp"): "dor: max link load 64 on 1 VL"
 };
-// Fills (switch, switch-LID) entries the engine left without a route with min-hop's choice; returns how
-// many. computeChain does this for every engine's result.
+// Fills (switch, switch-LID) entries the engine left without a route with a next hop on a shortest path (as
+// min-hop would choose); returns how many. computeChain does this for every engine's result.
 size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
                           RoutingTables& tables);
 // Tries each engine in order; an Error when none could route (or a name is unknown). An element may name

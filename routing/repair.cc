@@ -472,12 +472,16 @@ class Repairer {
     // Choose, nearest first, so every switch sees the final way of the one it picks.
     order_ = b_;
     std::sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) { return dany_[x] < dany_[y]; });
+    unroutable_.clear();
     for (uint32_t x : order_) {
       if (dany_[x] == kInf) {
         if (counted && g_.hosts(x) > 0)
           return "switch " + fabric::toString(g_.guid(x)) + " lost every legal way to LID " +
                  std::to_string(lid);
-        setEntry(x, lid, kNoPort);
+        if (dest_.isSwitch && !g_.arcs(x).empty())
+          unroutable_.push_back(x);
+        else
+          setEntry(x, lid, kNoPort);
         continue;
       }
       const uint8_t was = entry(out_.tables, g_.node(x), lid);
@@ -499,8 +503,44 @@ class Repairer {
     if (counted)
       for (uint32_t x : b_)
         if (g_.hosts(x) > 0) bookNew(x, g_.hosts(x));
+    if (!unroutable_.empty()) fillUnroutable();
     updateGroups();
     return {};
+  }
+
+  // A switch LID carries SMPs only (VL15: no credit loops), so a broken switch without a legal way to it
+  // takes any way that reaches it instead (the engine chain fills such entries likewise, fillSwitchLidHoles):
+  // from the switches that have a way (the destination, intact neighbours, broken switches with a legal way),
+  // outwards, each to its neighbour with the fewest hops to go. No loop: a switch only ever points at one
+  // whose way was settled before its own, and that way never changes again.
+  void fillUnroutable() {
+    auto togo = [&](uint32_t v) -> uint32_t {  // hops to go from a switch with a way; kInf: none (yet)
+      if (v == dest_.sw) return 0;
+      if (inB_[v] == serial_) return dany_[v];
+      return intact(v) ? len_[v] : kInf;
+    };
+    for (bool progress = true; progress && !unroutable_.empty();) {
+      progress = false;
+      size_t kept = 0;
+      for (uint32_t x : unroutable_) {
+        const RoutingGraph::Arc* best = nullptr;
+        uint32_t bestToGo = kInf;
+        for (const auto& a : g_.arcs(x))
+          if (const uint32_t t = togo(a.to); t < bestToGo) {
+            best = &a;
+            bestToGo = t;
+          }
+        if (!best) {
+          unroutable_[kept++] = x;
+          continue;
+        }
+        setEntry(x, lid_, best->port);
+        dany_[x] = bestToGo + 1;  // settled (no legal distance is read past this point)
+        progress = true;
+      }
+      unroutable_.resize(kept);
+    }
+    for (uint32_t x : unroutable_) setEntry(x, lid_, kNoPort);
   }
 
   // AR groups of the broken switches and of the switches next to them whose group leads to one (a broken
@@ -560,7 +600,7 @@ class Repairer {
   uint32_t serial_ = 0;
   uint16_t lid_ = 0;
   Exit dest_;
-  std::vector<uint32_t> seed_, b_, parent_, order_, path_;
+  std::vector<uint32_t> seed_, b_, parent_, order_, path_, unroutable_;
   std::vector<uint32_t> stamp_, inB_, len_, ddown_, dany_;
   std::vector<uint8_t> downOnly_;
   std::vector<uint64_t> weight_;
