@@ -128,8 +128,7 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
   return chain;
 }
 
-size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& /*options*/,
-                          RoutingTables& tables) {
+size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, RoutingTables& tables) {
   // Switch LIDs only carry SMPs (VL15, not flow controlled: no credit loops), so any loop-free path will do.
   // Where the engine left one unreachable (no legal up*/down* path, e.g. from a top switch to another), take
   // a next hop on a shortest path, as min-hop would: the one fewest filled routes use so far. No loop can
@@ -182,7 +181,7 @@ fabric::Result<ChainResult> computeChain(const std::vector<std::string>& chain, 
     auto tables = computeElement(name, topo, lids, options, out.choices);
     if (tables) {
       out.tables = std::move(tables).value();
-      out.switchLidsFilled = fillSwitchLidHoles(topo, lids, options, out.tables);
+      out.switchLidsFilled = fillSwitchLidHoles(topo, lids, out.tables);
       return out;
     }
     // Engines usually prefix their reason with their name; avoid "ftree: ftree: ...".

@@ -57,8 +57,7 @@ struct ChainResult {
 };
 // Fills (switch, switch-LID) entries the engine left without a route with a next hop on a shortest path (as
 // min-hop would choose); returns how many. computeChain does this for every engine's result.
-size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, const Options& options,
-                          RoutingTables& tables);
+size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, RoutingTables& tables);
 // Tries each engine in order; an Error when none could route (or a name is unknown). An element may name
 // alternatives, "dor|dfsp": each is computed and the one with the lowest max switch-to-switch link load wins
 // (ties: fewer VL layers, then the first named); the element fails only when all of them do.

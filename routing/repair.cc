@@ -32,19 +32,6 @@ uint8_t entry(const RoutingTables& t, NodeIndex node, uint16_t lid) {
   return lid < row.size() ? row[lid] : kNoPort;
 }
 
-// Adds (sign +1) or removes (-1) w along the route from switch s to LID lid.
-void bookRoute(const RoutingGraph& g, const ArcIndex& arcs, const RoutingTables& t, uint32_t s, uint16_t lid,
-               uint64_t w, bool remove, const std::vector<NodeIndex>& toNode, PortLoads& loads) {
-  for (size_t hops = 0; hops < g.size(); ++hops) {
-    const uint8_t p = entry(t, g.node(s), lid);
-    const uint32_t a = p == kNoPort ? kInf : arcs(s, p);
-    if (a == kInf) return;
-    const NodeIndex n = toNode[s];
-    if (n != fabric::kNoNode && p < loads[n].size()) loads[n][p] = remove ? loads[n][p] - w : loads[n][p] + w;
-    s = g.arc(a).to;
-  }
-}
-
 // The repair of one run: the new graph, the old tables mapped onto it, and per-destination scratch.
 class Repairer {
  public:
@@ -58,9 +45,6 @@ class Repairer {
         oldNode_[s] = *o;
         newOfOld_[og_.indexOf(*o)] = s;
       }
-    oldToNewNode_.assign(og_.size(), fabric::kNoNode);
-    for (uint32_t o = 0; o < og_.size(); ++o)
-      if (newOfOld_[o] != kInf) oldToNewNode_[o] = g_.node(newOfOld_[o]);
     key_.assign(n, 0);
     stamp_.assign(n, 0);
     inB_.assign(n, 0);
@@ -112,6 +96,7 @@ class Repairer {
     for (uint32_t a = 0; a < g_.arcCount(); ++a) {
       const auto& arc = g_.arc(a);
       arcLoad_[a] = &out_.loads[g_.node(g_.arc(arc.reverse).to)][arc.port];
+      load_[a] = *arcLoad_[a];
     }
     // Dead arcs: an old switch-to-switch link that is gone. Their entries are the seeds of the repair.
     // Links that came up are left unused until the rebalancing run (every route stays legal without them).
@@ -138,7 +123,6 @@ class Repairer {
     for (size_t lid = 1; lid < exit_.size() && lid < oldExit_.size(); ++lid)
       if (exit_[lid].sw == kInf && oldExit_[lid].sw != kInf)
         dropDestination(static_cast<uint16_t>(lid), clearDeparted);
-    for (uint32_t a = 0; a < g_.arcCount(); ++a) load_[a] = *arcLoad_[a];
     for (size_t i = 0; i < seeds.size();) {
       loadBlocks(seeds[i].first);
       size_t j = i;
@@ -207,8 +191,7 @@ class Repairer {
     const Exit& e = oldExit_[lid];
     if (!e.isSwitch)
       for (uint32_t o = 0; o < og_.size(); ++o)
-        if (og_.hosts(o) > 0)
-          bookRoute(og_, oarcs_, old_, o, lid, og_.hosts(o), true, oldToNewNode_, out_.loads);
+        if (og_.hosts(o) > 0) unbookOld(o, lid, og_.hosts(o));
     if (!clear) return;
     for (uint32_t s = 0; s < g_.size(); ++s) {
       setEntry(s, lid, kNoPort);
@@ -367,8 +350,8 @@ class Repairer {
       s = g_.arc(a).to;
     }
   }
-  // Removes w along the old route from old switch index o (bookRoute into load_; the arcs that died are
-  // zeroed at the end anyway).
+  // Removes w along the old route from old switch index o (into load_; the arcs that died are zeroed at the
+  // end anyway).
   void unbookOld(uint32_t o, uint16_t lid, uint64_t w) {
     for (size_t hops = 0; hops < og_.size(); ++hops) {
       const uint8_t p = entry(old_, og_.node(o), lid);
@@ -379,7 +362,7 @@ class Repairer {
       o = og_.arc(a).to;
     }
   }
-  // Adds w along s's (new) route: bookRoute over the new tables.
+  // Adds w along s's (new) route.
   void bookNew(uint32_t s, uint64_t w) {
     for (size_t hops = 0; hops < g_.size(); ++hops) {
       const uint32_t a = nextArc(s);
@@ -581,9 +564,8 @@ class Repairer {
   RepairResult& out_;
   RoutingGraph og_, g_;
   ArcIndex oarcs_, arcs_;
-  std::vector<uint32_t> newOfOld_;       // old switch index -> new switch index
-  std::vector<NodeIndex> oldNode_;       // new switch index -> old node
-  std::vector<NodeIndex> oldToNewNode_;  // old switch index -> node of the new topology
+  std::vector<uint32_t> newOfOld_;  // old switch index -> new switch index
+  std::vector<NodeIndex> oldNode_;  // new switch index -> old node
   std::vector<uint32_t> key_;
   std::vector<Exit> oldExit_, exit_;
   uint32_t arCap_ = 0;

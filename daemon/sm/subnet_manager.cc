@@ -1,6 +1,7 @@
 #include "daemon/sm/subnet_manager.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "daemon/program/lft_reader.h"
 #include "mad/notice.h"
@@ -22,28 +23,23 @@ bool sameNodes(const fabric::Topology& a, const fabric::Topology& b) {
   return true;
 }
 
-// Whether b has a's nodes but some switches (a switch lost whole), nothing new: every LID stays where it is.
-bool onlySwitchesGone(const fabric::Topology& a, const fabric::Topology& b) {
-  if (b.size() >= a.size() || b.cas().size() != a.cas().size()) return false;
-  for (NodeIndex n = 0; n < b.size(); ++n) {
-    auto o = a.findNode(b.node(n).guid);
-    if (!o || a.node(*o).numPorts != b.node(n).numPorts || a.node(*o).type != b.node(n).type) return false;
-  }
-  return true;
-}
-
-// The LIDs of a's endports (lids) on b's nodes (onlySwitchesGone); a CA port no longer linked has none, as
-// routing::assignLids would give it.
-routing::LidAssignment lidsOnFewerNodes(const fabric::Topology& a, const routing::LidAssignment& lids,
-                                        const fabric::Topology& b) {
+// When b has a's nodes but some switches (a switch lost whole) and nothing new: the LIDs of a's endports
+// (lids) on b's nodes, every one where it was (a CA port no longer linked has none, as routing::assignLids
+// would give it). Otherwise nothing.
+std::optional<routing::LidAssignment> lidsWithSwitchesGone(const fabric::Topology& a,
+                                                           const routing::LidAssignment& lids,
+                                                           const fabric::Topology& b) {
+  if (b.size() >= a.size() || b.cas().size() != a.cas().size()) return std::nullopt;
   routing::LidAssignment out(b);
   out.setLmc(lids.lmc());
   for (NodeIndex n = 0; n < b.size(); ++n) {
-    const NodeIndex o = *a.findNode(b.node(n).guid);
-    for (unsigned p = 0; p <= b.node(n).numPorts; ++p) {
-      if (p > 0 && !b.node(n).ports[p].connected()) continue;
+    const fabric::Node& node = b.node(n);
+    auto o = a.findNode(node.guid);
+    if (!o || a.node(*o).numPorts != node.numPorts || a.node(*o).type != node.type) return std::nullopt;
+    for (unsigned p = 0; p <= node.numPorts; ++p) {
+      if (p > 0 && !node.ports[p].connected()) continue;
       const fabric::PortNum port{static_cast<uint8_t>(p)};
-      if (auto r = lids.range(o, port); r.base.value) out.set(n, port, r);
+      if (auto r = lids.range(*o, port); r.base.value) out.set(n, port, r);
     }
   }
   return out;
@@ -228,16 +224,14 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   // An update that finds the same nodes under the same numbers keeps every LID: nothing to assign or save.
   // A switch lost whole keeps every LID as well (its own stays reserved for it in the file): no assignment.
   const bool sameAsLast = stabilize && last_ && snapshot_ && sameNodes(*last_->topology, topo);
-  const bool switchesGone =
-      stabilize && last_ && snapshot_ && !sameAsLast && onlySwitchesGone(*last_->topology, topo);
+  std::optional<routing::LidAssignment> kept;
+  if (sameAsLast)
+    kept = snapshot_->lids;
+  else if (stabilize && last_ && snapshot_)
+    kept = lidsWithSwitchesGone(*last_->topology, snapshot_->lids, topo);
   auto assigned =
-      sameAsLast || switchesGone
-          ? fabric::Result<routing::LidAssignResult>(routing::LidAssignResult{
-                sameAsLast ? snapshot_->lids : lidsOnFewerNodes(*last_->topology, snapshot_->lids, topo),
-                {},
-                {},
-                0})
-          : lids_.assign(topo, ha_.machine().tookOver());
+      kept ? fabric::Result<routing::LidAssignResult>(routing::LidAssignResult{std::move(*kept), {}, {}, 0})
+           : lids_.assign(topo, ha_.machine().tookOver());
   if (!assigned) return fabric::makeError(assigned.error().message);
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
   report.lidsChanged = assigned->changed;

@@ -29,7 +29,8 @@ fabric::Result<void> saveGuid2Lid(const std::string& path, const routing::Guid2L
 fabric::Result<void> writeFileAtomically(const std::string& path, const std::string& text,
                                          mode_t mode = 0644);
 // The same for text that `produce` hands to its sink piece by piece (a dump of a large fabric is never in
-// memory whole). Returns a hash of the content (FNV-1a); when it equals `unlessHash` and the file exists,
+// memory whole). Returns a hash of the content (of its pieces, combined); when it equals `unlessHash` and the
+// file exists,
 // the file is left as it was and `written` is false.
 struct StreamedFile {
   uint64_t hash = 0;

@@ -211,7 +211,7 @@ inline RoutedWithLoads routeWithLoads(const fabric::Topology& topo, const std::s
   EXPECT_TRUE(t.ok()) << (t ? "" : t.error().message);
   if (!t) return r;
   r.tables = std::move(*t);
-  fillSwitchLidHoles(topo, r.lids, options, r.tables);
+  fillSwitchLidHoles(topo, r.lids, r.tables);
   r.loads = computePortLoads(topo, r.lids, r.tables);
   return r;
 }
