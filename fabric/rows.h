@@ -12,6 +12,9 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace ibsm::fabric {
@@ -144,6 +147,17 @@ class Blocks {
   using value_type = T;
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size_}; }
+
+  // Makes blocks with equal entries one shared block: a row whose blocks repeat (an AR row where most LIDs
+  // share one group) then costs a few blocks. Writing an entry later clones its block as usual.
+  void shareEqualBlocks() {
+    static_assert(std::has_unique_object_representations_v<T>);
+    std::unordered_map<std::string_view, std::shared_ptr<Block>> seen;
+    for (std::shared_ptr<Block>& b : blocks_) {
+      auto [it, fresh] = seen.try_emplace(std::string_view(reinterpret_cast<const char*>(b->data()), sizeof(Block)), b);
+      if (!fresh) b = it->second;
+    }
+  }
 
   // Whether block k (entries k*N ..) is the very block k of other (then they are equal without comparing).
   bool sameBlock(size_t k, const Blocks& other) const {

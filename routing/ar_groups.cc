@@ -53,6 +53,7 @@ ArTable ArGroupBuilder::build() const {
     }
     table.lidToGroup[lid] = groupOfSet[s];
   }
+  table.lidToGroup.shareEqualBlocks();
   return table;
 }
 

@@ -12,6 +12,7 @@ LftReadback readLfts(mad::MadEngine& engine, const mad::Clock& clock, const fabr
   out.held.resize(topo.size());
   std::vector<routing::LftRow> rows(topo.size());
   std::vector<bool> incomplete(topo.size(), false);
+  std::vector<std::vector<uint32_t>> read(topo.size());  // blocks read, kept for incomplete switches
   out.phase = runPhase(engine, clock, "read lfts", PhaseOptions{}, [&](PhaseRunner& phase) {
     for (fabric::NodeIndex n : topo.switches()) {
       const fabric::Node& node = topo.node(n);
@@ -19,10 +20,10 @@ LftReadback readLfts(mad::MadEngine& engine, const mad::Clock& clock, const fabr
       SwitchTableCache::Entry& held = cache[node.guid];
       held.linearFdbTop = top;
       held.topKnown = true;
+      held.hold(nullptr, 0);  // what is read replaces what was known
       // The blocks up to LinearFDBTop: a freshly booted switch (top 0) has one.
       const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
       rows[n].resize(blocks * mad::kLftBlockLids, routing::kNoPort);
-      held.lft.grow(blocks);
       for (size_t b = 0; b < blocks; ++b) {
         phase.submit(
             mad::makeDirectedSmp(mad::kGet, mad::kAttrLft, static_cast<uint32_t>(b), topo.route(n)),
@@ -33,8 +34,8 @@ LftReadback readLfts(mad::MadEngine& engine, const mad::Clock& clock, const fabr
                 return;
               }
               const mad::LftBlock block = mad::decodeLftBlock(mad::smpData(a.result.response));
-              cache[topo.node(n).guid].lft.store(b, block);
               for (size_t i = 0; i < block.size(); ++i) rows[n][b * mad::kLftBlockLids + i] = block[i];
+              read[n].push_back(static_cast<uint32_t>(b));
               ++out.blocks;
             },
             mad::RequestOptions{}, false);
@@ -42,11 +43,15 @@ LftReadback readLfts(mad::MadEngine& engine, const mad::Clock& clock, const fabr
     }
   });
   for (fabric::NodeIndex n : topo.switches()) {
+    SwitchTableCache::Entry& held = cache[topo.node(n).guid];
     if (incomplete[n]) {
+      // Unknown entries are not adopted; the blocks read are known all the same.
       ++out.switchesIncomplete;
-      continue;  // unknown entries are not adopted; the blocks read are in the cache all the same
+      for (uint32_t b : read[n]) held.changed[b] = lftBlock(rows[n], b);
+      continue;
     }
     out.held[n] = std::move(rows[n]);
+    held.hold(out.held.row(n), held.linearFdbTop);
   }
   return out;
 }

@@ -13,6 +13,31 @@ using fabric::PortState;
 using mad::MadResult;
 
 namespace {
+size_t lftBlocks(uint16_t top) { return (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids; }
+}  // namespace
+
+mad::LftBlock lftBlock(const routing::LftRow& row, size_t b) {
+  mad::LftBlock block;
+  for (size_t i = 0; i < mad::kLftBlockLids; ++i) {
+    const size_t lid = b * mad::kLftBlockLids + i;
+    block[i] = lid < row.size() ? row[lid] : routing::kNoPort;
+  }
+  return block;
+}
+
+bool SwitchLftState::holds(size_t b, const mad::LftBlock& want) const {
+  if (auto it = changed.find(static_cast<uint32_t>(b)); it != changed.end())
+    return it->second && *it->second == want;
+  return written && b < lftBlocks(writtenTop) && lftBlock(*written, b) == want;
+}
+
+void SwitchLftState::hold(std::shared_ptr<const routing::LftRow> row, uint16_t top) {
+  written = std::move(row);
+  writtenTop = top;
+  changed.clear();
+}
+
+namespace {
 constexpr uint8_t kLinkUp = 5;
 constexpr uint32_t kClientReregSupported = 1u
                                            << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
@@ -64,16 +89,19 @@ class ProgramRun {
     return it != attrs_.end() ? it->second : topo_.node(n).ports[p].attrs;
   }
   std::vector<bool> switchChanged_;
-  // Switches whose LFT blocks were compared (and sent where they differ) in this run; the ones with no
-  // failed block hold their row in full afterwards.
+  // Switches whose LFT blocks were compared (and sent where they differ) in this run: the ones with no failed
+  // block hold their row in full afterwards, the others the blocks whose Set was acknowledged.
   struct ComparedRow {
     NodeIndex node;
     SwitchTableCache::Entry* held;
     std::shared_ptr<const routing::LftRow> row;
     uint16_t top;
+    std::vector<uint32_t> sent;  // blocks sent
   };
   std::vector<ComparedRow> lftRows_;
   std::vector<bool> lftFailed_;
+  std::vector<std::pair<NodeIndex, uint32_t>> lftAcked_;  // blocks whose Set was acknowledged
+  void settleLftBlocks();
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
   std::map<PortKey, RawAttr> raw_;
@@ -247,42 +275,58 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
 
 // Phase 2, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
 void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
+  static const auto kEmptyRow = std::make_shared<const routing::LftRow>();
   const fabric::DrPath& route = topo_.route(n);
-  const routing::LftRow& want = tables_.lft[n];
   static_assert(routing::LftRow::kBlock == mad::kLftBlockLids);
-  const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
+  const size_t blocks = lftBlocks(top);
   // The row the switch holds in full already (a repair or a rebalance shares the rows it did not change,
   // and within a row the blocks it did not change).
   std::shared_ptr<const routing::LftRow> row = tables_.lft.row(n);
-  if (row && held.written == row && held.writtenTop == top) {
+  if (!row) row = kEmptyRow;
+  if (held.written == row && held.writtenTop == top && held.changed.empty()) {
     report_.lftBlocksSkipped += blocks;
     return;
   }
-  std::shared_ptr<const routing::LftRow> was = held.writtenTop == top ? std::move(held.written) : nullptr;
-  held.written = nullptr;
-  if (row) lftRows_.push_back({n, &held, std::move(row), top});
-  held.lft.grow(blocks);
+  const routing::LftRow& want = *row;
+  const routing::LftRow* was = held.written.get();
+  const size_t wasBlocks = was ? lftBlocks(held.writtenTop) : 0;
+  const bool anyChanged = !held.changed.empty();
+  ComparedRow& compared = lftRows_.emplace_back(ComparedRow{n, &held, row, top, {}});
   for (size_t b = 0; b < blocks; ++b) {
     const size_t end = (b + 1) * mad::kLftBlockLids;
-    if (was && want.sameBlock(b, *was) && end <= want.size() && end <= was->size()) {
+    if (b < wasBlocks && want.sameBlock(b, *was) && end <= want.size() && end <= was->size() &&
+        !(anyChanged && held.changed.count(static_cast<uint32_t>(b)))) {
       ++report_.lftBlocksSkipped;
       continue;
     }
-    mad::LftBlock block;
-    for (size_t i = 0; i < mad::kLftBlockLids; ++i) {
-      size_t lid = b * mad::kLftBlockLids + i;
-      block[i] = lid < want.size() ? want[lid] : routing::kNoPort;
-    }
-    if (held.lft.holds(b, block)) {
+    const mad::LftBlock block = lftBlock(want, b);
+    if (held.holds(b, block)) {
       ++report_.lftBlocksSkipped;
       continue;
     }
+    compared.sent.push_back(static_cast<uint32_t>(b));
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), route);
     mad::encodeLftBlock(block, mad::smpData(smp));
-    send(phase, n, std::move(smp), [this, &held, b, block](const MadResult&) {
-      held.lft.store(b, block);
+    send(phase, n, std::move(smp), [this, n, b](const MadResult&) {
+      lftAcked_.emplace_back(n, static_cast<uint32_t>(b));
       ++report_.lftBlocksSent;
     });
+  }
+}
+
+// After the LFT phase: a switch whose Sets all went through holds its row in full; on one with a failed Set,
+// the blocks acknowledged are known, the failed ones unknown (the Set may or may not have taken).
+void ProgramRun::settleLftBlocks() {
+  std::sort(lftAcked_.begin(), lftAcked_.end());
+  for (ComparedRow& r : lftRows_) {
+    if (!lftFailed_[r.node]) {
+      r.held->hold(std::move(r.row), r.top);
+      continue;
+    }
+    for (uint32_t b : r.sent) {
+      const bool acked = std::binary_search(lftAcked_.begin(), lftAcked_.end(), std::pair{r.node, b});
+      r.held->changed[b] = acked ? std::optional(lftBlock(*r.row, b)) : std::nullopt;
+    }
   }
 }
 
@@ -325,11 +369,7 @@ ProgramReport ProgramRun::run() {
       setLftBlocks(phase, n, held, top);
     }
   });
-  for (ComparedRow& r : lftRows_)
-    if (!lftFailed_[r.node]) {
-      r.held->written = std::move(r.row);
-      r.held->writtenTop = r.top;
-    }
+  settleLftBlocks();
   if (opt_.activate) {
     // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
     // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).

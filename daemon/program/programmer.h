@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -23,17 +24,24 @@
 namespace ibsm::daemon {
 
 // What each switch's LFT holds as far as this SM knows (by switch GUID); blocks never written or read are
-// unknown and always sent.
+// unknown and always sent. The blocks are not copied: the switch holds the blocks below writtenTop of the
+// row `written` (routing tables' rows, fabric/rows.h, shared with the tables that were written or read back
+// in full), except the blocks in `changed`, which a run that did not complete set since (nullopt: a Set that
+// failed, the block is unknown).
 struct SwitchLftState {
-  KnownBlocks<mad::LftBlock> lft;
-  uint16_t linearFdbTop = 0;
-  bool topKnown = false;
-  // The routing tables' row (fabric/rows.h) whose blocks up to writtenTop the switch was last known to
-  // hold in full: when the tables bring the very same row again, no block needs comparing, and of a row
-  // derived from it (a repair, a rebalance) only the blocks that are not the very same ones.
   std::shared_ptr<const routing::LftRow> written;
   uint16_t writtenTop = 0;
+  std::unordered_map<uint32_t, std::optional<mad::LftBlock>> changed;
+  uint16_t linearFdbTop = 0;
+  bool topKnown = false;
+  // True when block b is known to hold `want`: no Set needed.
+  bool holds(size_t b, const mad::LftBlock& want) const;
+  // From here on the switch holds `row` up to `top` in full.
+  void hold(std::shared_ptr<const routing::LftRow> row, uint16_t top);
 };
+// Block b of a row as a Set of it carries it: entries past the row's end are kNoPort.
+mad::LftBlock lftBlock(const routing::LftRow& row, size_t b);
+
 class SwitchTableCache : public SwitchCache<SwitchLftState> {
  public:
   using Entry = SwitchLftState;

@@ -48,5 +48,27 @@ TEST(Rows, AssignSharesOneRowAndShareTakesAnotherVersionsRow) {
   EXPECT_EQ(n, 20u);
 }
 
+TEST(Blocks, EqualBlocksAreSharedAndClonedApartOnAWrite) {
+  Blocks<uint16_t, 4> a;
+  a.assign(14, 7);
+  for (size_t i = 0; i < 14; ++i) a[i] = i < 4 || i >= 8 ? 1 : 2;  // blocks 1111 2222 1111 11..
+  Blocks<uint16_t, 4> before = a;
+  a.shareEqualBlocks();
+  EXPECT_TRUE(a == before);
+  EXPECT_TRUE(a.sameBlock(0, before));  // block 0 is kept, block 2 now shares it
+  EXPECT_FALSE(a.sameBlock(2, before));
+  EXPECT_TRUE(a.sameBlock(1, before) && a.sameBlock(3, before));
+  Blocks<uint16_t, 4> copy = a;
+  a[9] = 5;  // written: block 2 is cloned, block 0 keeps its entries
+  EXPECT_EQ(a[0], 1);
+  EXPECT_EQ(a[1], 1);
+  EXPECT_EQ(a[9], 5);
+  EXPECT_EQ(copy[9], 1);
+  a.resize(16, 3);  // the last block, half used, is its own
+  EXPECT_EQ(a[13], 1);
+  EXPECT_EQ(a[14], 3);
+  EXPECT_EQ(a[15], 3);
+}
+
 }  // namespace
 }  // namespace ibsm::fabric

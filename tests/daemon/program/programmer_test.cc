@@ -134,6 +134,57 @@ TEST(Programmer, SendsOnlyWhatChanged) {
   EXPECT_EQ(fx.fabric->lftPort(fx.fakeIndex(t, sw), lid), old);
 }
 
+// A switch whose LFT Sets partly failed: the blocks acknowledged are known (not sent again), the failed one
+// is unknown and goes out again with the same tables.
+TEST(Programmer, KnowsTheAcknowledgedBlocksOfASwitchWithAFailedSet) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  const fabric::Topology& t = *up.found.topology;
+  const NodeIndex sw = t.switches().front();
+  routing::RoutingTables changed = up.tables;
+  ASSERT_GT(up.lids.maxLid().value, mad::kLftBlockLids);
+  // One entry in each of blocks 0 and 1 (a route out of the switch) moves to another linked port of it.
+  for (size_t b : {0u, 1u}) {
+    size_t lid = b * mad::kLftBlockLids;
+    while (changed.lft[sw][lid] == 0 || changed.lft[sw][lid] == routing::kNoPort) ++lid;
+    ASSERT_LE(lid, up.lids.maxLid().value);
+    const uint8_t old = changed.lft[sw][lid];
+    for (unsigned p = 1; p <= t.node(sw).numPorts; ++p)
+      if (p != old && t.node(sw).ports[p].connected()) {
+        changed.lft[sw][lid] = static_cast<uint8_t>(p);
+        break;
+      }
+    ASSERT_NE(changed.lft[sw][lid], old);
+  }
+  bool dropBlock1 = true;
+  fx.port.setResponder([&](const mad::MadPacket& sent) {
+    auto h = mad::parseHeader(sent);
+    if (dropBlock1 && h && h->method == mad::kSet && h->attrId == mad::kAttrLft && h->attrMod == 1)
+      return std::vector<mad::MadPacket>{};
+    return fx.fabric->handle(sent);
+  });
+  Programmer programmer(*fx.engine, fx.clock);
+  DiscoveryResult first = fx.discover();
+  ProgramReport lost = programmer.program(first, up.lids, changed, cache, ProgramOptions{});
+  EXPECT_EQ(lost.lftBlocksSent, 1u);
+  EXPECT_FALSE(lost.errors.empty());
+  dropBlock1 = false;
+  DiscoveryResult second = fx.discover();
+  ProgramReport retried = programmer.program(second, up.lids, changed, cache, ProgramOptions{});
+  EXPECT_TRUE(retried.errors.empty());
+  EXPECT_EQ(retried.lftBlocksSent, 1u);
+  const size_t lidCount = up.lids.maxLid().value + 1u;
+  routing::LftRow want = changed.lft[sw];
+  want.resize(lidCount, routing::kNoPort);
+  EXPECT_EQ(held(*fx.fabric, fx.fakeIndex(t, sw), lidCount), want);
+  // Now the switch holds the row in full: nothing is compared again.
+  ProgramReport again = programmer.program(second, up.lids, changed, cache, ProgramOptions{});
+  EXPECT_EQ(again.lftBlocksSent, 0u);
+  EXPECT_EQ(again.smps(), 0u);
+}
+
 // A new master asks every host to re-register, once per CA port (also where the LID is already right), and
 // the command is not repeated by later Sets of the same port.
 TEST(Programmer, ClientReregisterOncePerPort) {
