@@ -154,7 +154,8 @@ class Blocks {
     static_assert(std::has_unique_object_representations_v<T>);
     std::unordered_map<std::string_view, std::shared_ptr<Block>> seen;
     for (std::shared_ptr<Block>& b : blocks_) {
-      auto [it, fresh] = seen.try_emplace(std::string_view(reinterpret_cast<const char*>(b->data()), sizeof(Block)), b);
+      auto [it, fresh] =
+          seen.try_emplace(std::string_view(reinterpret_cast<const char*>(b->data()), sizeof(Block)), b);
       if (!fresh) b = it->second;
     }
   }

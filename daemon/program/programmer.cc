@@ -13,7 +13,9 @@ using fabric::PortState;
 using mad::MadResult;
 
 namespace {
-size_t lftBlocks(uint16_t top) { return (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids; }
+size_t lftBlocks(uint16_t top) {
+  return (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
+}
 }  // namespace
 
 mad::LftBlock lftBlock(const routing::LftRow& row, size_t b) {
