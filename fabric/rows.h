@@ -148,6 +148,13 @@ class Blocks {
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size_}; }
 
+  // Block k's N entries for writing (cloned first when shared): for filling a row a block at a time.
+  T* writableBlock(size_t k) {
+    std::shared_ptr<Block>& b = blocks_[k];
+    if (b.use_count() > 1) b = std::make_shared<Block>(*b);
+    return b->data();
+  }
+
   // Makes blocks with equal entries one shared block: a row whose blocks repeat (an AR row where most LIDs
   // share one group) then costs a few blocks. Writing an entry later clones its block as usual.
   void shareEqualBlocks() {

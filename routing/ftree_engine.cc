@@ -35,6 +35,7 @@
 // Switches with no legal path to a LID (e.g. a top switch that lost its only link into a pod) get kNoPort.
 // Single-threaded (options.threads is not used): the greedy balance is sequential over destinations.
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -136,10 +137,11 @@ class FatTreeRouter {
     tables_.lft.resize(topo.size());
     tables_.upKey.assign(topo.size(), 0);  // up = towards a higher level
     for (uint32_t s = 0; s < n_; ++s) tables_.upKey[g.node(s)] = tree.height - tree.level[s];
-    lft_.resize(n_);
-    for (uint32_t s = 0; s < n_; ++s) {
-      tables_.lft[g.node(s)].assign(lftSize_, kNoPort);
-      lft_[s] = &tables_.lft[g.node(s)];
+    for (uint32_t s = 0; s < n_; ++s) tables_.lft[g.node(s)].assign(lftSize_, kNoPort);
+    cols_.resize((lftSize_ + LftRow::kBlock - 1) / LftRow::kBlock);
+    for (auto& c : cols_) {
+      c = std::make_unique<uint8_t[]>(LftRow::kBlock * n_);
+      std::fill_n(c.get(), LftRow::kBlock * n_, kNoPort);
     }
     if (options.computeAr) ar_.assign(n_, ArGroupBuilder(lftSize_, options.arGroupCap));
     load_.assign(g.arcCount(), 0);
@@ -204,11 +206,22 @@ class FatTreeRouter {
         ar_[s] = ArGroupBuilder(0, 0);  // release its memory early
       }
     }
+    // The LFT rows, a block of every switch at a time.
+    for (size_t k = 0; k < cols_.size(); ++k) {
+      for (uint32_t s = 0; s < n_; ++s) {
+        uint8_t* block = tables_.lft[g_.node(s)].writableBlock(k);
+        for (size_t i = 0; i < LftRow::kBlock; ++i) block[i] = cols_[k][i * n_ + s];
+      }
+      cols_[k].reset();
+    }
     return std::move(tables_);
   }
 
  private:
   bool isAnc(uint32_t s) const { return ancStamp_[s] == destSerial_; }
+  uint8_t& entry(uint32_t s, uint16_t lid) {
+    return cols_[lid / LftRow::kBlock][(lid % LftRow::kBlock) * n_ + s];
+  }
   bool isMain(uint32_t s) const { return mainStamp_[s] == lidSerial_; }
   const RoutingGraph::Arc& arc(uint32_t a) const { return g_.arc(a); }
   // Less-loaded link first, then the lower port number (a and b leave the same switch, whose arcs are
@@ -272,7 +285,7 @@ class FatTreeRouter {
   void choose(uint32_t s, uint32_t a, uint16_t lid) {
     chosen_[s] = a;
     next_[s] = arc(a).to;
-    (*lft_[s])[lid] = arc(a).port;
+    entry(s, lid) = arc(a).port;
   }
 
   void route(const DestLid& t) {
@@ -280,7 +293,7 @@ class FatTreeRouter {
     const uint32_t d = dest_;
     const uint16_t lid = t.lid.value;
     const bool count = !t.isSwitch;
-    (*lft_[d])[lid] = t.port;
+    entry(d, lid) = t.port;
 
     // 2. Main path up from d.
     for (auto& f : frontier_) f.clear();
@@ -525,7 +538,9 @@ class FatTreeRouter {
   const uint32_t n_;
   size_t lftSize_ = 0;
   RoutingTables tables_;
-  std::vector<LftRow*> lft_;
+  // The LFT entries while routing, by LID: [LID / 64][(LID % 64) * switches + switch]. Every switch's entry
+  // for the LID being routed is in one place, which the route writes; the rows are made at the end.
+  std::vector<std::unique_ptr<uint8_t[]>> cols_;
   std::vector<ArGroupBuilder> ar_;
   std::vector<DestLid> dests_;
   std::vector<uint64_t> load_;       // per directed switch-to-switch arc: routes counted so far

@@ -361,22 +361,11 @@ ProgramReport ProgramRun::run() {
       for (unsigned p = first; p <= last; ++p) setLid(phase, n, p);
     }
   });
-  if (opt_.beforeSwitches) opt_.beforeSwitches();
-  // Phase 2: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
-  phase("switches", [&](PhaseRunner& phase) {
-    const uint16_t top = lids_.maxLid().value;
-    for (NodeIndex n : topo_.switches()) {
-      SwitchTableCache::Entry& held = cache_[topo_.node(n).guid];
-      setSwitchInfo(phase, n, held, top);
-      setLftBlocks(phase, n, held, top);
-    }
-  });
-  settleLftBlocks();
+  // Phase 2: every linked port in INIT goes to ARMED (no data moves on an ARMED link, so this need not wait
+  // for the routes); an update on a running fabric finds none. A port already in the target state is left
+  // alone (a Set of the current state is rejected). The ports not ACTIVE yet, found in one pass.
+  std::vector<std::pair<NodeIndex, unsigned>> notActive;
   if (opt_.activate) {
-    // Phases 3 and 4: every linked port in INIT goes to ARMED; once both ends are armed, ARMED goes to
-    // ACTIVE. A port already in the target state is left alone (a Set of the current state is rejected).
-    // The ports not ACTIVE yet, found in one pass (an update on a running fabric finds none).
-    std::vector<std::pair<NodeIndex, unsigned>> notActive;
     linkedPorts([&](NodeIndex n, unsigned p) {
       const PortState s = attrs(n, p).state;
       if (s == PortState::kInit || s == PortState::kArmed) notActive.emplace_back(n, p);
@@ -391,6 +380,23 @@ ProgramReport ProgramRun::run() {
         setPort(phase, n, p, set, [this](const MadResult&) { ++report_.portsArmed; });
       }
     });
+  }
+  if (opt_.beforeSwitches && !opt_.beforeSwitches(report_.phases)) {
+    publish();
+    return std::move(report_);
+  }
+  // Phase 3: SwitchInfo LinearFDBTop, then LFT blocks that differ from what the switch holds.
+  phase("switches", [&](PhaseRunner& phase) {
+    const uint16_t top = lids_.maxLid().value;
+    for (NodeIndex n : topo_.switches()) {
+      SwitchTableCache::Entry& held = cache_[topo_.node(n).guid];
+      setSwitchInfo(phase, n, held, top);
+      setLftBlocks(phase, n, held, top);
+    }
+  });
+  settleLftBlocks();
+  // Phase 4: once both ends are armed and the switches programmed, ARMED goes to ACTIVE.
+  if (opt_.activate) {
     phase("activate", [&](PhaseRunner& phase) {
       for (auto [n, p] : notActive) {
         if (attrs(n, p).state != PortState::kArmed) continue;

@@ -1,7 +1,7 @@
 // Programs the fabric from a routing result: endport LIDs (PortInfo), switch LinearFDBTop (SwitchInfo), LFT
-// blocks (only those whose content differs from what the switch is known to hold), then link states
-// INIT -> ARMED -> ACTIVE once the switches are programmed. Everything goes by directed route, many SMPs in
-// flight; SMPs and time are counted per phase.
+// blocks (only those whose content differs from what the switch is known to hold); link states INIT ->
+// ARMED before the switches, ARMED -> ACTIVE once they are programmed. Everything goes by directed route,
+// many SMPs in flight; SMPs and time are counted per phase.
 #pragma once
 
 #include <functional>
@@ -59,10 +59,11 @@ struct ProgramOptions {
   // and switch port 0 that does not hold them yet. nullopt: protection off, the fields are left as they are.
   // (The SMPs carry the key through the MadEngine, not through these options.)
   std::optional<mad::MkeyInfo> mkey;
-  // Runs after the endports' LIDs and SM LID are set and before the switches are programmed (a new master
-  // reads the LFTs back there: the hosts find the new SM, and its SA, first). It may change the tables given
-  // to program().
-  std::function<void()> beforeSwitches;
+  // Runs after the endports' LIDs and SM LID are set and the new links armed, before the switches are
+  // programmed (a new master reads the LFTs back there: the hosts find the new SM, and its SA, first; a
+  // first sweep waits there for the routes computed meanwhile). It may change the tables given to program()
+  // and appends the phases it ran; false ends the run there (nothing is written to the switches).
+  std::function<bool(std::vector<PhaseStats>& phases)> beforeSwitches;
 };
 
 struct ProgramReport {

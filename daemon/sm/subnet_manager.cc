@@ -1,7 +1,10 @@
 #include "daemon/sm/subnet_manager.h"
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <optional>
+#include <utility>
 
 #include "daemon/program/lft_reader.h"
 #include "mad/notice.h"
@@ -236,7 +239,6 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   for (auto& w : assigned->warnings) report.warnings.push_back(std::move(w));
   report.lidsChanged = assigned->changed;
 
-  const mad::TimePoint routeStart = clock_.now();
   // Routing sees isolated links as down (the programmer still works on the fabric as found).
   const fabric::TopologyPtr routeTopo = routingView(discovered);
   // A new master term (start, takeover, handover): what the switches hold is read back, and the routes held
@@ -246,15 +248,39 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   const bool newTerm = ha_.machine().masterTerms() != readBackTerm_;
   std::optional<RoutePlanner::Plan> prepared;
   if (newTerm) prepared = planner_.takePrepared(*routeTopo, assigned->lids);
-  auto routed =
-      prepared ? fabric::Result<RoutePlanner::Plan>(std::move(*prepared))
-               : planner_.plan(stabilize ? snapshot_.get() : nullptr, *routeTopo, assigned->lids, stabilize);
-  if (!routed) return fabric::makeError(routed.error().message);
-  report.routingTime = clock_.now() - routeStart;
-  report.engine = routed->tables.engine;
-  report.fallbacks = routed->fallbacks;
-  report.routes = routed->how;
-  report.routesMoved = routed->moved;
+  // Routes from scratch (no earlier snapshot to repair, nothing prepared) are computed on a thread while the
+  // endports get their LIDs and the new links are armed, which needs no routes.
+  const bool scratch = !prepared && !(stabilize && snapshot_);
+  auto route = [this, routeTopo, &lids = assigned->lids, stabilize,
+                previous = stabilize ? snapshot_.get() : nullptr] {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = planner_.plan(previous, *routeTopo, lids, stabilize);
+    return std::pair(std::move(r),
+                     std::chrono::duration_cast<mad::Duration>(std::chrono::steady_clock::now() - t0));
+  };
+  std::future<decltype(route())> routing;
+  RoutePlanner::Plan plan;  // the programmer reads its tables: filled before the switches are programmed
+  std::string routeError;
+  auto takeRoutes = [&](decltype(route()) r) {
+    report.routingTime = r.second;
+    if (!r.first) {
+      routeError = r.first.error().message;
+      return false;
+    }
+    plan = std::move(*r.first);
+    report.engine = plan.tables.engine;
+    report.fallbacks = plan.fallbacks;
+    report.routes = plan.how;
+    report.routesMoved = plan.moved;
+    return true;
+  };
+  if (prepared) {
+    takeRoutes({std::move(*prepared), mad::Duration::zero()});
+  } else if (scratch) {
+    routing = std::async(std::launch::async, route);
+  } else if (!takeRoutes(route())) {
+    return fabric::makeError(routeError);
+  }
   ProgramOptions program = options_.program;
   const uint32_t terms = ha_.machine().masterTerms();
   program.clientReregister = terms != reregisteredAt_;  // first run as master: hosts re-register
@@ -265,22 +291,27 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   // as the last run left it (a link between switches changed) changes no partition table.
   const bool samePartitions = sameAsLast && sameEndPorts(*last_->topology, topo);
   if (!samePartitions) resolvePartitions(topo);
-  std::optional<PhaseStats> readPhase;
-  if (newTerm) {
+  auto early = [&] {
+    if (!newTerm) return;
     readBackTerm_ = ha_.machine().masterTerms();
-    publishEarly(routeTopo, assigned->lids, routed->tables);
-  }
-  program.beforeSwitches = [&] {
-    if (!samePartitions) report.pkeys = pkeyProgrammer_.program(topo, *partitionMap_);
-    if (newTerm) readPhase = adoptHeldRoutes(found, *routeTopo, assigned->lids, routed->tables, report);
+    publishEarly(routeTopo, assigned->lids, plan.tables);
   };
-  report.program = programmer_.program(found, assigned->lids, routed->tables, cache_, program);
+  if (!routing.valid()) early();
+  program.beforeSwitches = [&](std::vector<PhaseStats>& phases) {
+    if (routing.valid()) {
+      if (!takeRoutes(routing.get())) return false;
+      early();
+    }
+    if (!samePartitions) {
+      report.pkeys = pkeyProgrammer_.program(topo, *partitionMap_);
+      phases.push_back(report.pkeys.phase);
+    }
+    if (newTerm) phases.push_back(adoptHeldRoutes(found, *routeTopo, assigned->lids, plan.tables, report));
+    return true;
+  };
+  report.program = programmer_.program(found, assigned->lids, plan.tables, cache_, program);
   for (const auto& w : report.pkeys.warnings) report.warnings.push_back(w);
-  // The phases in the order they ran: lids, pkey, read-back, switches, ...
-  auto& phases = report.program.phases;
-  auto at = phases.begin() + (phases.empty() ? 0 : 1);
-  if (readPhase) at = phases.insert(at, *readPhase);
-  if (!samePartitions) phases.insert(at, report.pkeys.phase);
+  if (!routeError.empty()) return fabric::makeError(routeError);
   // Partition enforcement after the port states: the Sets above start from the blocks as read.
   {
     std::vector<std::string> enforceErrors;  // a switch that refuses it still forwards: a warning
@@ -291,8 +322,8 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   // The VL layer before the ports go ACTIVE is not needed (SL 0 maps to VL 0 by default and only the engine's
   // SLs use the others); it follows the LFTs, and nothing is sent while one VL is used.
   VlProgramOptions vl = options_.vl;
-  vl.layers = routed->tables.slLayers;
-  report.vl = vlProgrammer_.program(*found.topology, routed->tables, vl);
+  vl.layers = plan.tables.slLayers;
+  report.vl = vlProgrammer_.program(*found.topology, plan.tables, vl);
   if (report.vl.phase.smps) report.program.phases.push_back(report.vl.phase);
   for (const auto& e : report.vl.errors) report.program.errors.push_back(e);
   // A discovery SMP that got no answer at all may hide part of the fabric: the subnet is not up, and the SM
@@ -306,7 +337,7 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
                               " port(s) acknowledged the M_Key but do not keep it (their SMA has no M_Key "
                               "support): they are not protected");
   // AR after the plain LFTs (which stay correct on their own: an AR fallback does not make the subnet down).
-  report.ar = arProgrammer_.program(*found.topology, routed->tables);
+  report.ar = arProgrammer_.program(*found.topology, plan.tables);
   for (const auto& w : report.ar.warnings) report.warnings.push_back(w);
   for (const auto& e : report.ar.errors) report.warnings.push_back(e);
   mcastGroups_.dropMissingPorts(*found.topology);
@@ -318,12 +349,12 @@ fabric::Result<SweepReport> SubnetManager::apply(DiscoveryResult found, SweepRep
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->topology = routingView(found.topology);
   snap->lids = std::move(assigned->lids);
-  snap->tables = std::move(routed->tables);
+  snap->tables = std::move(plan.tables);
   snap->pkeys = pkeyProgrammer_.tables();
   snap->partitions = partitionMap_;
   snap->partitionDefs = partitionDefs_;
   snapshot_ = std::move(snap);
-  planner_.published(snapshot_, *routed);
+  planner_.published(snapshot_, plan);
   last_ = std::move(found);
   return report;
 }

@@ -226,6 +226,24 @@ TEST(SubnetManager, TheDefaultChainUsesTheVlsTheLinksOffer) {
   }
 }
 
+// A first sweep computes its routes while the endports get their LIDs and the links are armed; when no
+// engine can route the fabric, the sweep fails without writing anything to the switches.
+TEST(SubnetManager, ASweepNoEngineCanRouteWritesNothingToTheSwitches) {
+  SmFixture f;
+  f.startFabric();
+  SmOptions o;
+  o.engines = {"dor"};  // a fat tree is no grid
+  o.lightSweepInterval = mad::Duration::zero();
+  f.sm = std::make_unique<SubnetManager>(*f.engine, f.clock, f.wallClock, o);
+  auto r = f.sm->sweep();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("routing failed"), std::string::npos) << r.error().message;
+  EXPECT_GT(f.fabric->receivedSets(mad::kAttrPortInfo), 0u);
+  EXPECT_EQ(f.fabric->receivedSets(mad::kAttrSwitchInfo), 0u);
+  EXPECT_EQ(f.fabric->receivedSets(mad::kAttrLft), 0u);
+  EXPECT_FALSE(f.sm->snapshot());
+}
+
 }  // namespace
 }  // namespace ibsm::daemon
 
