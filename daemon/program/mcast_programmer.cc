@@ -11,7 +11,7 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
                                      const std::vector<routing::McastGroupRoute>& groups) {
   McastReport report;
   report.groups = groups.size();
-  PhaseRunner phase(engine_, clock_, "mft");
+  PhaseRunner phase(engine_, clock_, "mft", PhaseOptions{.secondPass = true});
 
   // What every switch should hold: attribute modifier -> block.
   MftPlan plan = planMfts(topo, groups);

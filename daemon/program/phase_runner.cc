@@ -35,29 +35,37 @@ void PhaseRunner::submit(mad::MadPacket smp, Done done, mad::RequestOptions requ
     while (engine_.queued() >= kMaxQueued / 2) engine_.poll(engine_.options().timeout);
     pumping_ = false;
   }
-  send(Pending{std::move(smp), std::move(done), request, failureIsError}, false);
+  send(Pending{std::move(smp), std::move(done), request, failureIsError});
 }
 
-void PhaseRunner::send(Pending pending, bool secondPass) {
+void PhaseRunner::send(Pending pending) {
   auto h = mad::parseHeader(pending.smp);
   const uint16_t attrId = h ? h->attrId : 0;
   const uint32_t attrMod = h ? h->attrMod : 0;
-  // Only a first-pass SMP that may go again keeps a copy of itself.
+  // Only an SMP that may go again keeps a copy of itself.
   mad::MadPacket smp = pending.smp;
   const mad::RequestOptions request = pending.request;
-  if (!options_.secondPass || secondPass) pending.smp = mad::MadPacket{};
+  const bool mayGoAgain = options_.secondPass && pending.round < kMaxRounds;
+  if (!mayGoAgain) pending.smp = mad::MadPacket{};
   engine_.submit(
       std::move(smp),
-      [this, attrId, attrMod, secondPass, pending = std::move(pending)](const mad::MadResult& r) mutable {
-        SmpAnswer answer{r, accepted(r, secondPass, attrId), secondPass, attrId, attrMod};
-        if (!answer.ok && !r.ok() && options_.secondPass && !secondPass) {
+      [this, attrId, attrMod, mayGoAgain, pending = std::move(pending)](const mad::MadResult& r) mutable {
+        const bool later = pending.round > 1;
+        SmpAnswer answer{r, accepted(r, later, attrId), later, attrId, attrMod};
+        if (r.ok() && later) ++recovered_;
+        if (!answer.ok && !r.ok() && mayGoAgain) {
+          pending.last = r;
           again_.push_back(std::move(pending));
           return;
         }
-        if (!answer.ok && pending.failureIsError) ++stats_.errors;
-        if (pending.done) pending.done(answer);
+        done(pending, answer);
       },
       request);
+}
+
+void PhaseRunner::done(Pending& pending, const SmpAnswer& answer) {
+  if (!answer.ok && pending.failureIsError) ++stats_.errors;
+  if (pending.done) pending.done(answer);
 }
 
 void PhaseRunner::wait() {
@@ -67,9 +75,22 @@ void PhaseRunner::wait() {
 PhaseStats PhaseRunner::finish() {
   assert(!finished_);
   wait();
-  if (!again_.empty()) {
-    stats_.secondPass = again_.size();
-    for (Pending& p : std::exchange(again_, {})) send(std::move(p), true);
+  // The SMPs with no answer go again after the others, and again while such rounds still get answers (loss
+  // on every port of a large fabric: a far switch's SMPs cross many lossy ports); one that has had
+  // kMaxRounds, or is still unanswered when a round got none (a switch that is gone: two rounds), fails.
+  while (!again_.empty()) {
+    const bool answering = recovered_ > 0;
+    recovered_ = 0;
+    for (Pending& p : std::exchange(again_, {})) {
+      if (p.round == 1 || answering) {
+        ++stats_.secondPass;
+        ++p.round;
+        send(std::move(p));
+      } else {
+        const auto h = mad::parseHeader(p.smp);  // kept: it might have gone again
+        done(p, SmpAnswer{p.last, false, true, h ? h->attrId : uint16_t{0}, h ? h->attrMod : 0u});
+      }
+    }
     wait();
   }
   finished_ = true;

@@ -1,8 +1,8 @@
 // The one way the programmers send SMPs: a named phase submits its SMPs with many in flight through the
 // MadEngine, waits for them all and counts SMPs (retries included), errors, second-pass re-sends and elapsed
 // time into a PhaseStats. Optionally, Sets that got no answer after all of the engine's retries go once more
-// in a second pass after the phase's other SMPs: MAD loss comes in bursts, and a Set lost now would otherwise
-// wait for the next sweep.
+// after the phase's other SMPs, and again while such rounds still get answers (at most kMaxRounds in all):
+// MAD loss comes in bursts, and a Set lost now would otherwise wait for the next sweep.
 #pragma once
 
 #include <functional>
@@ -19,7 +19,7 @@ struct PhaseStats {
   std::string name;
   size_t smps = 0;
   size_t errors = 0;
-  size_t secondPass = 0;  // Sets sent again after no answer
+  size_t secondPass = 0;  // re-sends of Sets after no answer (later rounds)
   mad::Duration elapsed{};
 };
 
@@ -27,7 +27,7 @@ struct PhaseStats {
 struct SmpAnswer {
   const mad::MadResult& result;
   bool ok = false;          // acknowledged, see PhaseRunner::accepted
-  bool secondPass = false;  // the answer is to the second-pass re-send
+  bool secondPass = false;  // the answer is to a later round's re-send
   uint16_t attrId = 0;      // of the request (0 when its header does not parse)
   uint32_t attrMod = 0;
   // ": MAD status N" or ": no answer", for error messages.
@@ -35,7 +35,8 @@ struct SmpAnswer {
 };
 
 struct PhaseOptions {
-  bool secondPass = false;  // send the SMPs that got no answer once more, after the others
+  // Send the SMPs that got no answer once more after the others, and again while such rounds get answers.
+  bool secondPass = false;
 };
 
 class PhaseRunner {
@@ -64,13 +65,17 @@ class PhaseRunner {
   static bool accepted(const mad::MadResult& r, bool secondPass, uint16_t attrId);
 
  private:
+  static constexpr unsigned kMaxRounds = 4;  // of the engine's retries, per SMP
   struct Pending {
     mad::MadPacket smp;
     Done done;
     mad::RequestOptions request;
     bool failureIsError;
+    unsigned round = 1;
+    mad::MadResult last{};  // of the last round, for a give-up
   };
-  void send(Pending pending, bool secondPass);
+  void send(Pending pending);
+  void done(Pending& pending, const SmpAnswer& answer);
 
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
@@ -78,7 +83,8 @@ class PhaseRunner {
   PhaseStats stats_;
   mad::TimePoint t0_;
   uint64_t sent0_;
-  std::vector<Pending> again_;  // no answer in the first pass
+  std::vector<Pending> again_;  // no answer in their last round
+  size_t recovered_ = 0;        // answered in a round after their first
   bool finished_ = false;
   bool pumping_ = false;
 };

@@ -113,7 +113,7 @@ std::vector<uint16_t> placeKeys(const std::vector<uint16_t>& held, std::span<con
 
 PkeyReport PkeyProgrammer::program(const fabric::Topology& topo, const fabric::PartitionMap& partitions) {
   PkeyReport report;
-  PhaseRunner phase(engine_, clock_, "pkey");
+  PhaseRunner phase(engine_, clock_, "pkey", PhaseOptions{.secondPass = true});
   const std::vector<ManagedPort> managed = managedPorts(topo, partitions, *tables_);
 
   // Keep what is known of ports still managed; the others are forgotten.

@@ -98,11 +98,10 @@ class ProgramRun {
     SwitchTableCache::Entry* held;
     std::shared_ptr<const routing::LftRow> row;
     uint16_t top;
-    std::vector<uint32_t> sent;  // blocks sent
   };
   std::vector<ComparedRow> lftRows_;
   std::vector<bool> lftFailed_;
-  std::vector<std::pair<NodeIndex, uint32_t>> lftAcked_;  // blocks whose Set was acknowledged
+  std::vector<std::pair<NodeIndex, uint32_t>> lftFailedBlocks_;
   void settleLftBlocks();
   // PortInfo blocks as this run leaves them: each Set starts from the previous one, so a later state change
   // carries the LID written earlier.
@@ -146,7 +145,10 @@ void ProgramRun::send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk 
       if (onOk) onOk(a.result);
       return;
     }
-    if (a.attrId == mad::kAttrLft) lftFailed_[n] = true;
+    if (a.attrId == mad::kAttrLft) {
+      lftFailed_[n] = true;
+      lftFailedBlocks_.emplace_back(n, a.attrMod);
+    }
     const fabric::Node& node = topo_.node(n);
     report_.errors.push_back("PROG001 " + phase.name() + ": Set of attribute " + std::to_string(a.attrId) +
                              " mod " + std::to_string(a.attrMod) + " on " + fabric::toString(node.guid) +
@@ -252,7 +254,7 @@ void ProgramRun::setLid(PhaseRunner& phase, NodeIndex n, unsigned p) {
   });
 }
 
-// Phase 2, one switch: SwitchInfo LinearFDBTop and LifeTime when they differ.
+// Phase 3, one switch: SwitchInfo LinearFDBTop and LifeTime when they differ.
 void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
   const fabric::Node& node = topo_.node(n);
   if (!held.topKnown) {
@@ -275,7 +277,21 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
   });
 }
 
-// Phase 2, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
+namespace {
+// Whether the switch is known to hold block b of `want` already; if not, `block` is that block.
+bool blockHeld(const SwitchLftState& held, const routing::LftRow& want, size_t b, mad::LftBlock& block) {
+  // A row derived from the one held (a repair, a rebalance) shares the blocks it did not change.
+  const routing::LftRow* was = held.written.get();
+  const size_t end = (b + 1) * mad::kLftBlockLids;
+  if (was && b < lftBlocks(held.writtenTop) && want.sameBlock(b, *was) && end <= want.size() &&
+      end <= was->size() && (held.changed.empty() || !held.changed.count(static_cast<uint32_t>(b))))
+    return true;
+  block = lftBlock(want, b);
+  return held.holds(b, block);
+}
+}  // namespace
+
+// Phase 3, one switch: the LFT blocks up to LinearFDBTop that differ from what the switch holds.
 void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top) {
   static const auto kEmptyRow = std::make_shared<const routing::LftRow>();
   const fabric::DrPath& route = topo_.route(n);
@@ -289,46 +305,38 @@ void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache:
     report_.lftBlocksSkipped += blocks;
     return;
   }
+  lftRows_.push_back({n, &held, row, top});
   const routing::LftRow& want = *row;
-  const routing::LftRow* was = held.written.get();
-  const size_t wasBlocks = was ? lftBlocks(held.writtenTop) : 0;
-  const bool anyChanged = !held.changed.empty();
-  ComparedRow& compared = lftRows_.emplace_back(ComparedRow{n, &held, row, top, {}});
   for (size_t b = 0; b < blocks; ++b) {
-    const size_t end = (b + 1) * mad::kLftBlockLids;
-    if (b < wasBlocks && want.sameBlock(b, *was) && end <= want.size() && end <= was->size() &&
-        !(anyChanged && held.changed.count(static_cast<uint32_t>(b)))) {
+    mad::LftBlock block;
+    if (blockHeld(held, want, b, block)) {
       ++report_.lftBlocksSkipped;
       continue;
     }
-    const mad::LftBlock block = lftBlock(want, b);
-    if (held.holds(b, block)) {
-      ++report_.lftBlocksSkipped;
-      continue;
-    }
-    compared.sent.push_back(static_cast<uint32_t>(b));
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), route);
     mad::encodeLftBlock(block, mad::smpData(smp));
-    send(phase, n, std::move(smp), [this, n, b](const MadResult&) {
-      lftAcked_.emplace_back(n, static_cast<uint32_t>(b));
-      ++report_.lftBlocksSent;
-    });
+    send(phase, n, std::move(smp), [this](const MadResult&) { ++report_.lftBlocksSent; });
   }
 }
 
 // After the LFT phase: a switch whose Sets all went through holds its row in full; on one with a failed Set,
-// the blocks acknowledged are known, the failed ones unknown (the Set may or may not have taken).
+// the blocks sent and acknowledged are known, the failed ones unknown (the Set may or may not have taken).
 void ProgramRun::settleLftBlocks() {
-  std::sort(lftAcked_.begin(), lftAcked_.end());
+  std::sort(lftFailedBlocks_.begin(), lftFailedBlocks_.end());
   for (ComparedRow& r : lftRows_) {
     if (!lftFailed_[r.node]) {
       r.held->hold(std::move(r.row), r.top);
       continue;
     }
-    for (uint32_t b : r.sent) {
-      const bool acked = std::binary_search(lftAcked_.begin(), lftAcked_.end(), std::pair{r.node, b});
-      r.held->changed[b] = acked ? std::optional(lftBlock(*r.row, b)) : std::nullopt;
+    std::vector<std::pair<uint32_t, std::optional<mad::LftBlock>>> now;
+    for (size_t b = 0; b < lftBlocks(r.top); ++b) {
+      mad::LftBlock block;
+      if (blockHeld(*r.held, *r.row, b, block)) continue;  // not sent
+      const bool failed = std::binary_search(lftFailedBlocks_.begin(), lftFailedBlocks_.end(),
+                                             std::pair{r.node, static_cast<uint32_t>(b)});
+      now.emplace_back(static_cast<uint32_t>(b), failed ? std::nullopt : std::optional(block));
     }
+    for (auto& [b, block] : now) r.held->changed[b] = block;
   }
 }
 
@@ -421,7 +429,7 @@ size_t ProgramReport::smps() const {
 PhaseStats Programmer::enforcePartitions(DiscoveryResult& dr,
                                          const std::set<std::pair<fabric::Guid, uint8_t>>& ports,
                                          std::vector<std::string>& errors) {
-  PhaseRunner phase(engine_, clock_, "enforce");
+  PhaseRunner phase(engine_, clock_, "enforce", PhaseOptions{.secondPass = true});
   const fabric::Topology& topo = *dr.topology;
   for (const auto& [guid, port] : ports) {
     auto n = topo.findNode(guid);

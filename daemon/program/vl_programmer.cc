@@ -36,7 +36,7 @@ VlReport VlProgrammer::program(const fabric::Topology& topo, const routing::Rout
   VlReport report;
   if (options.layers <= 1 && sl2vl_.empty()) return report;
   const routing::VlPairs used = routing::layeredVlPairs(topo, tables);
-  PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{true});
+  PhaseRunner phase(engine_, clock_, "vl", PhaseOptions{.secondPass = true});
   const mad::SlToVlTable layered = layeredSlToVl(options.layers);
   // The table of one (input, output) pair: SL s on VL s mod layers, or what the engine maps per pair.
   auto tableOf = [&](NodeIndex n, uint8_t in, uint8_t out) {

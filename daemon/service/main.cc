@@ -44,7 +44,7 @@ using namespace std::chrono_literals;
 struct Args {
   fabric::Guid localPortGuid;  // of the port opened (SMInfo answers before the first sweep)
   bool discoverOnly = false, once = false, checkConfig = false;
-  unsigned onceDeadlineS = 60;  // --once sweeps again until SUBNET UP or this many seconds have passed
+  unsigned onceDeadlineS = 60;  // --once sweeps again until SUBNET UP; past this, only while it gets closer
   std::string topologyOut;
   std::string configPath{config::kDefaultConfigPath};
   bool configGiven = false;
@@ -56,8 +56,9 @@ constexpr const char* kUsage =
     "usage: ibsmd [options]\n"
     "modes (default: run as the subnet manager until SIGTERM/SIGINT):\n"
     "  --once                    bring the subnet up once and exit (0 at SUBNET UP)\n"
-    "  --once-deadline-s N       with --once: sweep again (MADs lost, a port refused) until SUBNET UP or\n"
-    "                            N seconds have passed (default 60; 0: one sweep only)\n"
+    "  --once-deadline-s N       with --once: sweep again (MADs lost, a port refused) until SUBNET UP;\n"
+    "                            after N seconds only while each sweep fails less than the one before\n"
+    "                            (default 60; 0: one sweep only)\n"
     "  --discover-only           sweep the fabric once, print a summary and exit\n"
     "  --topology-out FILE       with --discover-only: write the topology (ibnetdiscover format)\n"
     "  --check-config            validate the configuration, print the effective config and exit\n"
@@ -275,7 +276,8 @@ void printReport(const daemon::SweepReport& r) {
   std::fflush(stdout);
 }
 
-// --once: sweeps until the subnet is up or --once-deadline-s has passed, each sweep's report on stdout, the
+// --once: sweeps until the subnet is up or --once-deadline-s has passed (after it, while each sweep leaves
+// fewer failed SMPs than the last), each sweep's report on stdout, the
 // dumps written before exit (opensm-lfts.dump only with dumps.lfts: on_change: no daemon is left to ask for
 // it). A sweep that lost MADs or met a port that refused a Set is followed by another (after 100 ms, doubling
 // to 2 s), which re-reads the fabric and sends only what the switches still lack.
@@ -288,6 +290,7 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
       [&sm](const mad::MadPacket& m, const mad::MadHeader& h) { sm.onUnsolicited(m, h); });
   const mad::TimePoint deadline = clock.now() + std::chrono::seconds(args.onceDeadlineS);
   mad::Duration pause = std::chrono::milliseconds(100);
+  size_t lastFailures = SIZE_MAX;
   auto report = sm.sweep();
   for (;;) {
     if (report)
@@ -297,7 +300,12 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
     // Another sweep only where the master's own sweep fell short (not when another SM has the fabric).
     bool again = report ? !report->subnetUp && sm.state() == daemon::SmState::kMaster
                         : sm.state() != daemon::SmState::kStandby;
-    if (!again || clock.now() + pause >= deadline) break;
+    // Past the deadline only while every sweep leaves fewer failures than the one before (a large lossy
+    // fabric: each sweep re-reads it and sends only what still failed).
+    const size_t failures = report ? report->program.errors.size() + report->discovery.failed : SIZE_MAX;
+    const bool closer = failures < lastFailures;
+    lastFailures = failures;
+    if (!again || args.onceDeadlineS == 0 || (clock.now() + pause >= deadline && !closer)) break;
     std::fprintf(
         stderr, "ibsmd: the subnet is not up; sweeping again in %lld ms\n",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(pause).count()));

@@ -68,25 +68,31 @@ struct Sweep {
   std::map<std::pair<NodeIndex, uint8_t>, PendingLink> activeLinks;
   uint8_t smPortNum = 0;
   // Gets that got no answer after all of the engine's retries: sent once more after the others (MAD loss
-  // comes in bursts), then given up (`lost`, the sweep's DiscoveryStats::failed).
+  // comes in bursts), and again while such passes still get answers (a large fabric with loss on every port:
+  // an SMP to a far switch crosses many lossy ports), at most kMaxRounds times in all; then given up (`lost`,
+  // the sweep's DiscoveryStats::failed). A switch that died answers none: two rounds, as before.
+  static constexpr unsigned kMaxRounds = 4;
   struct Again {
     uint16_t attr;
     uint32_t mod;
     DrPath path;
     mad::MadCompletion done;
+    unsigned rounds;  // rounds of the engine's retries it had
+    MadResult last;
   };
   std::vector<Again> again;
+  size_t recovered = 0;  // Gets answered in a round after their first
   size_t lost = 0;
   std::function<bool()> interrupt;
   bool interrupted = false;
 
   explicit Sweep(mad::MadEngine& e) : engine(e) {}
 
-  // How a Get that gets no answer is sent again. kFirst: with the engine's retries, then once more after the
-  // others (kSecond). kOnce: one attempt, urgent, and the caller is told of a failure (it sends it again).
-  enum class Pass { kOnce, kFirst, kSecond };
+  // How a Get that gets no answer is sent again. kRounds: with the engine's retries, and then in later
+  // rounds (above). kOnce: one attempt, urgent, and the caller is told of a failure (it sends it again).
+  enum class Pass { kOnce, kRounds };
   void get(uint16_t attr, uint32_t mod, const DrPath& path, mad::MadCompletion done,
-           Pass pass = Pass::kFirst) {
+           Pass pass = Pass::kRounds, unsigned round = 1) {
     if (interrupted) return;
     mad::RequestOptions ro;
     ro.owner = this;
@@ -96,22 +102,30 @@ struct Sweep {
     }
     engine.submit(
         mad::makeDirectedSmp(mad::kGet, attr, mod, path),
-        [this, attr, mod, path, pass, done = std::move(done)](const MadResult& r) mutable {
+        [this, attr, mod, path, pass, round, done = std::move(done)](const MadResult& r) mutable {
+          if (r.ok() && round > 1) ++recovered;
           if (r.ok() || pass == Pass::kOnce) return done(r);
           if (r.status == mad::MadStatus::kCancelled) return;
-          if (pass == Pass::kFirst) return again.push_back({attr, mod, path, std::move(done)});
-          ++lost;
-          done(r);
+          again.push_back({attr, mod, path, std::move(done), round, r});
         },
         ro);
   }
-  // Runs the engine until every Get, second passes included, is answered or given up.
+  // Runs the engine until every Get, later rounds included, is answered or given up.
   void run() {
     drain();
     while (!again.empty() && !interrupted) {
       std::vector<Again> batch = std::move(again);
       again.clear();
-      for (Again& a : batch) get(a.attr, a.mod, a.path, std::move(a.done), Pass::kSecond);
+      const bool answering = recovered > 0;  // the last round got answers
+      recovered = 0;
+      for (Again& a : batch) {
+        if (a.rounds == 1 || (answering && a.rounds < kMaxRounds)) {
+          get(a.attr, a.mod, a.path, std::move(a.done), Pass::kRounds, a.rounds + 1);
+        } else {
+          ++lost;
+          a.done(a.last);
+        }
+      }
       drain();
     }
   }

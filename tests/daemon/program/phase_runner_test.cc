@@ -120,11 +120,47 @@ TEST_F(PhaseRunnerTest, SecondPassResendsOnlyTheSetsWithNoAnswerAfterTheOthers) 
   EXPECT_EQ(order, (std::vector<uint32_t>{0, 1}));
   EXPECT_EQ(failures, 2u);
   EXPECT_EQ(st.errors, 2u);
-  EXPECT_EQ(st.secondPass, 2u);
+  // Set 2 goes a third round, since set 1 was answered in the second; none is answered in the third.
+  EXPECT_EQ(st.secondPass, 3u);
   EXPECT_EQ(seen[1], 3);
-  EXPECT_EQ(seen[2], 4);
+  EXPECT_EQ(seen[2], 6);
   EXPECT_EQ(seen[3], 1);
-  EXPECT_EQ(st.smps, 1u + 3 + 4 + 1);
+  EXPECT_EQ(st.smps, 1u + 3 + 6 + 1);
+}
+
+// A Set that never gets an answer (its switch is gone) costs two rounds when nothing else is answered late.
+TEST_F(PhaseRunnerTest, ASilentSetAloneIsGivenUpAfterTwoRounds) {
+  behaviour[2].silentAttempts = -1;
+  size_t failures = 0;
+  PhaseStats st = runPhase(engine, clock, "x", PhaseOptions{.secondPass = true}, [&](PhaseRunner& phase) {
+    for (uint32_t mod : {0u, 1u, 2u})
+      phase.submit(set(mad::kAttrLft, mod), [&](const SmpAnswer& a) {
+        failures += !a.ok;
+        EXPECT_EQ(a.attrMod, a.ok ? a.attrMod : 2u);
+      });
+  });
+  EXPECT_EQ(failures, 1u);
+  EXPECT_EQ(st.secondPass, 1u);
+  EXPECT_EQ(seen[2], 4);
+}
+
+// Rounds go on while they get answers (loss on every port of a large fabric), up to kMaxRounds in all.
+TEST_F(PhaseRunnerTest, RoundsGoOnWhileTheyGetAnswers) {
+  behaviour[0].silentAttempts = 2;   // answered in round 2
+  behaviour[1].silentAttempts = 4;   // answered in round 3 (round 2 got an answer)
+  behaviour[2].silentAttempts = -1;  // rounds 2, 3 and 4, then given up
+  std::vector<uint32_t> order;
+  PhaseStats st = runPhase(engine, clock, "x", PhaseOptions{.secondPass = true}, [&](PhaseRunner& phase) {
+    for (uint32_t mod : {0u, 1u, 2u})
+      phase.submit(set(mad::kAttrLft, mod), [&, mod](const SmpAnswer& a) {
+        if (a.ok) order.push_back(mod);
+      });
+  });
+  EXPECT_EQ(order, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(st.errors, 1u);
+  EXPECT_EQ(seen[0], 3);
+  EXPECT_EQ(seen[1], 5);
+  EXPECT_EQ(seen[2], 8);
 }
 
 TEST_F(PhaseRunnerTest, PortInfoRefusedAfterALostAnswerCountsAsApplied) {
