@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "mad/smp.h"
 #include "tests/daemon/fake_fabric_fixture.h"
 #include "tools/fabric_gen/compare.h"
 
@@ -325,6 +329,50 @@ TEST(Discoverer, GetsWithNoAnswerGetASecondPass) {
   EXPECT_EQ(tools::diffTopologies(*topo, *r.topology), "");
   EXPECT_EQ(r.stats.failed, 0u);
   EXPECT_TRUE(r.stats.warnings.empty()) << r.stats.warnings.front();
+}
+
+// Rounds go on while they get answers (no engine retries: one attempt per round). A NodeInfo Get towards a
+// new port is first a single probe, then up to 4 rounds. Three Gets that stay unanswered for 1, 2 and 3
+// attempts are answered in rounds 1, 2 and 3 (round 3 only because round 2 got an answer); a fourth, never
+// answered, goes to round 4 (round 3 got one) and is then given up.
+TEST(Discoverer, GetsWithNoAnswerGoAgainWhileRoundsGetAnswers) {
+  tools::FabricSpec spec;
+  spec.shape = tools::Shape::kFatTree;
+  spec.levels = 2;
+  spec.radix = 8;
+  auto topo = generate(spec);
+  ASSERT_TRUE(topo);
+  for (bool deadGet : {false, true}) {
+    SCOPED_TRACE(deadGet);
+    FakeFabricFixture fx;
+    fx.start(topo, mad::MadEngineOptions{32, 100ms, 0});
+    std::map<std::array<uint8_t, mad::kMadSize>, int> silence, attempts;  // by request with the TID zeroed
+    int nodeInfos = 0;
+    fx.port.setResponder([&](const mad::MadPacket& sent) {
+      auto h = mad::parseHeader(sent);
+      mad::MadPacket key = sent;
+      mad::setTid(key, 0);
+      // NodeInfo Gets 3, 4, 5 (and 6: never answered) of the sweep, far from the SM.
+      if (h && h->attrId == mad::kAttrNodeInfo && !silence.count(key.bytes) && ++nodeInfos >= 3 &&
+          nodeInfos <= (deadGet ? 6 : 5))
+        silence[key.bytes] = nodeInfos == 6 ? 1000 : nodeInfos - 2;
+      auto it = silence.find(key.bytes);
+      if (it != silence.end() && ++attempts[key.bytes] <= it->second) return std::vector<mad::MadPacket>{};
+      return fx.fabric->handle(sent);
+    });
+    DiscoveryResult r = fx.discover();
+    ASSERT_TRUE(r.topology);
+    ASSERT_EQ(attempts.size(), deadGet ? 4u : 3u);
+    std::vector<int> tries;
+    for (const auto& [key, n] : attempts) tries.push_back(n);
+    std::sort(tries.begin(), tries.end());
+    const std::vector<int> want = deadGet ? std::vector<int>{2, 3, 4, 5} : std::vector<int>{2, 3, 4};
+    EXPECT_EQ(tries, want);
+    EXPECT_EQ(r.stats.failed, deadGet ? 1u : 0u);
+    if (!deadGet) {
+      EXPECT_EQ(tools::diffTopologies(*topo, *r.topology), "");
+    }
+  }
 }
 
 TEST(Discoverer, SkipsANodeThatAnswersGarbage) {
