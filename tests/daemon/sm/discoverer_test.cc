@@ -311,14 +311,18 @@ TEST(Discoverer, CompletesThroughRetriesAtTwentyPercentLoss) {
   EXPECT_TRUE(r.stats.warnings.empty());
 }
 
-// With one attempt per request (no engine retries) some Gets of a lossy sweep are lost at first; the second
-// pass after the others sends them once more, so the sweep still finds the whole fabric.
-TEST(Discoverer, GetsWithNoAnswerGetASecondPass) {
+fabric::TopologyPtr radix8Tree() {
   tools::FabricSpec spec;
   spec.shape = tools::Shape::kFatTree;
   spec.levels = 2;
   spec.radix = 8;
-  auto topo = generate(spec);
+  return generate(spec);
+}
+
+// With one attempt per request (no engine retries) some Gets of a lossy sweep are lost at first; the second
+// pass after the others sends them once more, so the sweep still finds the whole fabric.
+TEST(Discoverer, GetsWithNoAnswerGetASecondPass) {
+  auto topo = radix8Tree();
   ASSERT_TRUE(topo);
   FakeFabricFixture fx;
   fx.start(topo, mad::MadEngineOptions{32, 100ms, 0});
@@ -336,11 +340,7 @@ TEST(Discoverer, GetsWithNoAnswerGetASecondPass) {
 // attempts are answered in rounds 1, 2 and 3 (round 3 only because round 2 got an answer); a fourth, never
 // answered, goes to round 4 (round 3 got one) and is then given up.
 TEST(Discoverer, GetsWithNoAnswerGoAgainWhileRoundsGetAnswers) {
-  tools::FabricSpec spec;
-  spec.shape = tools::Shape::kFatTree;
-  spec.levels = 2;
-  spec.radix = 8;
-  auto topo = generate(spec);
+  auto topo = radix8Tree();
   ASSERT_TRUE(topo);
   for (bool deadGet : {false, true}) {
     SCOPED_TRACE(deadGet);
