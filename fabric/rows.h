@@ -120,11 +120,7 @@ class Blocks {
   bool empty() const { return size_ == 0; }
   void clear() { assign(0, T{}); }
   const T& operator[](size_t i) const { return (*blocks_[i / N])[i % N]; }
-  T& operator[](size_t i) {
-    std::shared_ptr<Block>& b = blocks_[i / N];
-    if (b.use_count() > 1) b = std::make_shared<Block>(*b);
-    return (*b)[i % N];
-  }
+  T& operator[](size_t i) { return writableBlock(i / N)[i % N]; }
   void assign(size_t n, const T& value) {
     blocks_.clear();
     size_ = 0;

@@ -2,8 +2,9 @@
 // was lost are looked at, and of their routes only the switches whose way to the destination broke choose
 // again, among the same legal equal-cost ports the engine would offer (a shortest up*/down* path under the
 // order the engine's routes obey, RoutingTables::upKey; any shortest path for min-hop). A switch left without
-// a legal way to a switch LID (SMPs only, on VL15) takes a shortest path's next hop, as the engine chain
-// fills such entries (fillSwitchLidHoles); one left without a legal way to a CA LID makes the repair decline.
+// a legal way to a switch LID (SMPs only, on VL15) takes any loop-free way, through the switches that have
+// one (as the engine chain fills such entries, fillSwitchLidHoles); one left without a legal way to a CA LID
+// makes the repair decline.
 // Every other entry stays as it was. A switch that must choose takes the port whose way to the destination is
 // least loaded, counting the traffic it forwards, so the repaired routes spread over what is left. Cost: per
 // affected destination O(switches); nothing is recomputed for the others.

@@ -21,8 +21,7 @@ LftReadback readLfts(mad::MadEngine& engine, const mad::Clock& clock, const fabr
       held.linearFdbTop = top;
       held.topKnown = true;
       held.hold(nullptr, 0);  // what is read replaces what was known
-      // The blocks up to LinearFDBTop: a freshly booted switch (top 0) has one.
-      const size_t blocks = (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
+      const size_t blocks = lftBlocks(top);
       rows[n].resize(blocks * mad::kLftBlockLids, routing::kNoPort);
       for (size_t b = 0; b < blocks; ++b) {
         phase.submit(

@@ -45,7 +45,7 @@ void PhaseRunner::send(Pending pending) {
   // Only an SMP that may go again keeps a copy of itself.
   mad::MadPacket smp = pending.smp;
   const mad::RequestOptions request = pending.request;
-  const bool mayGoAgain = options_.secondPass && pending.round < kMaxRounds;
+  const bool mayGoAgain = options_.secondPass && pending.round < kMaxSmpRounds;
   if (!mayGoAgain) pending.smp = mad::MadPacket{};
   engine_.submit(
       std::move(smp),
@@ -75,14 +75,12 @@ void PhaseRunner::wait() {
 PhaseStats PhaseRunner::finish() {
   assert(!finished_);
   wait();
-  // The SMPs with no answer go again after the others, and again while such rounds still get answers (loss
-  // on every port of a large fabric: a far switch's SMPs cross many lossy ports); one that has had
-  // kMaxRounds, or is still unanswered when a round got none (a switch that is gone: two rounds), fails.
+  // The SMPs with no answer go again in further rounds (anotherRound); the others fail.
   while (!again_.empty()) {
     const bool answering = recovered_ > 0;
     recovered_ = 0;
     for (Pending& p : std::exchange(again_, {})) {
-      if (p.round == 1 || answering) {
+      if (anotherRound(p.round, answering)) {
         ++stats_.secondPass;
         ++p.round;
         send(std::move(p));

@@ -1,8 +1,8 @@
 // The one way the programmers send SMPs: a named phase submits its SMPs with many in flight through the
 // MadEngine, waits for them all and counts SMPs (retries included), errors, second-pass re-sends and elapsed
 // time into a PhaseStats. Optionally, Sets that got no answer after all of the engine's retries go once more
-// after the phase's other SMPs, and again while such rounds still get answers (at most kMaxRounds in all):
-// MAD loss comes in bursts, and a Set lost now would otherwise wait for the next sweep.
+// after the phase's other SMPs, and again while such rounds still get answers (anotherRound): a Set lost now
+// would otherwise wait for the next sweep.
 #pragma once
 
 #include <functional>
@@ -14,6 +14,15 @@
 #include "mad/mad_engine.h"
 
 namespace ibsm::daemon {
+
+// The rounds of the engine's retries an SMP with no answer gets, here and in discovery: a second one after
+// the others (MAD loss comes in bursts), more while the last round got answers (loss on every port of a
+// large fabric: a far switch's SMPs cross many lossy ports), at most kMaxSmpRounds. A switch that is gone
+// answers none: two rounds.
+inline constexpr unsigned kMaxSmpRounds = 4;
+inline bool anotherRound(unsigned roundsHad, bool lastRoundAnswered) {
+  return roundsHad == 1 || (lastRoundAnswered && roundsHad < kMaxSmpRounds);
+}
 
 struct PhaseStats {
   std::string name;
@@ -65,7 +74,6 @@ class PhaseRunner {
   static bool accepted(const mad::MadResult& r, bool secondPass, uint16_t attrId);
 
  private:
-  static constexpr unsigned kMaxRounds = 4;  // of the engine's retries, per SMP
   struct Pending {
     mad::MadPacket smp;
     Done done;

@@ -12,11 +12,9 @@ using fabric::NodeIndex;
 using fabric::PortState;
 using mad::MadResult;
 
-namespace {
 size_t lftBlocks(uint16_t top) {
   return (static_cast<size_t>(top) + mad::kLftBlockLids) / mad::kLftBlockLids;
 }
-}  // namespace
 
 mad::LftBlock lftBlock(const routing::LftRow& row, size_t b) {
   mad::LftBlock block;
@@ -328,15 +326,13 @@ void ProgramRun::settleLftBlocks() {
       r.held->hold(std::move(r.row), r.top);
       continue;
     }
-    std::vector<std::pair<uint32_t, std::optional<mad::LftBlock>>> now;
     for (size_t b = 0; b < lftBlocks(r.top); ++b) {
       mad::LftBlock block;
       if (blockHeld(*r.held, *r.row, b, block)) continue;  // not sent
       const bool failed = std::binary_search(lftFailedBlocks_.begin(), lftFailedBlocks_.end(),
                                              std::pair{r.node, static_cast<uint32_t>(b)});
-      now.emplace_back(static_cast<uint32_t>(b), failed ? std::nullopt : std::optional(block));
+      r.held->changed[static_cast<uint32_t>(b)] = failed ? std::nullopt : std::optional(block);
     }
-    for (auto& [b, block] : now) r.held->changed[b] = block;
   }
 }
 

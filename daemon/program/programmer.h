@@ -41,6 +41,8 @@ struct SwitchLftState {
 };
 // Block b of a row as a Set of it carries it: entries past the row's end are kNoPort.
 mad::LftBlock lftBlock(const routing::LftRow& row, size_t b);
+// The LFT blocks a switch with this LinearFDBTop has (a freshly booted switch, top 0, has one).
+size_t lftBlocks(uint16_t top);
 
 class SwitchTableCache : public SwitchCache<SwitchLftState> {
  public:

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "daemon/program/phase_runner.h"
 #include "mad/smp.h"
 
 namespace ibsm::daemon {
@@ -67,11 +68,9 @@ struct Sweep {
   // is the one known and is not probed again.
   std::map<std::pair<NodeIndex, uint8_t>, PendingLink> activeLinks;
   uint8_t smPortNum = 0;
-  // Gets that got no answer after all of the engine's retries: sent once more after the others (MAD loss
-  // comes in bursts), and again while such passes still get answers (a large fabric with loss on every port:
-  // an SMP to a far switch crosses many lossy ports), at most kMaxRounds times in all; then given up (`lost`,
-  // the sweep's DiscoveryStats::failed). A switch that died answers none: two rounds, as before.
-  static constexpr unsigned kMaxRounds = 4;
+  // Gets that got no answer after all of the engine's retries: sent again after the others in further rounds
+  // (anotherRound, as the programmers' phases do); then given up (`lost`, the sweep's
+  // DiscoveryStats::failed).
   struct Again {
     uint16_t attr;
     uint32_t mod;
@@ -119,7 +118,7 @@ struct Sweep {
       const bool answering = recovered > 0;  // the last round got answers
       recovered = 0;
       for (Again& a : batch) {
-        if (a.rounds == 1 || (answering && a.rounds < kMaxRounds)) {
+        if (anotherRound(a.rounds, answering)) {
           get(a.attr, a.mod, a.path, std::move(a.done), Pass::kRounds, a.rounds + 1);
         } else {
           ++lost;

@@ -30,8 +30,7 @@ fabric::Result<void> writeFileAtomically(const std::string& path, const std::str
                                          mode_t mode = 0644);
 // The same for text that `produce` hands to its sink piece by piece (a dump of a large fabric is never in
 // memory whole). Returns a hash of the content (of its pieces, combined); when it equals `unlessHash` and the
-// file exists,
-// the file is left as it was and `written` is false.
+// file exists, the file is left as it was and `written` is false.
 struct StreamedFile {
   uint64_t hash = 0;
   bool written = false;

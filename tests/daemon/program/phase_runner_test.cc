@@ -144,7 +144,7 @@ TEST_F(PhaseRunnerTest, ASilentSetAloneIsGivenUpAfterTwoRounds) {
   EXPECT_EQ(seen[2], 4);
 }
 
-// Rounds go on while they get answers (loss on every port of a large fabric), up to kMaxRounds in all.
+// Rounds go on while they get answers (loss on every port of a large fabric), up to kMaxSmpRounds in all.
 TEST_F(PhaseRunnerTest, RoundsGoOnWhileTheyGetAnswers) {
   behaviour[0].silentAttempts = 2;   // answered in round 2
   behaviour[1].silentAttempts = 4;   // answered in round 3 (round 2 got an answer)
