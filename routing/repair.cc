@@ -56,6 +56,7 @@ class Repairer {
     next_.assign(n, kInf);
     nextStamp_.assign(n, 0);
     blocks_.assign(n, nullptr);
+    blockOf_.assign(n, SIZE_MAX);
     rowSize_.assign(n, 0);
     extra_.assign(g_.arcCount(), 0);
     extraStamp_.assign(g_.arcCount(), 0);
@@ -172,19 +173,17 @@ class Repairer {
     if (lid / LftRow::kBlock == block_) refreshBlock(s);  // the write cloned the block
   }
 
-  // nextArc() reads each switch's LFT block of the current LID through blocks_: the seeds come in LID order,
-  // so the destinations of one block read the same cache lines, and a read costs one load instead of
-  // following the row's pointers.
-  void loadBlocks(uint16_t lid) {
-    if (lid / LftRow::kBlock == block_) return;
-    block_ = lid / LftRow::kBlock;
-    for (uint32_t s = 0; s < g_.size(); ++s) refreshBlock(s);
-  }
+  // nextArc() reads a switch's LFT block of the current LID through blocks_, looked up when the switch is
+  // first read in that block: the seeds come in LID order, so the destinations of one block read the same
+  // cache lines, a read costs one load instead of following the row's pointers, and a switch no route
+  // of the block reaches is never looked up (the cost follows the switches read, not the fabric).
+  void loadBlocks(uint16_t lid) { block_ = lid / LftRow::kBlock; }
   void refreshBlock(uint32_t s) {
     const LftRow& row = std::as_const(out_.tables.lft)[g_.node(s)];
     const size_t first = block_ * LftRow::kBlock;
     rowSize_[s] = static_cast<uint32_t>(row.size());
     blocks_[s] = first < row.size() ? &row[first] : nullptr;
+    blockOf_[s] = block_;
   }
 
   void dropDestination(uint16_t lid, bool clear) {
@@ -320,6 +319,7 @@ class Repairer {
   // The arc s's route to the destination takes (kInf: none), read from its LFT block once per destination.
   uint32_t nextArc(uint32_t s) {
     if (nextStamp_[s] != serial_) {
+      if (blockOf_[s] != block_) refreshBlock(s);
       const uint8_t p = lid_ < rowSize_[s] ? blocks_[s][lid_ % LftRow::kBlock] : kNoPort;
       next_[s] = p == kNoPort ? kInf : arcs_(s, p);
       nextStamp_[s] = serial_;
@@ -533,13 +533,23 @@ class Repairer {
     // Ways to a switch LID: static routes only around the repair (the engine may have filled some with
     // min-hop's choice).
     for (uint32_t x : b_) dest_.isSwitch ? setGroup(x, lid_, {}) : groupFor(x, ddown_[x], dany_[x]);
+    // A neighbour's own way is intact, and so is every other member of its group: it only loses the broken
+    // switches that are no longer a legal equal-cost hop.
     for (uint32_t x : b_)
       for (const auto& a : g_.arcs(x)) {
-        if (inB_[a.to] == serial_ || !groupHas(a.to, g_.arc(a.reverse).port) || !intact(a.to)) continue;
-        if (dest_.isSwitch)
-          setGroup(a.to, lid_, {});
-        else
-          groupFor(a.to, downOnly_[a.to] ? len_[a.to] : kInf, len_[a.to]);
+        const uint32_t y = a.to;
+        const uint8_t port = g_.arc(a.reverse).port;
+        if (inB_[y] == serial_ || !groupHas(y, port) || !intact(y)) continue;
+        if (dest_.isSwitch) {
+          setGroup(y, lid_, {});
+        } else if (!legalHop(isUp(y, x), downOnly_[y] ? len_[y] : kInf, len_[y], ddown_[x], dany_[x])) {
+          const ArTable& t = std::as_const(out_.tables.ar)[g_.node(y)];
+          const uint16_t g = lid_ < t.lidToGroup.size() ? t.lidToGroup[lid_] : ArTable::kNoGroup;
+          if (g == ArTable::kNoGroup) continue;  // capped: no group to lose the port
+          PortMask mask = t.groups[g];
+          mask.reset(port);
+          setGroup(y, lid_, mask);
+        }
       }
   }
   // Whether s's group for this LID has `port` (true past the cap: the group s should have is not known).
@@ -573,6 +583,7 @@ class Repairer {
   std::vector<uint64_t> load_;      // per arc, while the destinations are repaired (written back at the end)
   size_t block_ = SIZE_MAX;         // loadBlocks(): the LFT block of the current LID; per switch its entries
   std::vector<const uint8_t*> blocks_;
+  std::vector<size_t> blockOf_;  // the block blocks_[s] points into
   std::vector<uint32_t> rowSize_;
   // Per switch index: its AR groups by mask (built when first needed), and the mask last looked up.
   std::vector<std::unique_ptr<std::unordered_map<PortMask, uint16_t>>> arIndex_;
