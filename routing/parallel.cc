@@ -1,5 +1,8 @@
 #include "routing/parallel.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -30,5 +33,7 @@ void parallelFor(size_t count, unsigned threads, const std::function<void(unsign
   run(0);
   for (auto& t : pool) t.join();
 }
+
+void lowerThreadPriority() { setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); }
 
 }  // namespace ibsm::routing

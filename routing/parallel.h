@@ -16,4 +16,9 @@ unsigned workerCount(size_t count, unsigned threads);
 // worker suffices. Items are handed out dynamically, so which worker runs an item is not deterministic.
 void parallelFor(size_t count, unsigned threads, const std::function<void(unsigned worker, size_t i)>& fn);
 
+// For a thread that works off an event loop (a rebalance, dumps): lowers its CPU priority (nice 10; Linux
+// sets it per thread, and the threads it starts inherit it), so that an event, and the fabric's answers to
+// its MADs, are served at once rather than after a share of the cores. Best effort: a failure is ignored.
+void lowerThreadPriority();
+
 }  // namespace ibsm::routing

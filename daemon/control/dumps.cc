@@ -11,6 +11,7 @@
 #include "daemon/control/control_protocol.h"
 #include "daemon/state/state_store.h"
 #include "routing/lft_dump.h"
+#include "routing/parallel.h"
 
 namespace ibsm::daemon {
 
@@ -264,6 +265,7 @@ DumpWriter::Stats DumpWriter::stats() const {
 }
 
 void DumpWriter::run() {
+  routing::lowerThreadPriority();  // formatting tens of MB must not slow the event loop and the fabric
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || pending_.has_value() || !requests_.empty(); });

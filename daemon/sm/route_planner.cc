@@ -1,11 +1,9 @@
 #include "daemon/sm/route_planner.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <utility>
 
+#include "routing/parallel.h"
 #include "routing/rebalance.h"
 #include "routing/sl_to_vl.h"
 
@@ -20,11 +18,6 @@ uint64_t maxLoad(const routing::PortLoads& loads) {
 }  // namespace
 
 namespace {
-// Work off the event loop yields the CPU to it (and to the fabric's answers): an event that arrives while a
-// rebalance computes is handled at once, not after a share of the cores. Linux sets the nice value per
-// thread; the engines' worker threads inherit it. Best effort: a failure leaves the default.
-void yieldToTheEventLoop() { setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); }
-
 // VL layers an engine may use: what the config allows (qos.vls), at most what every link offers.
 routing::Options withFabricVls(routing::Options o, const fabric::Topology& topo) {
   o.vlLayers = std::min(o.vlLayers, routing::offeredDataVls(topo));
@@ -89,7 +82,7 @@ void RoutePlanner::start(Job job) {
   routing::Options options = options_;
   options.threads = std::max(1u, options.threads - 1);
   future_ = std::async(std::launch::async, [engines = engines_, options, job, mode = rebalance_.mode]() {
-    yieldToTheEventLoop();
+    routing::lowerThreadPriority();  // an event preempts it
     const SubnetSnapshot& s = *job.snap;
     Rebalance r;
     if (!job.rebalance) {
@@ -176,7 +169,7 @@ void RoutePlanner::prepare(fabric::TopologyPtr topo, routing::LidAssignment lids
   options.threads = std::max(1u, options.threads - 1);
   auto plan =
       std::async(std::launch::async, [engines = engines_, options, topo, lids]() -> fabric::Result<Plan> {
-        yieldToTheEventLoop();
+        routing::lowerThreadPriority();  // an event preempts it
         auto routed = routing::computeChain(engines, *topo, lids, options);
         if (!routed) return fabric::makeError("routing failed: " + routed.error().message);
         Plan out;
