@@ -34,6 +34,8 @@ void parallelFor(size_t count, unsigned threads, const std::function<void(unsign
   for (auto& t : pool) t.join();
 }
 
-void lowerThreadPriority() { setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); }
+void lowerThreadPriority() {
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+}
 
 }  // namespace ibsm::routing

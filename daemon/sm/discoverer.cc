@@ -412,13 +412,16 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
       const fabric::Node& peer = read.node(port.peerNode);
       const fabric::PortNum at = port.peerPort;
-      if (!peer.isSwitch() && !leadsTo(read, read.portRoute(port.peerNode, at), port.peerNode, at))
+      // A route equal to the breadth-first one leads there (most do): only others are walked.
+      if (const DrPath& had = read.portRoute(port.peerNode, at);
+          !peer.isSwitch() && had != *route && !leadsTo(read, had, port.peerNode, at))
         old.setPortRoute(port.peerNode, at, *route);
       if (newIndex[port.peerNode] != fabric::kNoNode) continue;
       newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
       order.push_back(port.peerNode);
       bfs[port.peerNode] = *route;
-      if (!leadsTo(read, read.route(port.peerNode), port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
+      if (const DrPath& had = read.route(port.peerNode);
+          had != *route && !leadsTo(read, had, port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
         old.setRoute(port.peerNode, *route);
     }
   }
@@ -517,7 +520,11 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
     std::optional<RawAttr> data;
   };
   std::vector<Read> reads;
-  bool same = heldDown == previous.heldDown;
+  // previous.heldDown: the ports found up but kept down by a hold. One whose hold has ended is to be brought
+  // up now; holds on ports that are down (the link that just went down starts one) change nothing read here.
+  bool same = std::all_of(previous.heldDown.begin(), previous.heldDown.end(), [&](const auto& p) {
+    return std::find(heldDown.begin(), heldDown.end(), p) != heldDown.end();
+  });
   // In rounds: a switch whose link to a changed one is lost is read too (a switch that died takes all its
   // links, and its neighbours' traps and PortStateChange come in pieces over seconds). A changed switch that
   // does not answer on its route (dead, or behind a link that is) is read around instead: its neighbours are

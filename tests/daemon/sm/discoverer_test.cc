@@ -262,6 +262,50 @@ TEST(Discoverer, ARediscoveryProbesALinkBetweenChangedSwitchesOnce) {
   EXPECT_TRUE(r->stats.warnings.empty());
 }
 
+// A link that goes down starts a hold-down on its ports (flap damping). The next re-read of its switch (the
+// light sweep's, for the PortStateChange the link left) finds every port as the update left it: unchanged,
+// with no exploration and no topology built, although the set of held ports is not the one the update saw.
+// A hold that kept a live port down and has ended is a change.
+TEST(Discoverer, ARereadFindsAPortHeldDownSinceItsLinkWentDownUnchanged) {
+  FakeFabricFixture fx;
+  fx.start(handBuilt());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  const fabric::Topology& topo = *up.found.topology;
+  NodeIndex sw = fabric::kNoNode;
+  uint8_t port = 0;
+  for (NodeIndex s : topo.switches())
+    for (unsigned p = 1; p <= topo.node(s).numPorts && sw == fabric::kNoNode; ++p)
+      if (topo.node(s).ports[p].connected() && topo.node(topo.node(s).ports[p].peerNode).isSwitch()) {
+        sw = s;
+        port = static_cast<uint8_t>(p);
+      }
+  ASSERT_NE(sw, fabric::kNoNode);
+  const fabric::Port& link = topo.node(sw).ports[port];
+  const std::vector<std::pair<fabric::Guid, uint8_t>> held{
+      {topo.node(sw).guid, port}, {topo.node(link.peerNode).guid, link.peerPort.value}};
+  ASSERT_TRUE(fx.fabric->linkDown(fx.fakeIndex(topo, sw), PortNum{port}));
+  Discoverer d(*fx.engine, fx.clock);
+  auto down = d.rediscover(up.found, {sw});
+  ASSERT_TRUE(down) << down.error().message;
+  ASSERT_FALSE(down->unchanged);
+  EXPECT_TRUE(down->heldDown.empty());  // none of the held ports is up
+
+  const NodeIndex again = *down->topology->findNode(topo.node(sw).guid);
+  const uint64_t sent = fx.engine->counters().sent;
+  auto reread = d.rediscover(*down, {again}, held);
+  ASSERT_TRUE(reread) << reread.error().message;
+  EXPECT_TRUE(reread->unchanged);
+  EXPECT_EQ(reread->topology.get(), down->topology.get());
+  EXPECT_EQ(fx.engine->counters().sent - sent, topo.node(sw).numPorts + 1u);  // its PortInfo, nothing else
+
+  DiscoveryResult keptDown = std::move(*down);
+  keptDown.heldDown = {held.front()};  // as if that port had been found up and kept down
+  auto released = d.rediscover(keptDown, {again}, {});
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_FALSE(released->unchanged);
+}
+
 // A standby's re-read asks, while its MADs fly, whether to stop (the master it polls meanwhile died): it then
 // sends nothing more, waits for what is out (nothing is left behind in the engine) and fails.
 TEST(Discoverer, AnInterruptedSweepStopsSendingAndFails) {
