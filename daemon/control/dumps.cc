@@ -265,7 +265,7 @@ DumpWriter::Stats DumpWriter::stats() const {
 }
 
 void DumpWriter::run() {
-  routing::lowerThreadPriority();  // formatting tens of MB must not slow the event loop and the fabric
+  if (options_.background) routing::lowerThreadPriority();  // tens of MB formatted after each event
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || pending_.has_value() || !requests_.empty(); });

@@ -54,6 +54,9 @@ struct DumpOptions {
   std::string dir;            // paths.dump_dir; empty: no dumps
   std::string guid2lidPath;   // paths.guid2lid, copied into dir (unless it is dir/guid2lid)
   bool lftsOnChange = false;  // dumps.lfts: on_change; false (on_request): opensm-lfts.dump only on request
+  // The writer's thread yields the CPU to the event loop (routing::lowerThreadPriority); false where the
+  // dumps are the last work (ibsmd --once).
+  bool background = true;
 };
 
 class DumpWriter {

@@ -314,7 +314,9 @@ int runOnce(const Args& args, mad::MadEngine& engine, const mad::Clock& clock, d
     report = sm.sweep("retry: the last sweep left the subnet not up");
   }
   if (!report) return 1;
-  daemon::DumpWriter dumps(dumpOptions(args.cfg), log);
+  daemon::DumpOptions last = dumpOptions(args.cfg);
+  last.background = false;  // nothing else is left to do
+  daemon::DumpWriter dumps(last, log);
   dumps.submit(sm.snapshot(), report->subnetUp);
   dumps.flush();
   return report->subnetUp ? 0 : 1;
