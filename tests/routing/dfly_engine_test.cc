@@ -75,8 +75,8 @@ TEST(DflyEngine, DragonfliesAreDeadlockFreeOnTwoVls) {
 
 // Options::dflySpread: detours through third groups for collective traffic, deadlock-free on at most 4 VLs
 // by the VL-aware checker, every path at most two global hops, and all shifts of the hosts better served
-// than by the minimal routes (13 groups x 4 routers x 2 hosts: 0.421 against 0.253); with 2 VLs minimal.
-// (With one host per switch it does not pay: 7 groups x 3 routers, 0.664 against 0.715.)
+// than by the minimal routes (13 groups x 4 routers x 2 hosts: 0.501 against 0.253; 9 x 4 x 2: 0.438
+// against 0.271); with 2 VLs minimal.
 TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) {
   for (const auto& spec : {dragonfly(4, 3), dragonfly(4, 2)}) {
     auto topo = generate(spec);
@@ -103,13 +103,58 @@ TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) 
     const PatternReport a = checkPattern(*topo, lids->lids, *spread, {}, po);
     const PatternReport m = checkPattern(*topo, minimal.lids, *minimal.tables, {}, po);
     EXPECT_EQ(a.unrouted, 0u);
-    EXPECT_GT(a.meanBandwidth, 1.3 * m.meanBandwidth) << formatPatternText(a) << formatPatternText(m);
+    EXPECT_GT(a.meanBandwidth, 1.5 * m.meanBandwidth) << formatPatternText(a) << formatPatternText(m);
 
     o.vlLayers = 2;  // too few VLs for detours: minimal
     auto two = makeEngine("dfly")->compute(*topo, lids->lids, o);
     ASSERT_TRUE(two.ok());
     EXPECT_FALSE(two->dflySpread);
     EXPECT_EQ(two->lft, minimal.tables->lft);
+  }
+}
+
+// The spread routes against OpenSM's best deadlock-free engine on these fabrics (dfsssp, its tables read back
+// from ibsim; docs/BENCHMARKS.md, "Collective traffic"): at least 1.25x its mean flow bandwidth over all
+// shifts at no more all-pairs max link load than it (the figures pinned are ours, measured: 88 / 0.438,
+// 102 / 0.501, 456 / 0.307; dfsssp: 94 / 0.338, 110 / 0.355, 507 / 0.189), on 3 VLs (dfsssp: 4-5), and the
+// VL-aware channel dependency graph of the scheme acyclic where the same paths on one VL close a cycle.
+TEST(DflyEngine, SpreadRoutesBeatDfssspAtNoMoreLoad) {
+  struct Case {
+    tools::FabricSpec spec;
+    uint64_t maxLoad;      // ours, with a little room; dfsssp's is higher
+    double meanBandwidth;  // 1.25x dfsssp's
+  };
+  const Case cases[] = {{dragonfly(4, 2), 90, 1.25 * 0.338},       // 9 groups x 4 routers x 2 hosts
+                        {dragonfly(4, 3), 104, 1.25 * 0.355},      // 13 x 4 x 2
+                        {dragonfly(6, 3, 3), 470, 1.25 * 0.189}};  // 19 x 6 x 3
+  for (const Case& k : cases) {
+    auto topo = generate(k.spec);
+    ASSERT_TRUE(topo);
+    SCOPED_TRACE(topo->switches().size());
+    auto lids = assignLids(*topo, {}, 0);
+    ASSERT_TRUE(lids.ok());
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = true;
+    auto spread = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(spread.ok()) << spread.error().message;
+    CheckReport c = checkRoutes(*topo, lids->lids, *spread);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_TRUE(c.cdgAcyclic) << formatReportText(c);
+    EXPECT_LE(c.cdgVls, 3u);
+    EXPECT_LE(spread->slLayers, 3u);
+    EXPECT_LE(c.maxLoad, k.maxLoad) << formatReportText(c);
+    PatternOptions po;
+    po.threads = 2;
+    const PatternReport a = checkPattern(*topo, lids->lids, *spread, {}, po);
+    EXPECT_EQ(a.unrouted, 0u);
+    EXPECT_GE(a.meanBandwidth, k.meanBandwidth) << formatPatternText(a);
+
+    RoutingTables flat = *spread;
+    flat.slToVl = SlToVlMap{0};
+    flat.sl.clear();
+    flat.slLayers = 1;
+    EXPECT_FALSE(checkRoutes(*topo, lids->lids, flat).cdgAcyclic);
   }
 }
 
