@@ -62,28 +62,28 @@
 // permutations, and with minimal routes all the flows of a group pair in one permutation share the pair's
 // global link. So, once every LID's minimal entries are in place, a load-aware greedy chooses per destination
 // (a CA's base LID) and source switch either the minimal route or a detour over one of the source switch's
-// own global links to a third group, from where the route goes on minimally. The ranks are the CAs numbered
-// group by group and in LID order within a group (as a job scheduler numbers hosts by name on the
-// generator's and most cabled dragonflies); each route serves, per CA of its source switch, the one shift
-// permutation i -> i + s in which that CA sends to the destination, and the greedy counts the flows of each
-// shift on each link (shift classes, shift mod a bucket count, where shifts x links would exceed 32 MB).
-// A switch's choice scores, per flow, its bandwidth (1 / the most flows of its shift on one link of its path,
-// itself included) less 2x what it takes from the flows already on those links (1 / (k + 1) per link with k
-// of them), less 1% of the path's all-pairs load against the cap; a detour is taken only when it scores
-// strictly better and adds no link above the cap: the busiest link of the minimal routes, or 1.4x the busiest
-// global link's minimal load where that is higher (a global link carries (CAs per group)^2 minimal routes, a
-// local one often more). Four passes over every (destination, switch), the first starting from the minimal
-// routes with their flows counted, so that early choices see the traffic they join.
+// own global links to a third group, from where the route goes on minimally. The ranks are the CA ports in
+// natural order of their hosts' names, as a job scheduler numbers them (defaultRanks); each route serves, per
+// CA of its source switch, the one shift permutation i -> i + s in which that CA sends to the destination,
+// and the greedy counts the flows of each shift on each link (shift classes, shift mod a bucket count, where
+// shifts x links would exceed 32 MB). A switch's choice scores, per flow, its bandwidth (1 / the most flows
+// of its shift on one link of its path, itself included) less 2x what it takes from the flows already on
+// those links (1 / (k + 1) per link with k of them), less 1% of the path's all-pairs load against the cap; a
+// detour is taken only when it scores strictly better and adds no link above the cap: the busiest link of the
+// minimal routes, or 1.4x the busiest global link's minimal load where that is higher (a global link carries
+// (CAs per group)^2 minimal routes, a local one often more). Four passes over every (destination, switch),
+// the first starting from the minimal routes with their flows counted, so that early choices see the traffic
+// they join.
 // Who may detour: a switch with CAs, outside the destination's group, that does not leave minimally by a
 // global link itself (the others of its group hand it their traffic) and where no detour to the destination
 // arrives (that switch's route must stay minimal, so that no path takes a third global hop); a detour must
-// arrive at a switch that does not detour, and its whole path must rise through the ranks above under some
-// SL (a peak or a valley, SL 1/2/5/6). No route passes a detouring switch, so each path is G [L] G [L] from
-// the detouring switch, or minimal. Deadlock freedom is that of the repairs' paths (ranks above); the path
-// SLs go into RoutingTables::sl, and the route checker's VL-aware CDG confirms it. LMC's further LIDs keep
-// their minimal routes. On 13 groups x 4 routers x 2 hosts: mean flow bandwidth over all shifts 0.501
-// instead of 0.253 at an all-pairs max link load of 102 instead of 100, on 3 VLs (OpenSM's dfsssp: 0.355 and
-// 110); docs/BENCHMARKS.md, "Collective traffic", has the other dragonflies.
+// arrive at a switch that does not detour, and its whole path must rise through the ranks above under some SL
+// (a peak or a valley, SL 1/2/5/6). No route passes a detouring switch, so each path is G [L] G [L] from the
+// detouring switch, or minimal. Deadlock freedom is that of the repairs' paths (ranks above); the path SLs go
+// into RoutingTables::sl, and the route checker's VL-aware CDG confirms it. LMC's further LIDs keep their
+// minimal routes. On 13 groups x 4 routers x 2 hosts: mean flow bandwidth over all shifts 0.501 instead of
+// 0.253 at an all-pairs max link load of 102 instead of 100, on 3 VLs (OpenSM's dfsssp: 0.355 and 110);
+// docs/BENCHMARKS.md, "Collective traffic", has the other dragonflies.
 //
 // AR groups (Options::computeAr): the parallel links to the LFT port's neighbour, which enter that switch on
 // the same kind of link (same VL on the next hop), nothing else.
@@ -99,6 +99,7 @@
 #include "routing/ar_groups.h"
 #include "routing/dfly_vls.h"
 #include "routing/engine.h"
+#include "routing/pattern_checker.h"
 #include "routing/switch_graph.h"
 
 namespace ibsm::routing {
@@ -499,9 +500,15 @@ class DflyEngine final : public Engine {
     };
     const bool nonMinimal = options.dflySpread && options.vlLayers >= 4;
     t.dflySpread = nonMinimal;
-    // The CAs' base LIDs as ranks for the spreader: numbered group by group, in LID order within a group.
+    // The CAs' base LIDs with their ranks for the spreader: hosts in natural name order, as a job scheduler
+    // numbers them (defaultRanks, as the pattern checker and the rebalance take them).
     std::vector<Spreader::Dest> dests;
-    std::vector<uint32_t> groupCas(groups, 0);
+    std::vector<uint32_t> rankOf;
+    uint32_t ranks = 0;
+    if (nonMinimal) {
+      rankOf.assign(maxLid + 1u, UINT32_MAX);
+      for (const Rank& r : defaultRanks(topo, lids)) rankOf[lids.base(r.node, r.port).value] = ranks++;
+    }
     std::vector<uint32_t> spread(df.globals.size(), 0);  // destinations seen per group
     std::vector<const Global*> best;
     for (uint32_t l = 1; l <= maxLid; ++l) {
@@ -533,8 +540,8 @@ class DflyEngine final : public Engine {
         }
         t.lft[g.node(s)][l] = port;
       }
-      if (nonMinimal && leaves.toCa && lids.base(o.node, o.port) == lid)
-        dests.push_back(Spreader::Dest{l, target, groupCas[y]++});
+      if (nonMinimal && leaves.toCa && rankOf[l] != UINT32_MAX)
+        dests.push_back(Spreader::Dest{l, target, rankOf[l]});
       if (!ar.empty())
         for (SwitchIndex s = 0; s < S; ++s) {
           if (next[s] == kNoSwitch) continue;
@@ -546,16 +553,11 @@ class DflyEngine final : public Engine {
         }
     }
     if (nonMinimal) {
-      std::vector<uint32_t> groupBase(groups + 1u, 0);
-      for (uint32_t x = 0; x < groups; ++x) groupBase[x + 1] = groupBase[x] + groupCas[x];
       std::vector<std::vector<uint32_t>> sources(S);
-      for (auto& d : dests) {
-        d.rank += groupBase[df.group[d.target]];
-        sources[d.target].push_back(d.rank);
-      }
+      for (const auto& d : dests) sources[d.target].push_back(d.rank);
       t.sl.resize(topo.size());
       Spreader spreader(g, df, kind, kindBase, t.dflyVls);
-      spreader.run(dests, sources, groupBase[groups], t, [&](SwitchIndex s, uint32_t l) {
+      spreader.run(dests, sources, ranks, t, [&](SwitchIndex s, uint32_t l) {
         if (ar.empty()) return;
         const uint8_t port = std::as_const(t.lft)[g.node(s)][l];
         auto [lo, hi] = range(s, arcs[g.arcOfPort(s, port)].to);
