@@ -220,12 +220,15 @@ class Spreader {
     uint32_t rank;
   };
 
+  // order: the switches in the order the greedy visits them (by GUID, so that the tables do not depend on
+  // the order in which a discovery listed the switches).
   Spreader(const SwitchGraph& g, const Dragonfly& df, const std::vector<dfly::PortKind>& kind,
-           const std::vector<uint32_t>& kindBase, uint8_t vls)
-      : g_(g), df_(df), kind_(kind), kindBase_(kindBase), vls_(vls) {}
+           const std::vector<uint32_t>& kindBase, uint8_t vls, const std::vector<SwitchIndex>& order)
+      : g_(g), df_(df), kind_(kind), kindBase_(kindBase), vls_(vls), order_(order) {}
 
   // dests: the CAs' base LIDs with their ranks (0..ranks-1); sources[s]: the ranks of switch s's CA ports;
-  // lft: the minimal entries. Rewrites the detouring entries of lft and returns their SLs by (dest, switch).
+  // t: the tables with every LID's minimal entries. Writes the detours' entries and SLs into t and tells
+  // changed(switch, LID) of each.
   template <typename Changed>
   void run(const std::vector<Dest>& dests, const std::vector<std::vector<uint32_t>>& sources, uint32_t ranks,
            RoutingTables& t, Changed&& changed) {
@@ -367,7 +370,7 @@ class Spreader {
     };
     for (SwitchIndex s = 0; s < S; ++s)
       if (const SwitchIndex r = detourEnd(s); r != kNoSwitch) ++arrivals_[r];
-    for (SwitchIndex s = 0; s < S; ++s) {
+    for (SwitchIndex s : order_) {
       // Only a switch with CAs, outside the destination's group, that does not leave by a global link
       // minimally itself and that no detour arrives at (whose route must stay minimal) may detour.
       if ((*sources_)[s].empty() || df_.group[s] == y || arrivals_[s]) continue;
@@ -414,6 +417,7 @@ class Spreader {
   const std::vector<dfly::PortKind>& kind_;
   const std::vector<uint32_t>& kindBase_;
   const uint8_t vls_;
+  const std::vector<SwitchIndex>& order_;
   const std::vector<Dest>* dests_ = nullptr;
   const std::vector<std::vector<uint32_t>>* sources_ = nullptr;
   uint32_t ranks_ = 0, buckets_ = 1;
@@ -556,7 +560,12 @@ class DflyEngine final : public Engine {
       std::vector<std::vector<uint32_t>> sources(S);
       for (const auto& d : dests) sources[d.target].push_back(d.rank);
       t.sl.resize(topo.size());
-      Spreader spreader(g, df, kind, kindBase, t.dflyVls);
+      std::vector<SwitchIndex> order(S);
+      std::iota(order.begin(), order.end(), SwitchIndex{0});
+      std::sort(order.begin(), order.end(), [&](SwitchIndex a, SwitchIndex b) {
+        return topo.node(g.node(a)).guid < topo.node(g.node(b)).guid;
+      });
+      Spreader spreader(g, df, kind, kindBase, t.dflyVls, order);
       spreader.run(dests, sources, ranks, t, [&](SwitchIndex s, uint32_t l) {
         if (ar.empty()) return;
         const uint8_t port = std::as_const(t.lft)[g.node(s)][l];

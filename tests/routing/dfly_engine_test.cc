@@ -3,6 +3,8 @@
 // proves deadlock-free where the same paths on one VL are not.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "routing/engine.h"
 #include "routing/pattern_checker.h"
 #include "routing/route_checker.h"
@@ -156,6 +158,58 @@ TEST(DflyEngine, SpreadRoutesBeatDfssspAtNoMoreLoad) {
     flat.slLayers = 1;
     EXPECT_FALSE(checkRoutes(*topo, lids->lids, flat).cdgAcyclic);
   }
+}
+
+// The spread routes do not depend on the order in which the switches were discovered: the same dragonfly
+// of 5 groups x 3 routers x 2 hosts built in two orders (same GUIDs, cabled on the same ports) gets the same
+// port and SL for every (switch, host).
+TEST(DflyEngine, SpreadRoutesDoNotDependOnDiscoveryOrder) {
+  constexpr unsigned kGroups = 5, kRouters = 3, kSwitches = kGroups * kRouters;
+  auto build = [](bool reversed) {
+    testing::FabricSketch f;
+    std::vector<NodeIndex> sw(kSwitches);
+    for (unsigned n = 0; n < kSwitches; ++n) {
+      const unsigned i = reversed ? kSwitches - 1 - n : n;
+      sw[i] = f.addSwitch("dfly-" + std::to_string(i / kRouters) + "-" + std::to_string(i % kRouters), 8);
+      f.node(sw[i]).guid = fabric::Guid{0x6000u + i};
+      for (unsigned h = 0; h < 2; ++h) {
+        const NodeIndex ca = f.addCa("host-" + std::to_string(2 * i + h));
+        f.node(ca).guid = fabric::Guid{0x7000u + 0x10u * (2 * i + h)};
+        f.node(ca).ports[1].guid = fabric::Guid{f.node(ca).guid.value + 1};
+        f.link(ca, 1, sw[i], 1 + h);
+      }
+    }
+    std::vector<unsigned> next(kSwitches, 3);  // the next free switch port
+    auto link = [&](unsigned a, unsigned b) { f.link(sw[a], next[a]++, sw[b], next[b]++); };
+    for (unsigned g = 0; g < kGroups; ++g)
+      for (unsigned a = 0; a < kRouters; ++a)
+        for (unsigned b = a + 1; b < kRouters; ++b) link(g * kRouters + a, g * kRouters + b);
+    for (unsigned x = 0; x < kGroups; ++x)
+      for (unsigned y = x + 1; y < kGroups; ++y)
+        link(x * kRouters + y % kRouters, y * kRouters + x % kRouters);
+    return f.build();
+  };
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<unsigned, unsigned>> seen[2];
+  size_t detours = 0;
+  for (int k = 0; k < 2; ++k) {
+    auto topo = build(k == 1);
+    ASSERT_TRUE(topo);
+    auto lids = assignLids(*topo, {}, 0);
+    ASSERT_TRUE(lids.ok());
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = true;
+    auto t = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    for (NodeIndex s : topo->switches())
+      for (NodeIndex c : topo->cas()) {
+        const fabric::Lid lid = lids->lids.base(c, fabric::PortNum{1});
+        seen[k][{topo->node(s).guid.value, topo->node(c).guid.value}] = {t->port(s, lid), t->pathSl(s, lid)};
+        detours += k == 0 && t->pathSl(s, lid) > 0;
+      }
+  }
+  EXPECT_GT(detours, 0u);
+  EXPECT_EQ(seen[0], seen[1]);
 }
 
 // Two global links per group pair: both carry routes (the destinations of the pair are spread over them).
