@@ -251,8 +251,10 @@ class Spreader {
     for (size_t d = 0; d < D; ++d)
       for (SwitchIndex s = 0; s < S; ++s) {
         if (sources[s].empty() || s == dests[d].target) continue;
-        if (!walkFrom(d, s)) continue;
-        account(d, s, +1);
+        if (walkFrom(d, s))
+          account(d, s, +1);  // clears path_
+        else
+          path_.clear();
       }
     // The cap: the busiest link of the minimal routes, or (where the global links carry less, as local links
     // usually carry more) a share above the busiest global link's minimal load that detours may fill.
