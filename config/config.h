@@ -48,6 +48,9 @@ struct RoutingConfig {
   enum class Rebalance { kOff, kIncremental, kFull };
   Rebalance rebalance = Rebalance::kIncremental;
   uint32_t rebalanceMinGainPct = 1;
+  // dfly: also route through third groups (non-minimal, on 3 VLs; needs 4 offered), for collective traffic
+  // (routing/dfly_engine.cc). With 2 or 3 VLs dfly stays minimal.
+  bool dflySpread = true;
   bool operator==(const RoutingConfig&) const = default;
 };
 

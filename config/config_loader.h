@@ -57,7 +57,7 @@ std::vector<OptionInfo> optionInfos();
 struct ConfigDiff {
   std::vector<std::string> changed;        // "routing.lmc: 0 -> 2", in option order
   std::vector<std::string> notReloadable;  // the subset of `changed` that needs a restart
-  bool reroute = false;       // routing.engines/roots/roots_file, ar.*: recompute and reprogram tables
+  bool reroute = false;       // routing.engines/roots/roots_file/dfly_spread, ar.*: route and program again
   bool reassignLids = false;  // routing.lmc
   bool sweepTimer = false;    // sweep.interval_s
   bool logLevel = false;      // log.level

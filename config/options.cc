@@ -295,10 +295,9 @@ const std::vector<OptionDoc> kDocs = {
      "Engines tried in order until one can route the fabric; an engine that cannot says why (ROUTE002) and "
      "the next one is tried. Of alternatives, every one that routes (deadlock-free within the VLs qos.vls "
      "allows) is computed and the lowest max link load wins (ties: fewer VLs, then the first named). The "
-     "default routes fat trees with ftree and nothing VL-related is programmed, dragonflies with dfly (2 "
-     "VLs), "
-     "other fabrics with the better of dor and dfsp, which may spread their paths over VLs; a fabric that "
-     "needs more VLs than it has falls back to updn.",
+     "default routes fat trees with ftree and nothing VL-related is programmed, dragonflies with dfly (3 "
+     "VLs with routing.dfly_spread, else 2), other fabrics with the better of dor and dfsp, which may "
+     "spread their paths over VLs; a fabric that needs more VLs than it has falls back to updn.",
      "", ""},
     {"routing.roots", "a list of node GUIDs",
      "Root switches (node GUIDs) for updn and ftree. Not together with roots_file.",
@@ -320,6 +319,12 @@ const std::vector<OptionDoc> kDocs = {
      "", ""},
     {"routing.rebalance_min_gain_pct", "",
      "A rebalance that lowers the max link load by less than this percentage writes nothing.", "", ""},
+    {"routing.dfly_spread", "true or false",
+     "dfly: besides the minimal routes, route part of each group pair's traffic through third groups, chosen "
+     "per destination and source switch for collective traffic (shift permutations of the hosts in name "
+     "order) within a cap on the all-pairs max link load; on 3 VLs, so only where the fabric offers at least "
+     "4 (qos.vls), else dfly stays minimal on 2. false: minimal routes only.",
+     "", ""},
     {"sweep.interval_s", "", "Seconds between light sweeps; 0 = sweep only on traps and requests.", "", ""},
     {"sm.priority", "", "SMInfo priority; the SM with the highest priority becomes master.", "", ""},
     {"sm.key", "a 64-bit number", "SM_Key.", "", ""},
@@ -643,6 +648,9 @@ std::vector<Option> makeTable() {
   t.push_back(uintOption(
       "routing.rebalance_min_gain_pct", true, &ConfigDiff::rebalance, 0, 100,
       [](auto& c) -> auto& { return c.routing.rebalanceMinGainPct; }));
+  t.push_back({"routing.dfly_spread", true, &ConfigDiff::reroute,
+               [](const RawValue& v, Config& c) { return parseBool(v, c.routing.dflySpread); },
+               [](const Config& c) { return std::string(c.routing.dflySpread ? "true" : "false"); }});
   t.push_back(uintOption(
       "sweep.interval_s", true, &ConfigDiff::sweepTimer, 0, 86400,
       [](auto& c) -> auto& { return c.sweep.intervalS; }));

@@ -60,25 +60,37 @@
 //
 // Non-minimal routes (Options::dflySpread, with at least 4 VLs): collective traffic is a sequence of
 // permutations, and with minimal routes all the flows of a group pair in one permutation share the pair's
-// global link. So, per destination LID of a CA, most source switches send their own CAs' traffic through a
-// third group: a switch keeps its minimal route when it is in the destination's group, has no CAs, leaves
-// minimally by a global link itself (the other switches of its group hand it their traffic) or is its
-// group's one in turn for this destination (the destination's turn among its group's LIDs plus the group
-// number, modulo the group's size); every other switch takes one of its own global links to a keeping
-// switch of a third group, dealt in turn over those whose whole path rises through the ranks above under
-// some SL (a peak or a valley, SL 1/2/5/6). A keeping switch routes minimally, so a detour goes on minimally
-// from where it arrives, and no detour passes a switch that detours: each path is G [L] G [L] from the
+// global link. So, once every LID's minimal entries are in place, a load-aware greedy chooses per destination
+// (a CA's base LID) and source switch either the minimal route or a detour over one of the source switch's
+// own global links to a third group, from where the route goes on minimally. The ranks are the CA ports in
+// natural order of their hosts' names, as a job scheduler numbers them (defaultRanks); each route serves, per
+// CA of its source switch, the one shift permutation i -> i + s in which that CA sends to the destination,
+// and the greedy counts the flows of each shift on each link (shift classes, shift mod a bucket count, where
+// shifts x links would exceed 32 MB). A switch's choice scores, per flow, its bandwidth (1 / the most flows
+// of its shift on one link of its path, itself included) less 2x what it takes from the flows already on
+// those links (1 / (k + 1) per link with k of them), less 1% of the path's all-pairs load against the cap; a
+// detour is taken only when it scores strictly better and adds no link above the cap: the busiest link of the
+// minimal routes, or 1.4x the busiest global link's minimal load where that is higher (a global link carries
+// (CAs per group)^2 minimal routes, a local one often more). Four passes over every (destination, switch),
+// the first starting from the minimal routes with their flows counted, so that early choices see the traffic
+// they join.
+// Who may detour: a switch with CAs, outside the destination's group, that does not leave minimally by a
+// global link itself (the others of its group hand it their traffic) and where no detour to the destination
+// arrives (that switch's route must stay minimal, so that no path takes a third global hop); a detour must
+// arrive at a switch that does not detour, and its whole path must rise through the ranks above under some SL
+// (a peak or a valley, SL 1/2/5/6). No route passes a detouring switch, so each path is G [L] G [L] from the
 // detouring switch, or minimal. Deadlock freedom is that of the repairs' paths (ranks above); the path SLs go
-// into RoutingTables::sl, and the route checker's VL-aware CDG confirms it. On 13 groups x 4 routers x 2
-// hosts: mean flow bandwidth over all shifts 0.421 instead of 0.253, on 3 VLs, but an all-pairs max link
-// load of 134 instead of 100 (OpenSM's dfsssp: 0.355 and 110), and with one host per switch it loses (7
-// groups x 3 routers: 0.664 against 0.715), which is why it is not the default.
+// into RoutingTables::sl, and the route checker's VL-aware CDG confirms it. LMC's further LIDs keep their
+// minimal routes. On 13 groups x 4 routers x 2 hosts: mean flow bandwidth over all shifts 0.501 instead of
+// 0.253 at an all-pairs max link load of 102 instead of 100, on 3 VLs (OpenSM's dfsssp: 0.355 and 110);
+// docs/BENCHMARKS.md, "Collective traffic", has the other dragonflies.
 //
 // AR groups (Options::computeAr): the parallel links to the LFT port's neighbour, which enter that switch on
 // the same kind of link (same VL on the next hop), nothing else.
 //
 // Cost: O(switches x degree^2) to detect the groups, O(LIDs x switches x global links per group pair) to fill
-// the tables.
+// the tables; the spreading O(passes x CA LIDs x switches x global links per switch x hops x CAs per switch)
+// more (1,020 switches x 1 host: about 2 s).
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -87,6 +99,7 @@
 #include "routing/ar_groups.h"
 #include "routing/dfly_vls.h"
 #include "routing/engine.h"
+#include "routing/pattern_checker.h"
 #include "routing/switch_graph.h"
 
 namespace ibsm::routing {
@@ -195,109 +208,225 @@ fabric::Result<Dragonfly> detect(const Topology& topo, const SwitchGraph& g) {
   return d;
 }
 
-// The non-minimal part of dfly's routes (Options::dflySpread): per destination LID, most source switches
-// send their own CAs' traffic through a third group instead of over their group pair's global link(s).
-// Which ones, and where, follows from the destination's turn among its group's LIDs, so the destinations of
-// one group pair are dealt over every third group (see the header comment).
+// The non-minimal part of dfly's routes (Options::dflySpread), chosen once every LID's minimal entries are in
+// place: per destination (a CA's base LID) and source switch, the minimal route or a detour through a third
+// group over one of the source switch's own global links, whichever serves the shift permutations of the
+// ranks best within a cap on the all-pairs link load (see the header comment).
 class Spreader {
  public:
-  Spreader(const Topology& topo, const SwitchGraph& g, const Dragonfly& df, RoutingTables& t,
-           const std::vector<dfly::PortKind>& kind, const std::vector<uint32_t>& kindBase,
-           const std::vector<uint32_t>& hosts)
-      : topo_(topo), g_(g), df_(df), t_(t), kind_(kind), kindBase_(kindBase), hosts_(hosts) {
-    const size_t S = g.size();
-    place_.assign(S, 0);
-    groupSize_.assign(df.globals.size(), 0);
-    for (SwitchIndex s = 0; s < S; ++s) place_[s] = groupSize_[df.group[s]]++;
-    keep_.assign(S, 1);
-  }
+  struct Dest {
+    uint32_t lid;
+    SwitchIndex target;
+    uint32_t rank;
+  };
 
-  // Detours for the routes to `lid` (a CA's, leaving at `target`), whose minimal entries are in place.
-  template <typename PortTo>
-  void spread(uint32_t lid, SwitchIndex target, uint32_t turn, PortTo&& portTo) {
-    const size_t S = g_.size();
-    const auto& arcs = g_.arcs();
-    const uint32_t y = df_.group[target];
-    // Who keeps the minimal route: the destination's group, switches without CAs (no traffic of their own),
-    // the switches whose minimal route leaves by a global link (the others of their group hand them their
-    // traffic), and one more per group in turn. They are where detours arrive, so every detour goes on
-    // minimally from its third group and no route to the LID changes but the detouring switches' own.
-    for (SwitchIndex s = 0; s < S; ++s) {
-      const uint32_t x = df_.group[s];
-      keep_[s] = x == y || hosts_[s] == 0 || dfly::isGlobal(kindOf(s, entry(s, lid))) ||
-                 place_[s] == (turn + x) % groupSize_[x];
-    }
-    for (SwitchIndex s = 0; s < S; ++s) {
-      if (keep_[s]) continue;
-      candidates_.clear();
-      for (uint32_t a = g_.arcBegin(s); a < g_.arcEnd(s); ++a) {
-        const SwitchIndex r = arcs[a].to;
-        if (!dfly::isGlobal(kindOf(s, arcs[a].port)) || df_.group[r] == y || !keep_[r]) continue;
-        path_.assign(1, a);
-        if (!walk(r, target, lid) || slOf() < 0) continue;
-        candidates_.push_back(a);
-      }
-      if (candidates_.empty()) continue;
-      const uint32_t a = candidates_[(turn + place_[s]) % candidates_.size()];
-      t_.lft[g_.node(s)][lid] = portTo(s, arcs[a].to);
-      path_.assign(1, a);
-      walk(arcs[a].to, target, lid);
-      uint8_t top = 0;
-      const int sl = slOf(&top);
-      maxVl_ = std::max(maxVl_, top);
-      if (sl > 0) {
-        auto& row = t_.sl[g_.node(s)];
-        if (row.empty()) row.assign(lids_ + 1u, 0);
-        if (row.size() <= lid) row.resize(lid + 1u, 0);
-        row[lid] = static_cast<uint8_t>(sl);
-      }
-      ++detours_;
-    }
-  }
+  // order: the switches in the order the greedy visits them (by GUID, so that the tables do not depend on
+  // the order in which a discovery listed the switches).
+  Spreader(const SwitchGraph& g, const Dragonfly& df, const std::vector<dfly::PortKind>& kind,
+           const std::vector<uint32_t>& kindBase, uint8_t vls, const std::vector<SwitchIndex>& order)
+      : g_(g), df_(df), kind_(kind), kindBase_(kindBase), vls_(vls), order_(order) {}
 
-  void finish() { t_.slLayers = std::max<uint8_t>(t_.slLayers, static_cast<uint8_t>(maxVl_ + 1)); }
-  void start(uint32_t maxLid) {
-    lids_ = maxLid;
-    t_.sl.resize(topo_.size());
+  // dests: the CAs' base LIDs with their ranks (0..ranks-1); sources[s]: the ranks of switch s's CA ports;
+  // t: the tables with every LID's minimal entries. Writes the detours' entries and SLs into t and tells
+  // changed(switch, LID) of each.
+  template <typename Changed>
+  void run(const std::vector<Dest>& dests, const std::vector<std::vector<uint32_t>>& sources, uint32_t ranks,
+           RoutingTables& t, Changed&& changed) {
+    const size_t S = g_.size(), D = dests.size(), A = g_.arcs().size();
+    if (D == 0 || ranks < 2) return;
+    dests_ = &dests;
+    sources_ = &sources;
+    ranks_ = ranks;
+    minimal_.resize(D * S);
+    for (size_t d = 0; d < D; ++d)
+      for (SwitchIndex s = 0; s < S; ++s)
+        minimal_[d * S + s] = std::as_const(t.lft)[g_.node(s)][dests[d].lid];
+    entry_ = minimal_;
+    sl_.assign(D * S, 0);
+    // Shift counters: flows of each shift (or of each class of shifts, shift mod buckets, where the fabric is
+    // too large for one counter per shift and arc) on each arc.
+    buckets_ = static_cast<uint32_t>(std::clamp<size_t>(kCounterBudget / std::max<size_t>(A, 1), 1, ranks));
+    cong_.assign(size_t{buckets_} * A, 0);
+    load_.assign(A, 0);
+    for (size_t d = 0; d < D; ++d)
+      for (SwitchIndex s = 0; s < S; ++s) {
+        if (sources[s].empty() || s == dests[d].target) continue;
+        if (walkFrom(d, s))
+          account(d, s, +1);  // clears path_
+        else
+          path_.clear();
+      }
+    // The cap: the busiest link of the minimal routes, or (where the global links carry less, as local links
+    // usually carry more) a share above the busiest global link's minimal load that detours may fill.
+    uint64_t most = 0, mostGlobal = 0;
+    for (uint32_t a = 0; a < A; ++a) {
+      most = std::max(most, load_[a]);
+      if (dfly::isGlobal(kindOf(g_.arcs()[a].from, g_.arcs()[a].port)))
+        mostGlobal = std::max(mostGlobal, load_[a]);
+    }
+    cap_ = std::max<uint64_t>(most, mostGlobal * kCapNum / kCapDen);
+    arrivals_.assign(S, 0);
+    for (unsigned pass = 0; pass < kPasses; ++pass)
+      for (size_t d = 0; d < D; ++d) choose(d);
+    // Write back.
+    for (size_t d = 0; d < D; ++d)
+      for (SwitchIndex s = 0; s < S; ++s) {
+        if (entry_[d * S + s] == minimal_[d * S + s]) continue;
+        t.lft[g_.node(s)][dests[d].lid] = entry_[d * S + s];
+        changed(s, dests[d].lid);
+        ++detours_;
+        auto& row = t.sl[g_.node(s)];
+        if (row.size() <= dests[d].lid) row.resize(std::as_const(t.lft)[g_.node(s)].size(), 0);
+        row[dests[d].lid] = sl_[d * S + s];
+        path_.clear();
+        walkFrom(d, s);
+        uint8_t top = 0;
+        dfly::risingSl(path_.size(), hopKinds(), vls_, &top);
+        maxVl_ = std::max(maxVl_, top);
+      }
+    if (detours_) t.slLayers = std::max<uint8_t>(t.slLayers, static_cast<uint8_t>(maxVl_ + 1));
   }
-  size_t detours() const { return detours_; }
 
  private:
+  static constexpr size_t kCounterBudget = size_t{1} << 25;  // bytes of shift counters
+  static constexpr unsigned kPasses = 4;
+  static constexpr uint64_t kCapNum = 7, kCapDen = 5;
+
   dfly::PortKind kindOf(SwitchIndex s, unsigned port) const {
     return kindBase_[s] + port < kindBase_[s + 1] ? kind_[kindBase_[s] + port] : dfly::kNone;
   }
-  uint8_t entry(SwitchIndex s, uint32_t lid) const { return std::as_const(t_.lft)[g_.node(s)][lid]; }
-  // Appends the route from u to target over the entries in place to path_; false when it does not arrive.
-  bool walk(SwitchIndex u, SwitchIndex target, uint32_t lid) {
+  auto hopKinds() const {
+    return [this](size_t i) {
+      const auto& arc = g_.arcs()[path_[i]];
+      return std::pair{kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
+    };
+  }
+  // Appends the route of dest d from u over the current entries to path_; false when it does not arrive.
+  bool walkFrom(size_t d, SwitchIndex u) {
+    const size_t S = g_.size();
+    const SwitchIndex target = (*dests_)[d].target;
     while (u != target) {
-      const uint32_t a = path_.size() > 8 ? kNoArc : g_.arcOfPort(u, entry(u, lid));
+      const uint32_t a = path_.size() > 8 ? kNoArc : g_.arcOfPort(u, entry_[d * S + u]);
       if (a == kNoArc) return false;
       path_.push_back(a);
       u = g_.arcs()[a].to;
     }
     return true;
   }
-  int slOf(uint8_t* top = nullptr) const {
-    return dfly::risingSl(
-        path_.size(),
-        [&](size_t i) {
-          const auto& arc = g_.arcs()[path_[i]];
-          return std::pair{kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
-        },
-        t_.dflyVls, top);
+  uint32_t shiftBucket(size_t d, uint32_t source) const {
+    return ((*dests_)[d].rank + ranks_ - source) % ranks_ % buckets_;
+  }
+  // Adds (sign +1) or removes (-1) the flows of switch s's CAs to dest d along path_.
+  void account(size_t d, SwitchIndex s, int sign) {
+    const size_t A = g_.arcs().size();
+    const auto& src = (*sources_)[s];
+    for (uint32_t a : path_) {
+      if (sign > 0)
+        load_[a] += src.size();
+      else
+        load_[a] -= src.size();
+    }
+    for (uint32_t r : src) {
+      if (r == (*dests_)[d].rank) continue;
+      uint8_t* c = cong_.data() + size_t{shiftBucket(d, r)} * A;
+      for (uint32_t a : path_)
+        if (sign > 0 ? c[a] < 255 : c[a] > 0) c[a] = static_cast<uint8_t>(c[a] + sign);
+    }
+    path_.clear();
+  }
+  // How well the flows of switch s's CAs to dest d would fare on path_ (higher is better): each flow's
+  // bandwidth (1 / the most flows of its shift on one link of its path, itself included) less what it takes
+  // from the flows already there, and a little for the links' all-pairs load.
+  double score(size_t d, SwitchIndex s) const {
+    const size_t A = g_.arcs().size();
+    double v = 0;
+    for (uint32_t r : (*sources_)[s]) {
+      if (r == (*dests_)[d].rank) continue;
+      const uint8_t* c = cong_.data() + size_t{shiftBucket(d, r)} * A;
+      unsigned most = 0;
+      double harm = 0;
+      for (uint32_t a : path_) {
+        most = std::max<unsigned>(most, c[a]);
+        if (c[a]) harm += 1.0 / (c[a] + 1.0);
+      }
+      v += 1.0 / (most + 1.0) - kHarm * harm;
+    }
+    double l = 0;
+    for (uint32_t a : path_) l += static_cast<double>(load_[a]);
+    return v - kLoad * l / static_cast<double>(cap_);
+  }
+  static constexpr double kHarm = 2, kLoad = 0.01;
+
+  // Chooses the route of every source switch to dest d again, one switch at a time.
+  void choose(size_t d) {
+    const size_t S = g_.size();
+    const auto& arcs = g_.arcs();
+    const SwitchIndex target = (*dests_)[d].target;
+    const uint32_t y = df_.group[target];
+    uint8_t* e = entry_.data() + d * S;
+    const uint8_t* m = minimal_.data() + d * S;
+    std::fill(arrivals_.begin(), arrivals_.end(), 0);
+    auto detourEnd = [&](SwitchIndex s) -> SwitchIndex {  // where s's detour arrives, or kNoSwitch
+      if (e[s] == m[s]) return kNoSwitch;
+      return arcs[g_.arcOfPort(s, e[s])].to;
+    };
+    for (SwitchIndex s = 0; s < S; ++s)
+      if (const SwitchIndex r = detourEnd(s); r != kNoSwitch) ++arrivals_[r];
+    for (SwitchIndex s : order_) {
+      // Only a switch with CAs, outside the destination's group, that does not leave by a global link
+      // minimally itself and that no detour arrives at (whose route must stay minimal) may detour.
+      if ((*sources_)[s].empty() || df_.group[s] == y || arrivals_[s]) continue;
+      const uint32_t ma = g_.arcOfPort(s, m[s]);
+      if (ma == kNoArc || dfly::isGlobal(kindOf(s, m[s]))) continue;
+      const SwitchIndex old = detourEnd(s);
+      if (!walkFrom(d, s)) {
+        path_.clear();
+        continue;
+      }
+      account(d, s, -1);
+      if (old != kNoSwitch) --arrivals_[old];
+      const uint64_t w = (*sources_)[s].size();
+      // The minimal route first: a detour must do strictly better.
+      e[s] = m[s];
+      walkFrom(d, s);
+      double best = score(d, s);
+      uint8_t bestPort = m[s], bestSl = 0;
+      path_.clear();
+      for (uint32_t a = g_.arcBegin(s); a < g_.arcEnd(s); ++a) {
+        const SwitchIndex r = arcs[a].to;
+        if (!dfly::isGlobal(kindOf(s, arcs[a].port)) || df_.group[r] == y || detourEnd(r) != kNoSwitch)
+          continue;
+        path_.assign(1, a);
+        bool ok = walkFrom(d, r);
+        for (size_t i = 0; ok && i < path_.size(); ++i) ok = load_[path_[i]] + w <= cap_;
+        const int sl = ok ? dfly::risingSl(path_.size(), hopKinds(), vls_) : -1;
+        if (sl > 0) {
+          const double v = score(d, s);
+          if (v > best) best = v, bestPort = arcs[a].port, bestSl = static_cast<uint8_t>(sl);
+        }
+        path_.clear();
+      }
+      e[s] = bestPort;
+      sl_[d * S + s] = bestSl;
+      if (const SwitchIndex r = detourEnd(s); r != kNoSwitch) ++arrivals_[r];
+      walkFrom(d, s);
+      account(d, s, +1);
+    }
   }
 
-  const Topology& topo_;
   const SwitchGraph& g_;
   const Dragonfly& df_;
-  RoutingTables& t_;
   const std::vector<dfly::PortKind>& kind_;
   const std::vector<uint32_t>& kindBase_;
-  const std::vector<uint32_t>& hosts_;
-  std::vector<uint32_t> place_, groupSize_;
-  std::vector<uint8_t> keep_;
-  std::vector<uint32_t> candidates_, path_;
-  uint32_t lids_ = 0;
+  const uint8_t vls_;
+  const std::vector<SwitchIndex>& order_;
+  const std::vector<Dest>* dests_ = nullptr;
+  const std::vector<std::vector<uint32_t>>* sources_ = nullptr;
+  uint32_t ranks_ = 0, buckets_ = 1;
+  std::vector<uint8_t> minimal_, entry_, sl_, cong_;
+  std::vector<uint64_t> load_;
+  std::vector<uint32_t> arrivals_, path_;
+  uint64_t cap_ = 0;
   uint8_t maxVl_ = 0;
   size_t detours_ = 0;
 };
@@ -327,7 +456,6 @@ class DflyEngine final : public Engine {
     // Port kinds of every switch: kind[kindBase[s] + port].
     std::vector<dfly::PortKind> kind;
     std::vector<uint32_t> kindBase(S + 1, 0);
-    std::vector<uint32_t> hosts(S, 0);
     const uint32_t groups = static_cast<uint32_t>(df.globals.size());
     for (SwitchIndex s = 0; s < S; ++s) {
       const fabric::NodeIndex n = g.node(s);
@@ -343,7 +471,7 @@ class DflyEngine final : public Engine {
         const fabric::Port& p = node.ports[q];
         if (p.connected() && !topo.node(p.peerNode).isSwitch() &&
             portUsable(topo, n, fabric::PortNum{static_cast<uint8_t>(q)}))
-          k[q] = dfly::kCa, ++hosts[s];
+          k[q] = dfly::kCa;
       }
       for (uint32_t a = g.arcBegin(s); a < g.arcEnd(s); ++a) {
         const uint32_t x = df.group[s], y = df.group[arcs[a].to];
@@ -378,8 +506,15 @@ class DflyEngine final : public Engine {
     };
     const bool nonMinimal = options.dflySpread && options.vlLayers >= 4;
     t.dflySpread = nonMinimal;
-    Spreader spreader(topo, g, df, t, kind, kindBase, hosts);
-    if (nonMinimal) spreader.start(maxLid);
+    // The CAs' base LIDs with their ranks for the spreader: hosts in natural name order, as a job scheduler
+    // numbers them (defaultRanks, as the pattern checker and the rebalance take them).
+    std::vector<Spreader::Dest> dests;
+    std::vector<uint32_t> rankOf;
+    uint32_t ranks = 0;
+    if (nonMinimal) {
+      rankOf.assign(maxLid + 1u, UINT32_MAX);
+      for (const Rank& r : defaultRanks(topo, lids)) rankOf[lids.base(r.node, r.port).value] = ranks++;
+    }
     std::vector<uint32_t> spread(df.globals.size(), 0);  // destinations seen per group
     std::vector<const Global*> best;
     for (uint32_t l = 1; l <= maxLid; ++l) {
@@ -411,7 +546,8 @@ class DflyEngine final : public Engine {
         }
         t.lft[g.node(s)][l] = port;
       }
-      if (nonMinimal && leaves.toCa) spreader.spread(l, target, turn, portTo);
+      if (nonMinimal && leaves.toCa && rankOf[l] != UINT32_MAX)
+        dests.push_back(Spreader::Dest{l, target, rankOf[l]});
       if (!ar.empty())
         for (SwitchIndex s = 0; s < S; ++s) {
           if (next[s] == kNoSwitch) continue;
@@ -422,7 +558,25 @@ class DflyEngine final : public Engine {
           ar[s].set(lid, m, t.lft[g.node(s)][l]);
         }
     }
-    if (nonMinimal) spreader.finish();
+    if (nonMinimal) {
+      std::vector<std::vector<uint32_t>> sources(S);
+      for (const auto& d : dests) sources[d.target].push_back(d.rank);
+      t.sl.resize(topo.size());
+      std::vector<SwitchIndex> order(S);
+      std::iota(order.begin(), order.end(), SwitchIndex{0});
+      std::sort(order.begin(), order.end(), [&](SwitchIndex a, SwitchIndex b) {
+        return topo.node(g.node(a)).guid < topo.node(g.node(b)).guid;
+      });
+      Spreader spreader(g, df, kind, kindBase, t.dflyVls, order);
+      spreader.run(dests, sources, ranks, t, [&](SwitchIndex s, uint32_t l) {
+        if (ar.empty()) return;
+        const uint8_t port = std::as_const(t.lft)[g.node(s)][l];
+        auto [lo, hi] = range(s, arcs[g.arcOfPort(s, port)].to);
+        PortMask m;
+        for (auto it = lo; it != hi; ++it) m.set(arcs[*it].port);
+        ar[s].set(fabric::Lid{static_cast<uint16_t>(l)}, m, port);
+      });
+    }
     if (!ar.empty()) {
       t.ar.resize(topo.size());
       for (SwitchIndex s = 0; s < S; ++s) t.ar[g.node(s)] = ar[s].build();

@@ -23,8 +23,9 @@ struct Options {
   // data VLs every switch-to-switch port offers. 1 unless the caller programs SL-to-VL tables to match.
   uint8_t vlLayers = 1;
   // dfly: spread each group pair's traffic over paths through third groups as well (needs 4 VLs; with
-  // fewer, or false, minimal paths only). Off by default: it raises collective (shift) bandwidth but also
-  // the all-pairs max link load; see routing/dfly_engine.cc.
+  // fewer, or false, minimal paths only): higher collective (shift) bandwidth, the all-pairs max link load
+  // capped a little above the minimal routes'; see routing/dfly_engine.cc. Off here; ibsmd's
+  // routing.dfly_spread (config/config.h) sets it.
   bool dflySpread = false;
 };
 

@@ -41,6 +41,7 @@ SmOptions smOptionsFrom(const config::Config& c, fabric::Guid localPort) {
   o.routing.computeAr = c.ar.enable;
   o.routing.arGroupCap = c.ar.groupCap;
   o.routing.threads = c.routing.threads;
+  o.routing.dflySpread = c.routing.dflySpread;
   using Conf = config::RoutingConfig::Rebalance;
   o.rebalance.mode = c.routing.rebalance == Conf::kOff    ? RebalanceMode::kOff
                      : c.routing.rebalance == Conf::kFull ? RebalanceMode::kFull

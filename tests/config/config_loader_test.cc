@@ -41,6 +41,7 @@ routing:
   threads: 1024
   rebalance: full
   rebalance_min_gain_pct: 100
+  dfly_spread: false
 sweep:
   interval_s: 0
 sm:
@@ -129,6 +130,7 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.routing.threads, 1024u);
   EXPECT_EQ(c.routing.rebalance, RoutingConfig::Rebalance::kFull);
   EXPECT_EQ(c.routing.rebalanceMinGainPct, 100u);
+  EXPECT_FALSE(c.routing.dflySpread);
   EXPECT_EQ(c.sweep.intervalS, 0u);
   EXPECT_EQ(c.sm.priority, 15);
   EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
@@ -291,6 +293,10 @@ TEST(ConfigLoader, BadConfigsNameFileLineColumnAndKey) {
       {"routing: 5\n", "ibsm.yaml:1:10: routing: expected a section of keys, got a value"},
       {"[a]: 1\n", "ibsm.yaml:1:1: keys must be names, got a list"},
       {"ar:\n  enable: maybe\n", "ibsm.yaml:2:11: ar.enable: expected true or false, got \"maybe\""},
+      {"routing:\n  dfly_spread: 1\n",
+       "ibsm.yaml:2:16: routing.dfly_spread: expected true or false, got \"1\""},
+      {"routing:\n  dfly_spread: [true]\n",
+       "ibsm.yaml:2:16: routing.dfly_spread: expected true or false, got a list"},
       {"dumps:\n  lfts: always\n",
        "ibsm.yaml:2:9: dumps.lfts: expected on_request or on_change, got \"always\""},
       {"# the LFT dump\ndumps:\n  lfts: [on_change]\n",
@@ -428,7 +434,9 @@ TEST(ConfigLoader, ToYamlRoundTrips) {
 TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
-  EXPECT_EQ(byKey.size(), 42u);
+  EXPECT_EQ(byKey.size(), 43u);
+  EXPECT_EQ(byKey["routing.dfly_spread"].defaultValue, "true");
+  EXPECT_TRUE(byKey["routing.dfly_spread"].reloadable);
   EXPECT_EQ(byKey["sm.sa_key"].defaultValue, "0x0000000000000001");
   EXPECT_FALSE(byKey["sm.sa_key"].reloadable);
   EXPECT_EQ(byKey["health.start_threshold"].defaultValue, "1000");
@@ -583,6 +591,18 @@ TEST(ConfigReload, InvalidNewConfigKeepsTheOldConfig) {
   EXPECT_EQ(r.error().message,
             "reload refused, keeping the running config: ibsm.yaml:2:8: routing.lmc: 9 is out of range 0..7");
   EXPECT_EQ(running.get(), before);
+}
+
+// Turning dfly's non-minimal routes off (or on) by a reload routes the fabric again.
+TEST(ConfigReload, DflySpreadChangeReroutes) {
+  auto running = std::make_shared<const Config>();
+  EXPECT_TRUE(running->routing.dflySpread);
+  auto r = applyReload(running, parseConfig("routing:\n  dfly_spread: false\n", "ibsm.yaml"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.dfly_spread: true -> false"}));
+  EXPECT_TRUE(r->reroute);
+  EXPECT_FALSE(r->reassignLids || r->sweepTimer || r->mad || r->sm || r->flap || r->rebalance);
+  EXPECT_FALSE(running->routing.dflySpread);
 }
 
 TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {

@@ -3,6 +3,8 @@
 // proves deadlock-free where the same paths on one VL are not.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "routing/engine.h"
 #include "routing/pattern_checker.h"
 #include "routing/route_checker.h"
@@ -75,8 +77,8 @@ TEST(DflyEngine, DragonfliesAreDeadlockFreeOnTwoVls) {
 
 // Options::dflySpread: detours through third groups for collective traffic, deadlock-free on at most 4 VLs
 // by the VL-aware checker, every path at most two global hops, and all shifts of the hosts better served
-// than by the minimal routes (13 groups x 4 routers x 2 hosts: 0.421 against 0.253); with 2 VLs minimal.
-// (With one host per switch it does not pay: 7 groups x 3 routers, 0.664 against 0.715.)
+// than by the minimal routes (13 groups x 4 routers x 2 hosts: 0.501 against 0.253; 9 x 4 x 2: 0.438
+// against 0.271); with 2 VLs minimal.
 TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) {
   for (const auto& spec : {dragonfly(4, 3), dragonfly(4, 2)}) {
     auto topo = generate(spec);
@@ -103,7 +105,7 @@ TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) 
     const PatternReport a = checkPattern(*topo, lids->lids, *spread, {}, po);
     const PatternReport m = checkPattern(*topo, minimal.lids, *minimal.tables, {}, po);
     EXPECT_EQ(a.unrouted, 0u);
-    EXPECT_GT(a.meanBandwidth, 1.3 * m.meanBandwidth) << formatPatternText(a) << formatPatternText(m);
+    EXPECT_GT(a.meanBandwidth, 1.5 * m.meanBandwidth) << formatPatternText(a) << formatPatternText(m);
 
     o.vlLayers = 2;  // too few VLs for detours: minimal
     auto two = makeEngine("dfly")->compute(*topo, lids->lids, o);
@@ -111,6 +113,103 @@ TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) 
     EXPECT_FALSE(two->dflySpread);
     EXPECT_EQ(two->lft, minimal.tables->lft);
   }
+}
+
+// The spread routes against OpenSM's best deadlock-free engine on these fabrics (dfsssp, its tables read back
+// from ibsim; docs/BENCHMARKS.md, "Collective traffic"): at least 1.25x its mean flow bandwidth over all
+// shifts at no more all-pairs max link load than it (the figures pinned are ours, measured: 88 / 0.438,
+// 102 / 0.501, 456 / 0.307; dfsssp: 94 / 0.338, 110 / 0.355, 507 / 0.189), on 3 VLs (dfsssp: 4-5), and the
+// VL-aware channel dependency graph of the scheme acyclic where the same paths on one VL close a cycle.
+TEST(DflyEngine, SpreadRoutesBeatDfssspAtNoMoreLoad) {
+  struct Case {
+    tools::FabricSpec spec;
+    uint64_t maxLoad;      // ours, with a little room; dfsssp's is higher
+    double meanBandwidth;  // 1.25x dfsssp's
+  };
+  const Case cases[] = {{dragonfly(4, 2), 90, 1.25 * 0.338},       // 9 groups x 4 routers x 2 hosts
+                        {dragonfly(4, 3), 104, 1.25 * 0.355},      // 13 x 4 x 2
+                        {dragonfly(6, 3, 3), 470, 1.25 * 0.189}};  // 19 x 6 x 3
+  for (const Case& k : cases) {
+    auto topo = generate(k.spec);
+    ASSERT_TRUE(topo);
+    SCOPED_TRACE(topo->switches().size());
+    auto lids = assignLids(*topo, {}, 0);
+    ASSERT_TRUE(lids.ok());
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = true;
+    auto spread = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(spread.ok()) << spread.error().message;
+    CheckReport c = checkRoutes(*topo, lids->lids, *spread);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_TRUE(c.cdgAcyclic) << formatReportText(c);
+    EXPECT_LE(c.cdgVls, 3u);
+    EXPECT_LE(spread->slLayers, 3u);
+    EXPECT_LE(c.maxLoad, k.maxLoad) << formatReportText(c);
+    PatternOptions po;
+    po.threads = 2;
+    const PatternReport a = checkPattern(*topo, lids->lids, *spread, {}, po);
+    EXPECT_EQ(a.unrouted, 0u);
+    EXPECT_GE(a.meanBandwidth, k.meanBandwidth) << formatPatternText(a);
+
+    RoutingTables flat = *spread;
+    flat.slToVl = SlToVlMap{0};
+    flat.sl.clear();
+    flat.slLayers = 1;
+    EXPECT_FALSE(checkRoutes(*topo, lids->lids, flat).cdgAcyclic);
+  }
+}
+
+// The spread routes do not depend on the order in which the switches were discovered: the same dragonfly
+// of 5 groups x 3 routers x 2 hosts built in two orders (same GUIDs, cabled on the same ports) gets the same
+// port and SL for every (switch, host).
+TEST(DflyEngine, SpreadRoutesDoNotDependOnDiscoveryOrder) {
+  constexpr unsigned kGroups = 5, kRouters = 3, kSwitches = kGroups * kRouters;
+  auto build = [](bool reversed) {
+    testing::FabricSketch f;
+    std::vector<NodeIndex> sw(kSwitches);
+    for (unsigned n = 0; n < kSwitches; ++n) {
+      const unsigned i = reversed ? kSwitches - 1 - n : n;
+      sw[i] = f.addSwitch("dfly-" + std::to_string(i / kRouters) + "-" + std::to_string(i % kRouters), 8);
+      f.node(sw[i]).guid = fabric::Guid{0x6000u + i};
+      for (unsigned h = 0; h < 2; ++h) {
+        const NodeIndex ca = f.addCa("host-" + std::to_string(2 * i + h));
+        f.node(ca).guid = fabric::Guid{0x7000u + 0x10u * (2 * i + h)};
+        f.node(ca).ports[1].guid = fabric::Guid{f.node(ca).guid.value + 1};
+        f.link(ca, 1, sw[i], 1 + h);
+      }
+    }
+    std::vector<unsigned> next(kSwitches, 3);  // the next free switch port
+    auto link = [&](unsigned a, unsigned b) { f.link(sw[a], next[a]++, sw[b], next[b]++); };
+    for (unsigned g = 0; g < kGroups; ++g)
+      for (unsigned a = 0; a < kRouters; ++a)
+        for (unsigned b = a + 1; b < kRouters; ++b) link(g * kRouters + a, g * kRouters + b);
+    for (unsigned x = 0; x < kGroups; ++x)
+      for (unsigned y = x + 1; y < kGroups; ++y)
+        link(x * kRouters + y % kRouters, y * kRouters + x % kRouters);
+    return f.build();
+  };
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<unsigned, unsigned>> seen[2];
+  size_t detours = 0;
+  for (int k = 0; k < 2; ++k) {
+    auto topo = build(k == 1);
+    ASSERT_TRUE(topo);
+    auto lids = assignLids(*topo, {}, 0);
+    ASSERT_TRUE(lids.ok());
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = true;
+    auto t = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    for (NodeIndex s : topo->switches())
+      for (NodeIndex c : topo->cas()) {
+        const fabric::Lid lid = lids->lids.base(c, fabric::PortNum{1});
+        seen[k][{topo->node(s).guid.value, topo->node(c).guid.value}] = {t->port(s, lid), t->pathSl(s, lid)};
+        detours += k == 0 && t->pathSl(s, lid) > 0;
+      }
+  }
+  EXPECT_GT(detours, 0u);
+  EXPECT_EQ(seen[0], seen[1]);
 }
 
 // Two global links per group pair: both carry routes (the destinations of the pair are spread over them).
