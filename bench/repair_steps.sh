@@ -55,7 +55,7 @@ start_fabric() {  # ibsim on $work/fabric.net, ibsmd on it up to SUBNET UP, the 
   for _ in $(seq 1000); do grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix && break; sleep 0.01; done
   log=$work/ibsmd.out
   (cd "$work" && LD_PRELOAD="$umad2sim" exec "$bin/ibsmd" --state-dir "$work/state" --socket "$work/ibsm.sock" \
-    --sweep-interval 0 >"$log" 2>&1) &
+    --sweep-interval 0 ${IBSMD_ARGS:-} >"$log" 2>&1) &  # IBSMD_ARGS: more options, e.g. --set KEY=VALUE
   pids+=($!)
   waitfor "$log" "SUBNET UP" 1
   grep -E "TOPO001|SUBNET UP|routing:" "$log" | head -3 | cut -c1-300

@@ -50,7 +50,7 @@ struct RoutingConfig {
   uint32_t rebalanceMinGainPct = 1;
   // dfly: also route through third groups (non-minimal, on 3 VLs; needs 4 offered), for collective traffic
   // (routing/dfly_engine.cc). With 2 or 3 VLs dfly stays minimal.
-  bool dflySpread = true;
+  bool dflySpread = false;
   bool operator==(const RoutingConfig&) const = default;
 };
 

@@ -41,7 +41,7 @@ routing:
   threads: 1024
   rebalance: full
   rebalance_min_gain_pct: 100
-  dfly_spread: false
+  dfly_spread: true
 sweep:
   interval_s: 0
 sm:
@@ -130,7 +130,7 @@ TEST(ConfigLoader, ParsesEveryKey) {
   EXPECT_EQ(c.routing.threads, 1024u);
   EXPECT_EQ(c.routing.rebalance, RoutingConfig::Rebalance::kFull);
   EXPECT_EQ(c.routing.rebalanceMinGainPct, 100u);
-  EXPECT_FALSE(c.routing.dflySpread);
+  EXPECT_TRUE(c.routing.dflySpread);
   EXPECT_EQ(c.sweep.intervalS, 0u);
   EXPECT_EQ(c.sm.priority, 15);
   EXPECT_EQ(c.sm.key, 0xdeadbeef00000001u);
@@ -435,7 +435,7 @@ TEST(ConfigLoader, OptionInfosCarryReloadableFlagsAndDefaults) {
   std::map<std::string, OptionInfo> byKey;
   for (const OptionInfo& info : optionInfos()) byKey[info.key] = info;
   EXPECT_EQ(byKey.size(), 43u);
-  EXPECT_EQ(byKey["routing.dfly_spread"].defaultValue, "true");
+  EXPECT_EQ(byKey["routing.dfly_spread"].defaultValue, "false");
   EXPECT_TRUE(byKey["routing.dfly_spread"].reloadable);
   EXPECT_EQ(byKey["sm.sa_key"].defaultValue, "0x0000000000000001");
   EXPECT_FALSE(byKey["sm.sa_key"].reloadable);
@@ -596,13 +596,13 @@ TEST(ConfigReload, InvalidNewConfigKeepsTheOldConfig) {
 // Turning dfly's non-minimal routes off (or on) by a reload routes the fabric again.
 TEST(ConfigReload, DflySpreadChangeReroutes) {
   auto running = std::make_shared<const Config>();
-  EXPECT_TRUE(running->routing.dflySpread);
-  auto r = applyReload(running, parseConfig("routing:\n  dfly_spread: false\n", "ibsm.yaml"));
+  EXPECT_FALSE(running->routing.dflySpread);
+  auto r = applyReload(running, parseConfig("routing:\n  dfly_spread: true\n", "ibsm.yaml"));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.dfly_spread: true -> false"}));
+  EXPECT_EQ(r->changed, (std::vector<std::string>{"routing.dfly_spread: false -> true"}));
   EXPECT_TRUE(r->reroute);
   EXPECT_FALSE(r->reassignLids || r->sweepTimer || r->mad || r->sm || r->flap || r->rebalance);
-  EXPECT_FALSE(running->routing.dflySpread);
+  EXPECT_TRUE(running->routing.dflySpread);
 }
 
 TEST(ConfigReload, ReloadableChangeIsAppliedAndReportsWhatToRedo) {

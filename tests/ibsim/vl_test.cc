@@ -3,8 +3,8 @@
 // check must find the CDG acyclic on every VL, the switches must map every SL in use to its own VL (smpquery
 // sl2vl; the pairs that carry a path on an SL above 0 hold the programmed SL s -> VL s mod layers, the others
 // their reset table), and the PathRecords saquery gets must carry SLs inside those layers, not all 0. With
-// the default chain "ftree,dfly,dor|dfsp,updn,minhop" dfly routes the same dragonfly on 3 VLs (with its
-// non-minimal routes, routing.dfly_spread; minimal on 2 without) and dor a torus; dfly repairs a failed link
+// the default chain "ftree,dfly,dor|dfsp,updn,minhop" dfly routes the same dragonfly on 2 VLs (on 3 with its
+// non-minimal routes, routing.dfly_spread) and dor a torus; dfly repairs a failed link
 // inside its scheme on up to 4 VLs, dor by a sidestep on 4 (issue 28).
 #include <gtest/gtest.h>
 
@@ -53,9 +53,9 @@ fabric::TopologyPtr discovered(Ibsim& sim) {
 }
 
 // The daemon's routes computed again offline by `engine` (deterministic) with up to 8 VLs, without AR; dfly
-// with its non-minimal routes unless `dflySpread` is false (routing.dfly_spread, on by default).
+// with its non-minimal routes when `dflySpread` (routing.dfly_spread, off by default).
 fabric::Result<routing::RoutingTables> offline(const std::string& engine, const fabric::Topology& topo,
-                                               const routing::LidAssignment& lids, bool dflySpread = true) {
+                                               const routing::LidAssignment& lids, bool dflySpread = false) {
   routing::Options o;
   o.vlLayers = 8;
   o.computeAr = false;
@@ -183,7 +183,7 @@ void startRouted(const std::string& spec, const std::string& engine, RoutedSim& 
   r.sim = startFabric(spec, &net);
   r.built = parseOrFail(net, "generated");
   ASSERT_TRUE(r.built);
-  const bool dflySpread = std::find(extra.begin(), extra.end(), "routing.dfly_spread=false") == extra.end();
+  const bool dflySpread = std::find(extra.begin(), extra.end(), "routing.dfly_spread=true") != extra.end();
   r.sm = startDaemon(*r.sim, r.sim->dir() + "/ibsm.sock", std::move(extra));
   ASSERT_TRUE(r.sim->waitForOutput(r.sm, "SUBNET UP", 60s)) << r.sim->output(r.sm);
   r.whole = discovered(*r.sim);
@@ -334,15 +334,15 @@ TEST(IbsimVl, DragonflyIsRoutedOnVlLayersAndTheSwitchesHoldTheTables) {
   sim->stop(sm);
 }
 
-// The same dragonfly with the default chain and routing.dfly_spread off: dfly routes it minimally (on 2 VLs;
+// The same dragonfly with the default chain: dfly routes it minimally (on 2 VLs;
 // the chain tries it before dor|dfsp) with every path on SL 0 and the VL in the switches' tables: a local hop
 // out of a switch that the packet entered from a host goes on VL 1, every other hop on VL 0. The route
 // checker, given the tables read back from every switch (smpquery sl2vl), must find the CDG acyclic on the 2
 // VLs, and cyclic when every pair maps to VL 0; the PathRecords carry SL 0, the SL the checker used.
-TEST(IbsimVl, DragonflyWithoutSpreadIsRoutedByDflyOnTwoVls) {
+TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyOnTwoVls) {
   std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
   const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = startDaemon(*sim, sock, {"--set", "routing.dfly_spread=false"});
+  pid_t sm = startDaemon(*sim, sock);
   ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
   const RunOptions diag = diagnostics();
   RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diag);
@@ -353,7 +353,7 @@ TEST(IbsimVl, DragonflyWithoutSpreadIsRoutedByDflyOnTwoVls) {
   fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
-  auto tables = offline("dfly", *topo, lids, false);  // the daemon's routes again
+  auto tables = offline("dfly", *topo, lids);  // the daemon's routes again
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   EXPECT_TRUE(tables->sl.empty());
 
@@ -398,14 +398,14 @@ TEST(IbsimVl, DragonflyWithoutSpreadIsRoutedByDflyOnTwoVls) {
   sim->stop(sm);
 }
 
-// The same dragonfly with the daemon's defaults: dfly with its non-minimal routes (routing.dfly_spread), on 3
-// VLs. The switches hold the routes the engine computes offline; the route checker, given the SL-to-VL tables
-// read back from every switch, finds the CDG acyclic on the 3 VLs, and cyclic when every pair maps to VL 0;
-// the PathRecords carry the paths' SLs (a detour's 1, 2, 5 or 6, a minimal path's 0).
-TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyWithDetoursOnThreeVls) {
+// The same dragonfly with routing.dfly_spread: dfly with its non-minimal routes, on 3 VLs. The switches hold
+// the routes the engine computes offline; the route checker, given the SL-to-VL tables read back from every
+// switch, finds the CDG acyclic on the 3 VLs, and cyclic when every pair maps to VL 0; the PathRecords carry
+// the paths' SLs (a detour's 1, 2, 5 or 6, a minimal path's 0).
+TEST(IbsimVl, DragonflyWithSpreadIsRoutedByDflyWithDetoursOnThreeVls) {
   std::unique_ptr<Ibsim> sim = startFabric("--dragonfly 4,2 --hosts-per-switch 2");
   const std::string sock = sim->dir() + "/ibsm.sock";
-  pid_t sm = startDaemon(*sim, sock);
+  pid_t sm = startDaemon(*sim, sock, {"--set", "routing.dfly_spread=true"});
   ASSERT_TRUE(sim->waitForOutput(sm, "SUBNET UP", 60s)) << sim->output(sm);
   RunResult check = sim->run({binPath("ibsmctl"), "--socket", sock, "check"}, diagnostics());
   EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
@@ -415,7 +415,7 @@ TEST(IbsimVl, DragonflyByDefaultIsRoutedByDflyWithDetoursOnThreeVls) {
   fabric::TopologyPtr topo = discovered(*sim);
   ASSERT_TRUE(topo);
   routing::LidAssignment lids = routing::LidAssignment::fromTopology(*topo);
-  auto tables = offline("dfly", *topo, lids);  // the daemon's routes again
+  auto tables = offline("dfly", *topo, lids, true);  // the daemon's routes again
   ASSERT_TRUE(tables.ok()) << tables.error().message;
   EXPECT_TRUE(tables->dflySpread);
   EXPECT_EQ(tables->slLayers, 3u);
@@ -491,7 +491,7 @@ TEST(IbsimVl, DragonflySwitchDownFallsBackToDfspAndRestoresTheTables) {
   sim->stop(sm);
 }
 
-// A global link of that dragonfly (routed minimally: routing.dfly_spread off) goes down, the only one between
+// A global link of that dragonfly (routed minimally, the default) goes down, the only one between
 // its two groups, and later a local link: the trap's update repairs the routes inside dfly (the TOPO001 line
 // names it: detours through a third group, then two local hops), as the same repair offline computes them
 // (the LFTs read back with dump_lfts), with only a few VL table Sets. With the SL-to-VL tables read back from
@@ -500,7 +500,7 @@ TEST(IbsimVl, DragonflySwitchDownFallsBackToDfspAndRestoresTheTables) {
 // whole dragonfly again, with the max load it started with.
 TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
   RoutedSim rs;
-  startRouted("--dragonfly 4,2 --hosts-per-switch 2", "dfly", rs, {"--set", "routing.dfly_spread=false"});
+  startRouted("--dragonfly 4,2 --hosts-per-switch 2", "dfly", rs);
   ASSERT_FALSE(HasFatalFailure());
   const uint16_t maxLid = rs.lids.maxLid().value;
   const uint64_t initialMax = routing::checkRoutes(*rs.whole, rs.lids, rs.base).maxLoad;
