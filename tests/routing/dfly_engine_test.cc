@@ -19,6 +19,14 @@ using testing::generate;
 using testing::route;
 using testing::Routed;
 
+// dfly's routes with its detours through third groups (Options::dflySpread), 8 VLs offered.
+auto spreadRoutes(const fabric::Topology& topo, const LidAssignment& lids, uint8_t vls = 8) {
+  Options o;
+  o.vlLayers = vls;
+  o.dflySpread = true;
+  return makeEngine("dfly")->compute(topo, lids, o);
+}
+
 // `groups` groups of `routers` switches linked all-to-all (the first two switches of group 0 by two parallel
 // links when `parallelLocal`), `perPair` global links between every two groups (from router (y + j) mod
 // routers of group x to router (x + j) mod routers of group y), one host per switch.
@@ -86,10 +94,7 @@ TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) 
     SCOPED_TRACE(topo->switches().size());
     auto lids = assignLids(*topo, {}, 0);
     ASSERT_TRUE(lids.ok());
-    Options o;
-    o.vlLayers = 8;
-    o.dflySpread = true;
-    auto spread = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    auto spread = spreadRoutes(*topo, lids->lids);
     ASSERT_TRUE(spread.ok()) << spread.error().message;
     EXPECT_TRUE(spread->dflySpread);
     EXPECT_FALSE(spread->sl.empty());
@@ -107,8 +112,7 @@ TEST(DflyEngine, SpreadRoutesThroughThirdGroupsRaiseShiftBandwidthDeadlockFree) 
     EXPECT_EQ(a.unrouted, 0u);
     EXPECT_GT(a.meanBandwidth, 1.5 * m.meanBandwidth) << formatPatternText(a) << formatPatternText(m);
 
-    o.vlLayers = 2;  // too few VLs for detours: minimal
-    auto two = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    auto two = spreadRoutes(*topo, lids->lids, 2);  // too few VLs for detours: minimal
     ASSERT_TRUE(two.ok());
     EXPECT_FALSE(two->dflySpread);
     EXPECT_EQ(two->lft, minimal.tables->lft);
@@ -135,10 +139,7 @@ TEST(DflyEngine, SpreadRoutesBeatDfssspAtNoMoreLoad) {
     SCOPED_TRACE(topo->switches().size());
     auto lids = assignLids(*topo, {}, 0);
     ASSERT_TRUE(lids.ok());
-    Options o;
-    o.vlLayers = 8;
-    o.dflySpread = true;
-    auto spread = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    auto spread = spreadRoutes(*topo, lids->lids);
     ASSERT_TRUE(spread.ok()) << spread.error().message;
     CheckReport c = checkRoutes(*topo, lids->lids, *spread);
     EXPECT_TRUE(c.ok()) << formatReportText(c);
@@ -196,10 +197,7 @@ TEST(DflyEngine, SpreadRoutesDoNotDependOnDiscoveryOrder) {
     ASSERT_TRUE(topo);
     auto lids = assignLids(*topo, {}, 0);
     ASSERT_TRUE(lids.ok());
-    Options o;
-    o.vlLayers = 8;
-    o.dflySpread = true;
-    auto t = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    auto t = spreadRoutes(*topo, lids->lids);
     ASSERT_TRUE(t.ok()) << t.error().message;
     for (NodeIndex s : topo->switches())
       for (NodeIndex c : topo->cas()) {
