@@ -281,7 +281,8 @@ class Spreader {
         path_.clear();
         walkFrom(d, s);
         uint8_t top = 0;
-        dfly::risingSl(path_.size(), hopKinds(), vls_, &top);
+        dfly::risingSl(
+            path_.size(), [this](size_t i) { return hopKind(i); }, vls_, &top);
         maxVl_ = std::max(maxVl_, top);
       }
     if (detours_) t.slLayers = std::max<uint8_t>(t.slLayers, static_cast<uint8_t>(maxVl_ + 1));
@@ -295,11 +296,10 @@ class Spreader {
   dfly::PortKind kindOf(SwitchIndex s, unsigned port) const {
     return kindBase_[s] + port < kindBase_[s + 1] ? kind_[kindBase_[s] + port] : dfly::kNone;
   }
-  auto hopKinds() const {
-    return [this](size_t i) {
-      const auto& arc = g_.arcs()[path_[i]];
-      return std::pair{kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
-    };
+  // The kinds of the ports hop i of path_ leaves and enters by (for dfly::risingSl).
+  std::pair<dfly::PortKind, dfly::PortKind> hopKind(size_t i) const {
+    const auto& arc = g_.arcs()[path_[i]];
+    return {kindOf(arc.from, arc.port), kindOf(arc.to, arc.peerPort)};
   }
   // Appends the route of dest d from u over the current entries to path_; false when it does not arrive.
   bool walkFrom(size_t d, SwitchIndex u) {
@@ -399,7 +399,9 @@ class Spreader {
         path_.assign(1, a);
         bool ok = walkFrom(d, r);
         for (size_t i = 0; ok && i < path_.size(); ++i) ok = load_[path_[i]] + w <= cap_;
-        const int sl = ok ? dfly::risingSl(path_.size(), hopKinds(), vls_) : -1;
+        const int sl = ok ? dfly::risingSl(
+                                path_.size(), [this](size_t i) { return hopKind(i); }, vls_)
+                          : -1;
         if (sl > 0) {
           const double v = score(d, s);
           if (v > best) best = v, bestPort = arcs[a].port, bestSl = static_cast<uint8_t>(sl);
