@@ -763,7 +763,7 @@ class Rebalancer {
   void joinGroup(NodeIndex node, uint16_t lid, uint8_t port) {
     if (out_.tables.ar.empty()) return;
     const ArTable& now = std::as_const(out_.tables.ar)[node];
-    const uint16_t g = lid < now.lidToGroup.size() ? now.lidToGroup[lid] : ArTable::kNoGroup;
+    const uint16_t g = now.groupOf(lid);
     if (g == ArTable::kNoGroup || now.groups[g].test(port)) return;
     PortMask mask = now.groups[g];
     mask.set(port);

@@ -214,7 +214,7 @@ class Repairer {
   void setGroup(uint32_t s, uint16_t lid, const PortMask& mask) {
     if (out_.tables.ar.empty()) return;
     const ArTable& now = std::as_const(out_.tables.ar)[g_.node(s)];
-    const uint16_t current = lid < now.lidToGroup.size() ? now.lidToGroup[lid] : ArTable::kNoGroup;
+    const uint16_t current = now.groupOf(lid);
     if (current == ArTable::kNoGroup ? mask.count() < 2 : now.groups[current] == mask) return;
     ArTable& ar = out_.tables.ar[g_.node(s)];
     if (ar.lidToGroup.size() <= lid) ar.lidToGroup.resize(lid + 1u, ArTable::kNoGroup);
@@ -544,7 +544,7 @@ class Repairer {
           setGroup(y, lid_, {});
         } else if (!legalHop(isUp(y, x), downOnly_[y] ? len_[y] : kInf, len_[y], ddown_[x], dany_[x])) {
           const ArTable& t = std::as_const(out_.tables.ar)[g_.node(y)];
-          const uint16_t g = lid_ < t.lidToGroup.size() ? t.lidToGroup[lid_] : ArTable::kNoGroup;
+          const uint16_t g = t.groupOf(lid_);
           if (g == ArTable::kNoGroup) continue;  // capped: no group to lose the port
           PortMask mask = t.groups[g];
           mask.reset(port);
@@ -556,7 +556,7 @@ class Repairer {
   bool groupHas(uint32_t s, uint8_t port) const {
     const ArTable& t = std::as_const(out_.tables.ar)[g_.node(s)];
     if (t.capped) return true;
-    const uint16_t g = lid_ < t.lidToGroup.size() ? t.lidToGroup[lid_] : ArTable::kNoGroup;
+    const uint16_t g = t.groupOf(lid_);
     return g != ArTable::kNoGroup && t.groups[g].test(port);
   }
   void groupFor(uint32_t s, uint32_t down, uint32_t any) {

@@ -24,6 +24,8 @@ struct ArTable {
   std::vector<PortMask> groups;  // group number -> equal-cost egress ports
   Blocks<uint16_t> lidToGroup;   // LID -> group number, kNoGroup when the LID has no AR group
   static constexpr uint16_t kNoGroup = 0xFFFF;
+  // The group of `lid`, kNoGroup when it has none (also past the end of lidToGroup).
+  uint16_t groupOf(size_t lid) const { return lid < lidToGroup.size() ? lidToGroup[lid] : kNoGroup; }
   bool capped = false;  // the group cap was reached; LIDs past it fall back to static routing
   bool operator==(const ArTable&) const = default;
 };

@@ -283,7 +283,7 @@ void SchemeRepair::setGroup(SwitchIndex s, uint16_t lid, const PortMask& mask) {
   if (out_.tables.ar.empty()) return;
   const fabric::NodeIndex n = g_.node(s);
   const ArTable& now = std::as_const(out_.tables.ar)[n];
-  const uint16_t current = lid < now.lidToGroup.size() ? now.lidToGroup[lid] : ArTable::kNoGroup;
+  const uint16_t current = now.groupOf(lid);
   if (current == ArTable::kNoGroup ? mask.count() < 2 : now.groups[current] == mask) return;
   ArTable& ar = out_.tables.ar[n];
   if (ar.lidToGroup.size() <= lid) ar.lidToGroup.resize(lid + 1u, ArTable::kNoGroup);

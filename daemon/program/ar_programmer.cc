@@ -97,7 +97,7 @@ void fillBlocks(const routing::ArTable& ar, const routing::LftRow& lft, mad::ArL
     groupBlocks[g / mad::kArGroupsPerBlock].groups[g % mad::kArGroupsPerBlock] = ar.groups[g];
   lftBlocks.resize((lft.size() + mad::kArLftEntriesPerBlock - 1) / mad::kArLftEntriesPerBlock);
   for (size_t lid = 0; lid < lft.size(); ++lid) {
-    uint16_t g = lid < ar.lidToGroup.size() ? ar.lidToGroup[lid] : routing::ArTable::kNoGroup;
+    uint16_t g = ar.groupOf(lid);
     mad::ArLftEntry& e = lftBlocks[lid / mad::kArLftEntriesPerBlock][lid % mad::kArLftEntriesPerBlock];
     e.defaultPort = lft[lid];
     if (g != routing::ArTable::kNoGroup && g < groups) {
