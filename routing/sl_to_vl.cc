@@ -20,7 +20,8 @@ uint8_t offeredDataVls(const fabric::Topology& topo) {
   return any ? vls : 1;
 }
 
-VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables) {
+VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables,
+                       const std::vector<uint16_t>* lids) {
   VlPairs out;
   std::vector<uint8_t> caPorts;
   // With SL i on VL i, only paths on an SL above 0 need tables; with the engine's own tables, also the pairs
@@ -55,9 +56,11 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
     }
     if (caPorts.empty()) continue;
     bool any = false;
-    const size_t lids = perPair ? tables.lft[s].size() : row.size();
+    const size_t end = perPair ? tables.lft[s].size() : row.size();
     firstHops.assign(sw.ports.size(), 0);
-    for (size_t lid = 1; lid < lids; ++lid) {
+    for (size_t i = lids ? 0 : 1; i < (lids ? lids->size() : end); ++i) {
+      const size_t lid = lids ? (*lids)[i] : i;
+      if (lid == 0 || lid >= end) continue;
       const uint8_t sl = lid < row.size() ? row[lid] : 0;
       if (sl == 0 && !perPair) continue;
       if (sl == 0 && !sl0Beyond) {

@@ -20,7 +20,8 @@ uint8_t offeredDataVls(const fabric::Topology& topo);
 // every switch that carry a CA-to-CA path on an SL above 0 or whose engine table (RoutingTables::slToVl)
 // sends the path's SL 0 off VL 0 (dfly), and the CA ports that send such a path (input 0, output the port).
 // Pairs carrying only SL 0 on VL 0 need none: every port's reset table maps SL 0 to VL 0, as the SM's one-VL
-// routing (and OpenSM without QoS) relies on. Pure: from the tables and the topology alone.
+// routing (and OpenSM without QoS) relies on. With `lids`, only the paths to those LIDs (the ones whose
+// routes changed, for a delta). Pure: from the tables and the topology alone.
 class VlPairs {
  public:
   void mark(fabric::NodeIndex node, unsigned numPorts, unsigned in, unsigned out) {
@@ -49,6 +50,8 @@ class VlPairs {
     return false;
   }
   size_t count() const { return count_; }
+  // Whether any pair of the node is used.
+  bool any(fabric::NodeIndex node) const { return node < nodes_.size() && !nodes_[node].used.empty(); }
 
  private:
   struct Node {
@@ -58,6 +61,7 @@ class VlPairs {
   std::vector<Node> nodes_;
   size_t count_ = 0;
 };
-VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables);
+VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables,
+                       const std::vector<uint16_t>* lids = nullptr);
 
 }  // namespace ibsm::routing
