@@ -77,8 +77,9 @@ const DrPath& Topology::routeVia(NodeIndex i, PortNum p) const {
 }
 
 std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
-  auto it = byGuid_.find(nodeGuid);
-  if (it == byGuid_.end()) return std::nullopt;
+  if (!byGuid_) return std::nullopt;
+  auto it = byGuid_->find(nodeGuid);
+  if (it == byGuid_->end()) return std::nullopt;
   return it->second;
 }
 
@@ -97,7 +98,7 @@ std::optional<NodeIndex> Topology::findByDescription(std::string_view desc) cons
 TopologyBuilder::TopologyBuilder(const Topology& base)
     : nodes_(base.nodes_),
       routes_(base.routes_),
-      byGuid_(base.byGuid_),
+      byGuid_(base.byGuid_ ? base.byGuid_ : std::make_shared<std::unordered_map<Guid, NodeIndex>>()),
       smNode_(base.smNode_),
       smPort_(base.smPort_),
       sizeHint_{base.switches_.size(), base.cas_.size(), base.links_.size()} {}
@@ -134,7 +135,7 @@ void TopologyBuilder::shareRoutes(NodeIndex i, const TopologyBuilder& other, Nod
 }
 
 Result<NodeIndex> TopologyBuilder::addNode(Node node) {
-  if (byGuid_.count(node.guid)) return makeError("duplicate node GUID " + toString(node.guid));
+  if (byGuid_->count(node.guid)) return makeError("duplicate node GUID " + toString(node.guid));
   if (node.ports.empty()) {
     node.ports.resize(node.numPorts + 1u);
     for (unsigned p = 0; p <= node.numPorts; ++p) node.ports[p].num = PortNum{static_cast<uint8_t>(p)};
@@ -142,15 +143,18 @@ Result<NodeIndex> TopologyBuilder::addNode(Node node) {
     return makeError("node " + toString(node.guid) + ": port vector does not match NumPorts");
   }
   NodeIndex i = static_cast<NodeIndex>(nodes_.size());
-  byGuid_.emplace(node.guid, i);
+  using Index = std::unordered_map<Guid, NodeIndex>;
+  if (byGuid_.use_count() > 1) byGuid_ = std::make_shared<Index>(*byGuid_);  // copy on write
+  // The index is always made non-const (here or as the member's default), so writing it is sound.
+  const_cast<Index&>(*byGuid_).emplace(node.guid, i);
   nodes_.push_back(std::move(node));
   routes_.resize(nodes_.size());  // none yet
   return i;
 }
 
 std::optional<NodeIndex> TopologyBuilder::findNode(Guid guid) const {
-  auto it = byGuid_.find(guid);
-  if (it == byGuid_.end()) return std::nullopt;
+  auto it = byGuid_->find(guid);
+  if (it == byGuid_->end()) return std::nullopt;
   return it->second;
 }
 

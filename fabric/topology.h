@@ -146,13 +146,21 @@ class Topology {
     bool empty() const { return ports.empty() && switches.empty(); }
   };
   std::shared_ptr<const Topology> withAttrs(const AttrPatch& patch) const;
+  // Node i of this topology, found in `older` (a version it was made from): by its number when it kept it
+  // (checked without reading either node when they share it), else by GUID.
+  std::optional<NodeIndex> findIn(const Topology& older, NodeIndex i) const {
+    if (i < older.nodes_.size() && (nodes_.sameRow(i, older.nodes_, i) || older.node(i).guid == node(i).guid))
+      return i;
+    return older.findNode(node(i).guid);
+  }
 
  private:
   friend class TopologyBuilder;
   NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
   Rows<Node> nodes_;
   Rows<NodeRoutes> routes_;  // as many as nodes
-  std::unordered_map<Guid, NodeIndex> byGuid_;
+  // Node GUID -> index, shared with the builders and topologies made from this one until a node is added.
+  std::shared_ptr<const std::unordered_map<Guid, NodeIndex>> byGuid_;
   std::unordered_map<Guid, std::pair<NodeIndex, PortNum>> byPortGuid_;
   std::vector<NodeIndex> switches_, cas_;
   std::vector<Link> links_;
@@ -206,7 +214,9 @@ class TopologyBuilder {
   NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
   Rows<Node> nodes_;
   Rows<NodeRoutes> routes_;  // as many as nodes
-  std::unordered_map<Guid, NodeIndex> byGuid_;
+  // As Topology's, shared with the base (a re-discovery adds no node and copies none of it).
+  std::shared_ptr<const std::unordered_map<Guid, NodeIndex>> byGuid_ =
+      std::make_shared<std::unordered_map<Guid, NodeIndex>>();
   NodeIndex smNode_ = kNoNode;
   PortNum smPort_;
   struct {

@@ -41,7 +41,7 @@ class Repairer {
     newOfOld_.assign(og_.size(), kInf);
     oldNode_.assign(n, fabric::kNoNode);
     for (uint32_t s = 0; s < n; ++s)
-      if (auto o = oldTopo.findNode(g_.guid(s)); o && og_.indexOf(*o) != kInf) {
+      if (auto o = topo.findIn(oldTopo, g_.node(s)); o && og_.indexOf(*o) != kInf) {
         oldNode_[s] = *o;
         newOfOld_[og_.indexOf(*o)] = s;
       }
@@ -74,8 +74,7 @@ class Repairer {
       key_[s] = old_.upKey[oldNode_[s]];
     }
     for (NodeIndex c : topo_.cas())
-      if (!oldTopo_.findNode(topo_.node(c).guid))
-        return "node " + fabric::toString(topo_.node(c).guid) + " is new";
+      if (!topo_.findIn(oldTopo_, c)) return "node " + fabric::toString(topo_.node(c).guid) + " is new";
     oldExit_ = exitsByLid(oldTopo_, oldLids, og_);
     exit_ = exitsByLid(topo_, lids, g_);
     if (exit_.size() > oldExit_.size()) return "new LIDs are in use";

@@ -22,7 +22,7 @@ std::string SchemeRepair::prepare(const LidAssignment& oldLids, const LidAssignm
   newOfOld_.assign(S, kNoSwitch);
   oldOfNew_.assign(S, kNoSwitch);
   for (SwitchIndex s = 0; s < S; ++s) {
-    const auto o = oldTopo_.findNode(topo_.node(g_.node(s)).guid);
+    const auto o = topo_.findIn(oldTopo_, g_.node(s));
     const SwitchIndex os = o ? og_.index(*o) : kNoSwitch;
     if (os == kNoSwitch)
       return name_ + ": switch " + fabric::toString(topo_.node(g_.node(s)).guid) + " is new";
