@@ -36,13 +36,13 @@ void bfs(const SwitchGraph& g, SwitchIndex from, std::vector<uint16_t>& dist,
 
 McastTree buildMcastTree(const fabric::Topology& topo, const std::vector<McastMember>& members) {
   McastTree tree;
-  SwitchGraph g(topo);
   // Each member's switch and the port of that switch the member hangs off (0 for the switch itself).
   struct Leaf {
-    SwitchIndex sw;
+    fabric::NodeIndex node;
     uint8_t port;
     bool receives;
     size_t member;
+    SwitchIndex sw = kNoSwitch;  // node's index in the switch graph
   };
   std::vector<Leaf> leaves;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -53,18 +53,20 @@ McastTree buildMcastTree(const fabric::Topology& topo, const std::vector<McastMe
     }
     const fabric::Node& n = topo.node(m.node);
     if (n.isSwitch()) {
-      leaves.push_back({g.index(m.node), 0, m.receives, i});
+      leaves.push_back({m.node, 0, m.receives, i});
       continue;
     }
     bool linked = m.port.value >= 1 && m.port.value <= n.numPorts && portUsable(topo, m.node, m.port);
-    SwitchIndex s = linked ? g.index(n.ports[m.port.value].peerNode) : kNoSwitch;
-    if (s == kNoSwitch) {
+    if (!linked || !topo.node(n.ports[m.port.value].peerNode).isSwitch()) {
       tree.unreachable.push_back(m);
       continue;
     }
-    leaves.push_back({s, n.ports[m.port.value].peerPort.value, m.receives, i});
+    leaves.push_back({n.ports[m.port.value].peerNode, n.ports[m.port.value].peerPort.value, m.receives, i});
   }
+  // A group without members (the broadcast group before any host joined) costs no graph of the fabric.
   if (leaves.empty()) return tree;
+  SwitchGraph g(topo);
+  for (Leaf& l : leaves) l.sw = g.index(l.node);
 
   std::vector<SwitchIndex> memberSwitches;
   for (const Leaf& l : leaves) memberSwitches.push_back(l.sw);

@@ -30,7 +30,15 @@ McastReport McastProgrammer::program(const fabric::Topology& topo,
     const fabric::Node& node = topo.node(n);
     const bool fresh = !held_.find(node.guid);
     auto& held = held_[node.guid];
-    const auto& mine = want[n];
+    static const std::map<uint32_t, mad::MftBlock> kNone;
+    const auto w = want.find(n);
+    const auto& mine = w == want.end() ? kNone : w->second;
+    // Most switches of a large fabric are in no tree and hold cleared blocks: nothing to look at.
+    if (!fresh && mine.empty() &&
+        std::all_of(held.begin(), held.end(), [](const auto& kv) { return kv.second == mad::MftBlock{}; })) {
+      report.blocksSkipped += held.size();
+      continue;
+    }
     // Blocks to look at: wanted ones, ones the switch holds, and on a new switch all up to the top in use.
     std::set<uint32_t> mods;
     for (const auto& [mod, b] : mine) mods.insert(mod);

@@ -408,9 +408,11 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       const fabric::Port& port = n.ports[p];
       if (!port.connected()) continue;
       if (!n.isSwitch() && p != sweep.smPortNum) continue;
+      const fabric::Node& peer = read.node(port.peerNode);
+      // A switch already reached has its route (most links of a fabric lead to one): no route to make.
+      if (peer.isSwitch() && newIndex[port.peerNode] != fabric::kNoNode) continue;
       auto route = bfs[order[head]].extended(static_cast<uint8_t>(p));
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
-      const fabric::Node& peer = read.node(port.peerNode);
       const fabric::PortNum at = port.peerPort;
       // A route equal to the breadth-first one leads there (most do): only others are walked.
       if (const DrPath& had = read.portRoute(port.peerNode, at);
