@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "routing/dfly_vls.h"
 #include "routing/engine.h"
@@ -18,6 +19,32 @@ using dfly::PortKind;
 
 // A dfly path has at most 6 switch-to-switch hops (L L G L G L); a walk longer than this is a loop.
 constexpr size_t kMaxHops = 8;
+
+constexpr const char* kWholeAgain = "dfly: the dragonfly is whole again, its routes from scratch";
+
+// The engine's routes from scratch on topo, routed as `routed` was (AR, VLs, spread), when topo is a whole
+// dragonfly again with the groups `routed` knew (group: [node of topo] -> its group in `routed`); why not
+// otherwise. Written once for the repair and the rebalance.
+fabric::Result<RoutingTables> wholeAgain(const Topology& topo, const LidAssignment& lids,
+                                         const RoutingTables& routed, const std::vector<uint32_t>& group,
+                                         uint32_t arGroupCap) {
+  Options o;
+  o.computeAr = !routed.ar.empty();
+  o.arGroupCap = arGroupCap;
+  o.vlLayers = routed.dflyVls;
+  o.dflySpread = routed.dflySpread;
+  auto t = makeDflyEngine()->compute(topo, lids, o);
+  if (!t) return fabric::makeError("the dragonfly is not whole (" + t.error().message + ")");
+  // The same partition into groups (numbered by their lowest switch, which may differ): one to one.
+  std::vector<uint32_t> toNew(topo.size(), UINT32_MAX), toOld(topo.size(), UINT32_MAX);
+  for (fabric::NodeIndex s : topo.switches()) {
+    const uint32_t was = group[s], now = t->dflyGroup[s];
+    if (toNew[was] == UINT32_MAX) toNew[was] = now;
+    if (toOld[now] == UINT32_MAX) toOld[now] = was;
+    if (toNew[was] != now || toOld[now] != was) return fabric::makeError("dfly: its groups changed");
+  }
+  return t;
+}
 
 class DflyRepairer final : public SchemeRepair {
  public:
@@ -56,22 +83,9 @@ class DflyRepairer final : public SchemeRepair {
   // The engine's routes from scratch when the dragonfly is whole again (its groups as before); false when it
   // is not.
   bool fromScratch(const LidAssignment& lids, uint32_t arGroupCap) {
-    Options o;
-    o.computeAr = !old_.ar.empty();
-    o.arGroupCap = arGroupCap;
-    o.vlLayers = old_.dflyVls;
-    o.dflySpread = old_.dflySpread;
-    auto t = makeDflyEngine()->compute(topo_, lids, o);
+    auto t = wholeAgain(topo_, lids, old_, groupByNode(), arGroupCap);
     if (!t) return false;
-    // The same partition into groups (numbered by their lowest switch, which may differ).
-    std::vector<uint32_t> map(g_.size(), UINT32_MAX);
-    for (SwitchIndex s = 0; s < g_.size(); ++s) {
-      uint32_t& m = map[group_[s]];
-      const uint32_t now = t->dflyGroup[g_.node(s)];
-      if (m == UINT32_MAX) m = now;
-      if (m != now) return false;
-    }
-    takeFresh(std::move(*t), lids, "dfly: the dragonfly is whole again, its routes from scratch");
+    takeFresh(std::move(*t), lids, kWholeAgain);
     return true;
   }
 
@@ -81,8 +95,7 @@ class DflyRepairer final : public SchemeRepair {
     RoutingTables& t = out_.tables;
     t.dflyVls = old_.dflyVls;
     t.dflySpread = old_.dflySpread;
-    t.dflyGroup.assign(topo_.size(), 0);
-    for (SwitchIndex s = 0; s < g_.size(); ++s) t.dflyGroup[g_.node(s)] = group_[s];
+    t.dflyGroup = groupByNode();
   }
 
   std::string run(uint32_t arGroupCap) {
@@ -97,6 +110,13 @@ class DflyRepairer final : public SchemeRepair {
   }
 
  private:
+  // [node of the new topology] -> dragonfly group (0 for non-switches), as RoutingTables::dflyGroup.
+  std::vector<uint32_t> groupByNode() const {
+    std::vector<uint32_t> group(topo_.size(), 0);
+    for (SwitchIndex s = 0; s < g_.size(); ++s) group[g_.node(s)] = group_[s];
+    return group;
+  }
+
   PortKind kindOf(SwitchIndex s, unsigned port) const {
     return kindBase_[s] + port < kindBase_[s + 1] ? kind_[kindBase_[s] + port] : kNone;
   }
@@ -224,17 +244,69 @@ class DflyRepairer final : public SchemeRepair {
 fabric::Result<RepairResult> repairDragonfly(const Topology& oldTopo, const LidAssignment& oldLids,
                                              const RoutingTables& old, const PortLoads& oldLoads,
                                              const Topology& topo, const LidAssignment& lids,
-                                             uint32_t arGroupCap) {
+                                             uint32_t arGroupCap, bool rebalanceFollows) {
   RepairResult out;
   DflyRepairer r(oldTopo, old, topo, out);
   if (std::string why = r.prepare(oldLids, lids); !why.empty()) return fabric::makeError(why);
-  if (r.linksCameUp() && r.fromScratch(lids, arGroupCap)) return out;
+  // Routing from scratch is left to the rebalance when one follows: the repaired routes stay valid.
+  if (r.linksCameUp() && !rebalanceFollows && r.fromScratch(lids, arGroupCap)) return out;
   r.copyTables(oldLoads);
   if (!r.linksWentDown()) {
-    if (r.linksCameUp()) out.note = "dfly: the new link(s) wait until the dragonfly is whole";
+    if (r.linksCameUp() && rebalanceFollows)
+      out.note = "dfly: the routes stay; the rebalance takes the new link(s) off the event loop";
+    else if (r.linksCameUp())
+      out.note = "dfly: the new link(s) wait until the dragonfly is whole";
     return out;
   }
   if (std::string why = r.run(arGroupCap); !why.empty()) return fabric::makeError(why);
+  return out;
+}
+
+fabric::Result<RebalanceResult> rebalanceDragonfly(const Topology& topo, const LidAssignment& lids,
+                                                   const RoutingTables& tables, const PortLoads& loads,
+                                                   uint32_t arGroupCap) {
+  auto load = [](const PortLoads& l, fabric::NodeIndex n, unsigned p) -> uint64_t {
+    return n < l.size() && p < l[n].size() ? l[n][p] : 0;
+  };
+  // The ends of the switch-to-switch links that no route to a CA crosses either way: one that came back,
+  // which the repair left to this, or none (the routes are the engine's or a repair's after a loss).
+  const SwitchGraph g(topo);
+  std::vector<std::pair<fabric::NodeIndex, unsigned>> idle;
+  for (const auto& arc : g.arcs())
+    if (load(loads, g.node(arc.from), arc.port) == 0 && load(loads, g.node(arc.to), arc.peerPort) == 0)
+      idle.emplace_back(g.node(arc.from), arc.port);
+  if (idle.empty())
+    return fabric::makeError("dfly: no link that came back waits (its routes allow no single moves)");
+  if (tables.dflyGroup.size() != topo.size()) return fabric::makeError("dfly: the routes carry no groups");
+  auto fresh = wholeAgain(topo, lids, tables, tables.dflyGroup, arGroupCap);
+  if (!fresh) return fresh.error();
+  RebalanceResult out;
+  out.loads = computePortLoads(topo, lids, *fresh);
+  if (std::none_of(idle.begin(), idle.end(),
+                   [&](auto end) { return load(out.loads, end.first, end.second) > 0; }))
+    return fabric::makeError("dfly: the engine's routes take no link the routes in place leave idle");
+  out.tables = std::move(*fresh);
+  // Rows equal to the ones in place are those very rows: only what differs is counted and written.
+  const RoutingTables& now = out.tables;
+  for (fabric::NodeIndex s : topo.switches()) {
+    if (s < tables.ar.size() && s < now.ar.size() && now.ar[s] == tables.ar[s])
+      out.tables.ar.share(s, tables.ar, s);
+    if (s >= tables.lft.size()) continue;
+    const LftRow &row = now.lft[s], &was = tables.lft[s];
+    if (row == was) {
+      out.tables.lft.share(s, tables.lft, s);
+      continue;
+    }
+    for (size_t l = 0, end = std::max(row.size(), was.size()); l < end; ++l)
+      out.moved += (l < row.size() ? row[l] : kNoPort) != (l < was.size() ? was[l] : kNoPort);
+  }
+  out.restored = out.moved;
+  for (const auto& ports : loads)
+    for (uint64_t v : ports) out.maxLoadBefore = std::max(out.maxLoadBefore, v);
+  for (const auto& ports : out.loads)
+    for (uint64_t v : ports) out.maxLoadAfter = std::max(out.maxLoadAfter, v);
+  out.target = loadLowerBound(topo, lids);
+  out.note = kWholeAgain;
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "routing/dfly_repair.h"
 #include "routing/pattern_checker.h"
 #include "routing/routing_graph.h"
 
@@ -823,6 +824,7 @@ uint64_t loadLowerBound(const Topology& topo, const LidAssignment& lids) {
 fabric::Result<RebalanceResult> rebalanceRoutes(const Topology& topo, const LidAssignment& lids,
                                                 const RoutingTables& tables, const PortLoads& loads,
                                                 const RebalanceOptions& options) {
+  if (tables.engine == "dfly") return rebalanceDragonfly(topo, lids, tables, loads, options.arGroupCap);
   if (tables.upKey.size() != topo.size())
     return fabric::makeError("the " + tables.engine + " engine's routes follow no up/down order to keep");
   RebalanceResult out;

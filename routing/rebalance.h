@@ -45,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "fabric/result.h"
 #include "routing/lid_assignment.h"
@@ -77,14 +78,18 @@ struct RebalanceResult {
   PortLoads loads;       // of tables
   size_t moved = 0;      // (switch, LID) entries that differ from the input tables
   size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
-                         // that came back (worth writing whatever the load gain)
+                         // that came back (worth writing whatever the load gain); dfly: all of them
   size_t cleared = 0;    // and entries of LIDs that left the fabric, which a repair leaves (the same)
   uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
+  std::string note;  // what an engine's own rebalance did, for the event ("dfly: ..."); empty for the moves
   // With options.maxShiftShare: the most flows of one shift on a link above the target before the moves.
   // Above maxShiftShare the repair did not keep the shifts, and the moves chase the load alone.
   uint32_t shiftShare = 0;
 };
 
+// dfly's routes (tables.engine "dfly") obey no up/down order but a dragonfly's scheme: their rebalance gives
+// the engine's routes from scratch back once the dragonfly is whole again after a link came back, which the
+// repair leaves to it (routing/dfly_repair.h, rebalanceDragonfly), and declines otherwise.
 // An Error when the routes obey no up/down order (upKey empty: the engine's tables are only ever recomputed).
 fabric::Result<RebalanceResult> rebalanceRoutes(const Topology& topo, const LidAssignment& lids,
                                                 const RoutingTables& tables, const PortLoads& loads,

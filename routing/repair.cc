@@ -673,7 +673,9 @@ fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssi
                                           const Topology& topo, const LidAssignment& lids,
                                           uint32_t arGroupCap, bool clearDeparted) {
   // dfly's routes obey no up/down order but a dragonfly's own scheme, which its repair keeps.
-  if (old.engine == "dfly") return repairDragonfly(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
+  // Without clearDeparted a rebalance follows, which takes the links that came back (rebalanceDragonfly).
+  if (old.engine == "dfly")
+    return repairDragonfly(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap, !clearDeparted);
   // dor's likewise: its detours keep to dimension order's own VL layers (routing/dor_repair.h).
   if (old.engine == "dor") return repairDor(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
   RepairResult out;

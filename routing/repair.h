@@ -50,7 +50,9 @@ struct RepairResult {
 // The entries of a LID that left the fabric (its host or switch is gone) lead only towards where it was, to a
 // port whose link is down, so they carry nothing: without clearDeparted they stay (a whole switch lost: one
 // LFT block less on every switch for its LID, on the update that has to be fast) and a later rebalance
-// clears them (rebalanceRoutes). dfly's and dor's repairs always clear them (no rebalance follows them).
+// clears them (rebalanceRoutes). dfly's and dor's repairs always clear them; without clearDeparted (an
+// incremental rebalance follows) dfly's leaves the links that came back to the rebalance instead of routing
+// from scratch (routing/dfly_repair.h).
 fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,

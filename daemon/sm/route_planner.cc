@@ -32,7 +32,8 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
   std::string why;
   if (repair && previous) {
     auto loads = loadsOf(*previous);
-    // An incremental rebalance follows and clears the entries of LIDs that left (routing::repairRoutes).
+    // An incremental rebalance follows and clears the entries of LIDs that left (routing::repairRoutes); for
+    // dfly it also takes the links that came back, which the repair leaves to it.
     auto r = routing::repairRoutes(*previous->topology, previous->lids, previous->tables, *loads, topo, lids,
                                    options_.arGroupCap, rebalance_.mode != RebalanceMode::kIncremental);
     if (r) {
@@ -108,7 +109,7 @@ void RoutePlanner::start(Job job) {
       r.restored = b->restored;
       r.cleared = b->cleared;
       if (b->shiftShare > ro.maxShiftShare) r.shiftsLost = b->shiftShare;
-      r.plan.how = "incremental";
+      r.plan.how = b->note.empty() ? "incremental" : "incremental (" + b->note + ")";
       r.maxLoad = b->maxLoadAfter;
       r.lowerBound = b->target;
       return r;

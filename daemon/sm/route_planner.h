@@ -3,10 +3,12 @@
 // then, off the event loop on the published snapshot, a rebalancing run whose tables the SM programs as a
 // delta when they lower the max link load enough (routing.rebalance_min_gain_pct). The rebalance is
 // incremental by default (routing/rebalance.h: single entries move off the most loaded links, from the
-// routes in place, until the load lower bound is reached), or the engine chain from scratch (full: its
-// balance, at the price of rewriting most tables), or none. Between the two, the repair keeps the link loads
-// it needs; after a from-scratch run they are counted in the background. At most one background job runs at
-// a time; a newer one replaces one still waiting.
+// routes in place, until the load lower bound is reached; for dfly, whose routes allow no such moves, the
+// engine's routes from scratch once a link that came back makes the dragonfly whole again, which the repair
+// then leaves to it instead of routing from scratch on the event loop), or the engine chain from scratch
+// (full: its balance, at the price of rewriting most tables), or none. Between the two, the repair keeps the
+// link loads it needs; after a from-scratch run they are counted in the background. At most one background
+// job runs at a time; a newer one replaces one still waiting.
 #pragma once
 
 #include <future>
@@ -61,7 +63,7 @@ class RoutePlanner {
   void published(const std::shared_ptr<const SubnetSnapshot>& snap, Plan& plan);
 
   struct Rebalance {
-    Plan plan;                    // plan.how: "incremental", "ftree from scratch"; plan.moved when known
+    Plan plan;                    // plan.how: "incremental (...)", "ftree from scratch"; moved when known
     mad::Duration computeTime{};  // off the event loop
     uint64_t maxLoad = 0;         // of the rebalanced routes (CA traffic on one switch port)
     uint64_t currentMaxLoad = 0;  // of the routes in place (the repair's)

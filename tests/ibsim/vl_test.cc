@@ -496,8 +496,9 @@ TEST(IbsimVl, DragonflySwitchDownFallsBackToDfspAndRestoresTheTables) {
 // names it: detours through a third group, then two local hops), as the same repair offline computes them
 // (the LFTs read back with dump_lfts), with only a few VL table Sets. With the SL-to-VL tables read back from
 // the switches (smpquery sl2vl) the VL-aware CDG is acyclic on 3 and 4 VLs (cyclic when every pair maps to VL
-// 0), and the PathRecords carry the repair's SLs. Each link comes back: the tables are the engine's for the
-// whole dragonfly again, with the max load it started with.
+// 0), and the PathRecords carry the repair's SLs. Each link comes back: the repair keeps the routes and the
+// rebalance after it writes the engine's tables for the whole dragonfly again, with the max load it started
+// with.
 TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
   RoutedSim rs;
   startRouted("--dragonfly 4,2 --hosts-per-switch 2", "dfly", rs);
@@ -526,12 +527,14 @@ TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
       }
     }
     ASSERT_NE(link, nullptr);
-    const size_t repairs = occurrences(rs.sim->output(rs.sm), "(dfly: ");
+    // A repair's line (the rebalance's after it says "incremental (dfly: ...)").
+    const std::string repair = "LID(s) (dfly: ";
+    const size_t repairs = occurrences(rs.sim->output(rs.sm), repair);
     rs.sim->console("Unlink " + id(link->a) + "[" + std::to_string(link->portA.value) + "]");
-    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "(dfly: ") > repairs; }, 30s,
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), repair) > repairs; }, 30s,
                           "the dfly repair", 50ms))
         << rs.sim->output(rs.sm);
-    const std::string line = lastLineWith(rs.sim->output(rs.sm), "(dfly: ");
+    const std::string line = lastLineWith(rs.sim->output(rs.sm), repair);
     EXPECT_NE(line.find("TOPO001"), std::string::npos) << line;
     std::smatch m;
     ASSERT_TRUE(
@@ -558,13 +561,21 @@ TEST(IbsimVl, DragonflyLinksDownAreRepairedInsideDflyAndComeBack) {
     EXPECT_EQ(pathRecordsCarrySls(*rs.sim, *r.after, rs.lids, r.tables, [](uint8_t sl) { return sl > 0; }),
               3u);
 
-    // The link comes back: the engine's tables for the whole dragonfly again.
-    const size_t whole0 = occurrences(rs.sim->output(rs.sm), "whole again");
+    // The link comes back: the repair keeps the routes and the rebalance after it, off the event loop, writes
+    // the engine's tables for the whole dragonfly again.
+    const std::string kept = "the rebalance takes the new link(s) off the event loop",
+                      whole = "rebalance: incremental (dfly: the dragonfly is whole again";
+    const size_t kept0 = occurrences(rs.sim->output(rs.sm), kept),
+                 whole0 = occurrences(rs.sim->output(rs.sm), whole);
     rs.sim->console("Link " + id(link->a) + "[" + std::to_string(link->portA.value) + "] " + id(link->b) +
                     "[" + std::to_string(link->portB.value) + "]");
-    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), "whole again") > whole0; }, 30s,
+    ASSERT_TRUE(waitUntil([&] { return occurrences(rs.sim->output(rs.sm), whole) > whole0; }, 30s,
                           "the link to come back", 50ms))
         << rs.sim->output(rs.sm);
+    EXPECT_GT(occurrences(rs.sim->output(rs.sm), kept), kept0) << rs.sim->output(rs.sm);
+    const std::string restored = lastLineWith(rs.sim->output(rs.sm), whole);
+    EXPECT_NE(restored.find("routes given back"), std::string::npos) << restored;
+    EXPECT_EQ(restored.find("nothing written"), std::string::npos) << restored;
     fabric::TopologyPtr back = discovered(*rs.sim);
     ASSERT_TRUE(back);
     held(*back, rs.base);

@@ -2,13 +2,16 @@
 // pair's only one) is detoured through a third group, a failed local link by two local hops, on the SLs and
 // VLs of dfly_engine.cc's header: every pair reachable, the VL-aware CDG acyclic (and cyclic once the
 // detours' SLs share one VL), only the routes that crossed the link moved, the kept loads equal a recount; a
-// link that comes back restores the original tables; what it cannot repair it declines with the reason.
+// link that comes back restores the original tables, in the repair or, when an incremental rebalance
+// follows, in the rebalance (rebalanceDragonfly); what it cannot repair it declines with the reason.
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 
 #include "routing/dfly_vls.h"
 #include "routing/engine.h"
+#include "routing/rebalance.h"
 #include "routing/repair.h"
 #include "routing/route_checker.h"
 #include "tests/routing/generated_fabrics.h"
@@ -231,6 +234,108 @@ TEST(DflyRepair, ALinkThatComesBackRestoresTheOriginalTables) {
   auto r4 = repairRoutes(*back, before.lids, r3->tables, r3->loads, *topo, before.lids);
   ASSERT_TRUE(r4.ok());
   EXPECT_EQ(r4->tables.lft, before.tables.lft);
+}
+
+// With an incremental rebalance to follow (clearDeparted false, ibsmd's default) a link that comes back is
+// left to the rebalance, off the event loop: the repair keeps the routes (valid without the link) and moves
+// nothing, and the rebalance gives back exactly the engine's tables for the whole dragonfly, minimal or
+// spread (Options::dflySpread): LFTs, AR groups, SLs and loads of a fresh compute, sharing every row that
+// did not change and counting each entry that moves back (those the repair moved) as restored. After a loss,
+// or while another link is still down, it declines and the repaired routes stay. Without a rebalance the
+// repair gives them back itself, as before.
+TEST(DflyRepair, ALinkThatComesBackIsLeftToTheRebalance) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  for (bool spread : {false, true}) {
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = spread;
+    const Routed before = testing::routeWithLoads(*topo, "dfly", o);
+    ASSERT_EQ(before.tables.dflySpread, spread);
+    ASSERT_FALSE(before.tables.ar.empty());
+    const uint64_t maxLoad = checkRoutes(*topo, before.lids, before.tables).maxLoad;
+    // Repairs `from` (on `was`) for `now`, with or without a rebalance to follow.
+    auto repair = [&](const Topology& was, const RepairResult& from, const Topology& now, bool rebalance) {
+      return repairRoutes(was, before.lids, from.tables, from.loads, now, before.lids, 2048, !rebalance);
+    };
+    // The rebalance of `r` gives the engine's tables back; how many entries moved.
+    auto restores = [&](const RepairResult& r, const std::string& what) -> size_t {
+      auto b = rebalanceRoutes(*topo, before.lids, r.tables, r.loads);
+      if (!b.ok()) {
+        ADD_FAILURE() << what << ": " << b.error().message;
+        return 0;
+      }
+      EXPECT_EQ(b->note, "dfly: the dragonfly is whole again, its routes from scratch") << what;
+      EXPECT_TRUE(b->tables.lft == before.tables.lft) << what;
+      EXPECT_TRUE(b->tables.ar == before.tables.ar) << what;
+      EXPECT_EQ(b->tables.sl, before.tables.sl) << what;
+      EXPECT_EQ(b->tables.slLayers, before.tables.slLayers) << what;
+      EXPECT_EQ(b->tables.slToVl, before.tables.slToVl) << what;
+      EXPECT_EQ(b->loads, before.loads) << what;
+      EXPECT_EQ(b->maxLoadAfter, maxLoad) << what;
+      EXPECT_GT(b->maxLoadBefore, b->maxLoadAfter) << what;
+      size_t moved = 0;
+      const Rows<LftRow>& lft = b->tables.lft;  // read only: a write would clone the row
+      for (NodeIndex s : topo->switches()) {
+        for (size_t lid = 0; lid < lft[s].size(); ++lid) moved += lft[s][lid] != r.tables.lft[s][lid];
+        if (lft[s] == r.tables.lft[s]) {
+          EXPECT_TRUE(lft.sameRow(s, r.tables.lft, s)) << what << ": " << topo->node(s).description;
+        }
+      }
+      EXPECT_GT(moved, 0u) << what;
+      EXPECT_EQ(b->moved, moved) << what;
+      EXPECT_EQ(b->restored, moved) << what;
+      return moved;
+    };
+    RepairResult whole;
+    whole.tables = before.tables;
+    whole.loads = before.loads;
+    for (bool local : {false, true}) {
+      const std::string what = std::string(spread ? "spread, " : "minimal, ") + (local ? "local" : "global");
+      const auto link = links(*topo, before.tables, local)[3];
+      TopologyPtr after = takeDown(*topo, {link});
+      auto down = repair(*topo, whole, *after, true);
+      ASSERT_TRUE(down.ok()) << what << ": " << down.error().message;
+      auto none = rebalanceRoutes(*after, before.lids, down->tables, down->loads);
+      ASSERT_FALSE(none.ok()) << what;
+      EXPECT_NE(none.error().message.find("no link that came back waits"), std::string::npos)
+          << none.error().message;
+      auto up = repair(*after, *down, *topo, true);
+      ASSERT_TRUE(up.ok()) << what << ": " << up.error().message;
+      EXPECT_EQ(up->note, "dfly: the routes stay; the rebalance takes the new link(s) off the event loop");
+      EXPECT_EQ(up->moved, 0u) << what;
+      EXPECT_TRUE(up->tables.lft == down->tables.lft) << what;
+      EXPECT_EQ(up->tables.sl, down->tables.sl) << what;
+      EXPECT_EQ(up->loads[link.first][link.second], 0u) << what;
+      EXPECT_TRUE(checkRoutes(*topo, before.lids, up->tables).ok()) << what;
+      EXPECT_EQ(restores(*up, what), down->moved) << what;  // what the repair moved moves back
+      // No rebalance to follow: the repair gives the engine's tables back on its own.
+      auto scratch = repair(*after, *down, *topo, false);
+      ASSERT_TRUE(scratch.ok()) << what << ": " << scratch.error().message;
+      EXPECT_NE(scratch->note.find("whole again"), std::string::npos) << scratch->note;
+      EXPECT_TRUE(scratch->tables.lft == before.tables.lft) << what;
+      EXPECT_EQ(scratch->tables.sl, before.tables.sl) << what;
+    }
+    // Two global links down, one back: the dragonfly is not whole, the rebalance declines; the other back
+    // too: the engine's tables.
+    const auto globals = links(*topo, before.tables, false);
+    TopologyPtr one = takeDown(*topo, {globals[0]});
+    TopologyPtr two = takeDown(*one, {globals[5]});
+    TopologyPtr back = takeDown(*topo, {globals[5]});
+    auto r1 = repair(*topo, whole, *one, true);
+    ASSERT_TRUE(r1.ok()) << r1.error().message;
+    auto r2 = repair(*one, *r1, *two, true);
+    ASSERT_TRUE(r2.ok()) << r2.error().message;
+    auto r3 = repair(*two, *r2, *back, true);
+    ASSERT_TRUE(r3.ok()) << r3.error().message;
+    auto notWhole = rebalanceRoutes(*back, before.lids, r3->tables, r3->loads);
+    ASSERT_FALSE(notWhole.ok());
+    EXPECT_NE(notWhole.error().message.find("the dragonfly is not whole"), std::string::npos)
+        << notWhole.error().message;
+    auto r4 = repair(*back, *r3, *topo, true);
+    ASSERT_TRUE(r4.ok()) << r4.error().message;
+    EXPECT_LE(restores(*r4, "two links"), r1->moved + r2->moved);
+  }
 }
 
 // What the scheme cannot do is declined with the reason, and the caller routes from scratch: a dragonfly

@@ -1,5 +1,6 @@
 // RoutePlanner with routing.threads: the engine chain from scratch, a repair after a link went down and the
-// rebalancing run after it give the same tables (and link loads) with 4 workers as with one.
+// rebalancing run after it give the same tables (and link loads) with 4 workers as with one. The rebalance
+// modes; dfly's link that comes back, taken by the rebalance; a standby's prepared plan.
 #include "daemon/sm/route_planner.h"
 
 #include <gtest/gtest.h>
@@ -140,6 +141,81 @@ TEST(RoutePlanner, RebalanceModes) {
     } else {
       EXPECT_EQ(r->plan.how, "ftree from scratch");
     }
+  }
+}
+
+// A dfly link that comes back (routing/dfly_repair.h): with the incremental rebalance to follow, the repair
+// keeps the routes and leaves routing from scratch to the rebalance, off the event loop, which gives the
+// engine's routes back, each entry that moves counted as restored (so the SM writes them whatever the load
+// gain); after the loss it declines (the repaired routes stay). With no incremental rebalance to follow
+// (full, off) the repair routes from scratch itself, as it always did.
+TEST(RoutePlanner, ADflyLinkThatComesBackIsTakenByTheRebalance) {
+  fabric::TopologyPtr fly = generate(routing::testing::dragonfly(4, 2));
+  ASSERT_TRUE(fly);
+  fabric::Topology::AttrPatch vls;  // links that offer VL0-7: dfly routes on 2 VLs, repairs on up to 4
+  for (fabric::NodeIndex n = 0; n < fly->size(); ++n)
+    for (unsigned p = 0; p <= fly->node(n).numPorts; ++p) {
+      fabric::PortAttrs a = fly->node(n).ports[p].attrs;
+      a.valid = true;
+      a.vlCap = 4;
+      vls.ports.emplace_back(n, fabric::PortNum{static_cast<uint8_t>(p)}, a);
+    }
+  const fabric::TopologyPtr whole = fly->withAttrs(vls);
+  const fabric::TopologyPtr after =
+      routing::testing::takeDown(*whole, {routing::testing::switchLinks(*whole).front()});
+  auto lids = routing::assignLids(*whole, {}, 0);
+  ASSERT_TRUE(lids.ok());
+  for (RebalanceMode mode : {RebalanceMode::kIncremental, RebalanceMode::kFull, RebalanceMode::kOff}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    mad::FakeClock clock;
+    RoutePlanner planner(clock, /*background=*/true);
+    routing::Options options;
+    options.vlLayers = 8;
+    planner.setOptions({"dfly"}, options, {mode, 1});
+    auto publish = [&](const fabric::TopologyPtr& t, const SubnetSnapshot* previous) {
+      auto planned = planner.plan(previous, *t, lids->lids, previous != nullptr);
+      EXPECT_TRUE(planned.ok()) << planned.error().message;
+      auto snap = std::make_shared<SubnetSnapshot>();
+      snap->topology = t;
+      snap->lids = lids->lids;
+      snap->tables = planned->tables;
+      planner.published(snap, *planned);
+      planner.wait();
+      return std::pair{snap, *planned};
+    };
+    auto [before, scratch] = publish(whole, nullptr);
+    ASSERT_EQ(scratch.tables.engine, "dfly");
+    auto [degraded, down] = publish(after, before.get());
+    ASSERT_TRUE(down.repaired) << down.how;
+    auto none = planner.takeRebalance(degraded.get());
+    if (mode == RebalanceMode::kIncremental) {
+      ASSERT_TRUE(none.has_value());
+      EXPECT_NE(none->error.find("no link that came back waits"), std::string::npos) << none->error;
+    }
+    auto [current, up] = publish(whole, degraded.get());
+    ASSERT_TRUE(up.repaired) << up.how;
+    auto r = planner.takeRebalance(current.get());
+    if (mode != RebalanceMode::kIncremental) {
+      EXPECT_NE(up.how.find("(dfly: the dragonfly is whole again, its routes from scratch)"),
+                std::string::npos)
+          << up.how;
+      EXPECT_TRUE(up.tables.lft == scratch.tables.lft);
+      continue;
+    }
+    EXPECT_EQ(up.how,
+              "repair of 0 LID(s) (dfly: the routes stay; the rebalance takes the new link(s) off the "
+              "event loop)");
+    EXPECT_TRUE(up.tables.lft == down.tables.lft);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->error.empty()) << r->error;
+    EXPECT_EQ(r->plan.how, "incremental (dfly: the dragonfly is whole again, its routes from scratch)");
+    EXPECT_TRUE(r->plan.tables.lft == scratch.tables.lft);
+    EXPECT_TRUE(r->plan.tables.ar == scratch.tables.ar);
+    EXPECT_EQ(r->plan.tables.sl, scratch.tables.sl);
+    ASSERT_TRUE(r->plan.moved && down.moved);
+    EXPECT_EQ(*r->plan.moved, *down.moved);  // what the repair moved moves back
+    EXPECT_EQ(r->restored, *r->plan.moved);
+    EXPECT_LT(r->maxLoad, r->currentMaxLoad);
   }
 }
 
