@@ -626,8 +626,10 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
     ev.action += ", shifts not kept (the repair left up to " + std::to_string(rebalance.shiftsLost) +
                  " flows of one on a link): the load alone";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
-  const bool owed = rebalance.restored || rebalance.cleared;  // written whatever the gain
-  if (after > current || (!owed && (after == current || gain < uint64_t{minGain} * 100))) {
+  // Routes given back (a switch's route, a dragonfly's own routes once it is whole) and entries cleared are
+  // written whatever the load does.
+  const bool owed = rebalance.restored || rebalance.cleared;
+  if (!owed && (after >= current || gain < uint64_t{minGain} * 100)) {
     ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";
     ev.convergence = clock_.now() - start;
     logEvent(std::move(ev));
