@@ -34,9 +34,11 @@ mad::VlArbBlock layeredVlArb(const VlProgramOptions& o) {
 std::optional<std::vector<uint16_t>> VlProgrammer::changedLids(const fabric::Topology& topo,
                                                                const routing::RoutingTables& tables,
                                                                const VlProgramOptions& options) const {
-  if (!last_ || last_->layers != options.layers || last_->weights != options.weights ||
-      last_->nodes.size() != topo.size() || tables.lft.size() != last_->lft.size() ||
-      !(tables.slToVl == last_->slToVl))
+  // The number of layers decides every table only without the engine's own tables (SL s on VL s mod layers);
+  // with them (dfly, dor) it only caps the arbitration, which a delta keeps at least as wide as it was.
+  if (!last_ || (last_->layers != options.layers && tables.slToVl.empty()) ||
+      last_->weights != options.weights || last_->nodes.size() != topo.size() ||
+      tables.lft.size() != last_->lft.size() || !(tables.slToVl == last_->slToVl))
     return std::nullopt;
   for (NodeIndex i = 0; i < topo.size(); ++i)
     if (topo.node(i).guid != last_->nodes[i]) return std::nullopt;
