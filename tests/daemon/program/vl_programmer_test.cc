@@ -163,6 +163,37 @@ TEST(VlProgrammer, ADeltaWritesThePairsOfTheChangedPathsOnly) {
   EXPECT_LT(delta.sl2vlSet + delta.sl2vlSkipped, all.sl2vlSet);
 }
 
+// With the engine's own SL-to-VL tables (dfly, dor) the layer count only caps the arbitration: a repair that
+// puts a path on an SL above 0 and raises the count (dfly's VL 3 on two local hops) is still a delta, and the
+// fabric ends as a fresh programmer leaves it.
+TEST(VlProgrammer, ALayerCountChangeWithTheEnginesTablesIsADelta) {
+  VlFixture f;
+  VlProgrammer p(*f.engine, f.clock);
+  const fabric::NodeIndex leaf = f.node("leaf-0");
+  const unsigned ports = f.topo().node(leaf).numPorts;
+  const uint8_t hostPort = f.topo().node(f.node("host-0 HCA-1")).ports[1].peerPort.value;
+  for (unsigned out = 1; out <= ports; ++out)
+    if (out != hostPort) f.tables.slToVl.setPacked(leaf, ports, hostPort, out, 0x1111111111111111ull);
+  f.tables.slLayers = 2;
+  VlProgramOptions o;
+  o.layers = 2;
+  VlReport first = p.program(f.topo(), f.tables, o);
+  ASSERT_TRUE(first.errors.empty());
+  f.setSl("leaf-0", "host-2 HCA-1", 1);
+  o.layers = f.tables.slLayers = 3;
+  VlReport delta = p.program(f.topo(), f.tables, o);
+  ASSERT_TRUE(delta.errors.empty());
+  EXPECT_GT(delta.sl2vlSet, 0u);
+
+  VlFixture fresh;
+  fresh.tables = f.tables;
+  VlProgrammer q(*fresh.engine, fresh.clock);
+  VlReport all = q.program(fresh.topo(), fresh.tables, o);
+  ASSERT_TRUE(all.errors.empty());
+  EXPECT_EQ(vlState(f), vlState(fresh));
+  EXPECT_LT(delta.sl2vlSet + delta.sl2vlSkipped, all.sl2vlSet);  // the first run's pairs not looked at again
+}
+
 // A switch with OptimizedSLtoVLMappingProgramming (IBA 1.2.1) gets one Set with the all-input and
 // all-output modifier bits instead of one per pair: the same paths as above cost 3 Sets on the switches
 // (leaf-0, the spine, leaf-1) instead of 4, and every pair of those switches holds the layered table.
