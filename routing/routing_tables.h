@@ -76,7 +76,7 @@ class SlToVlMap {
     bool operator==(const NodeTables&) const = default;
   };
   uint64_t unset_;
-  std::vector<NodeTables> nodes_;
+  Rows<NodeTables> nodes_;  // shared with copies (a repair's tables) until written
 };
 
 // One switch's LFT in blocks of 64 entries, the unit the SM writes (LinearForwardingTable): versions of the
@@ -117,7 +117,7 @@ struct RoutingTables {
   // towards that LID. Empty (or a switch's row empty or short) means SL 0. slLayers is how many VLs the paths
   // use: 1 when the engine needs no VL layering, and then sl stays empty (as it does for dfly, whose paths
   // are all SL 0 and take their VLs from slToVl).
-  std::vector<std::vector<uint8_t>> sl;
+  Rows<std::vector<uint8_t>> sl;
   uint8_t slLayers = 1;
   // For engines whose VL is not the SL on every hop (dor's datelines, dfly's first local hop): the table of
   // each switch (input, output) pair and CA port; pairs not set send every SL on VL 0. Empty: SL i on VL i.

@@ -119,7 +119,7 @@ void SchemeRepair::copyTables(const PortLoads& oldLoads) {
         out_.loads[n][p] = oldLoads[o][p];
     if (o < old_.sl.size() && !old_.sl[o].empty()) {
       if (t.sl.empty()) t.sl.resize(topo_.size());
-      t.sl[n] = old_.sl[o];
+      t.sl.share(n, old_.sl, o);
     }
   }
   if (sameNodes) {
@@ -216,12 +216,17 @@ void SchemeRepair::setEntry(SwitchIndex s, uint16_t lid, uint8_t port) {
 void SchemeRepair::setSl(SwitchIndex s, uint16_t lid, uint8_t sl) {
   auto& t = out_.tables.sl;
   const fabric::NodeIndex n = g_.node(s);
-  if (n >= t.size() || t[n].size() <= lid) {
-    if (sl == 0) return;
-    if (t.size() < topo_.size()) t.resize(topo_.size());
-    t[n].resize(exit_.size(), 0);
+  // Read without writing: the row stays shared with the old tables unless the SL changes.
+  if (n < t.size()) {
+    const auto& row = std::as_const(t)[n];
+    if ((lid < row.size() ? row[lid] : 0) == sl) return;
+  } else if (sl == 0) {
+    return;
   }
-  t[n][lid] = sl;
+  if (t.size() < topo_.size()) t.resize(topo_.size());
+  auto& row = t[n];
+  if (row.size() <= lid) row.resize(std::max<size_t>(exit_.size(), lid + 1u), 0);
+  row[lid] = sl;
 }
 
 void SchemeRepair::bookOld(SwitchIndex os, uint16_t lid, uint64_t w) {

@@ -61,6 +61,7 @@ std::optional<std::vector<uint16_t>> VlProgrammer::changedLids(const fabric::Top
   }
   static const std::vector<uint8_t> kNone;
   for (NodeIndex s = 0; s < std::max(tables.sl.size(), last_->sl.size()); ++s) {
+    if (s < tables.sl.size() && s < last_->sl.size() && tables.sl.sameRow(s, last_->sl, s)) continue;
     const auto& now = s < tables.sl.size() ? tables.sl[s] : kNone;
     const auto& was = s < last_->sl.size() ? last_->sl[s] : kNone;
     if (now == was) continue;

@@ -83,8 +83,9 @@ class VlProgrammer {
   // repair: a few hundred LIDs instead of every path of the fabric).
   struct Last {
     std::vector<fabric::Guid> nodes;
-    routing::Rows<routing::LftRow> lft;  // shares the rows of the tables programmed
-    std::vector<std::vector<uint8_t>> sl;
+    // Share the rows of the tables programmed.
+    routing::Rows<routing::LftRow> lft;
+    routing::Rows<std::vector<uint8_t>> sl;
     routing::SlToVlMap slToVl{0};
     uint8_t layers = 0;
     std::vector<uint8_t> weights;

@@ -50,7 +50,7 @@ TEST(DfspEngine, DragonflyHypercubeTorusAreMinimalBalancedAndDeadlockFreePerVl) 
 
     // The checker is what proves it: with every path on SL 0 the same routes have a cycle.
     RoutingTables flat = t;
-    for (auto& row : flat.sl) std::fill(row.begin(), row.end(), 0);
+    for (size_t s = 0; s < flat.sl.size(); ++s) std::fill(flat.sl[s].begin(), flat.sl[s].end(), 0);
     CheckReport cf = checkRoutes(*topo, r.lids, flat);
     EXPECT_FALSE(cf.cdgAcyclic);
     EXPECT_FALSE(cf.cdgCycle.empty());

@@ -109,7 +109,7 @@ TEST(DorEngine, DatelinesBreakTheRingsCycleAndOneVlIsDeclined) {
   EXPECT_TRUE(checkRoutes(*topo, r.lids, *r.tables, co).cdgAcyclic);
 
   RoutingTables flat = *r.tables;
-  for (auto& row : flat.sl) std::fill(row.begin(), row.end(), 0);
+  for (size_t s = 0; s < flat.sl.size(); ++s) std::fill(flat.sl[s].begin(), flat.sl[s].end(), 0);
   CheckReport cf = checkRoutes(*topo, r.lids, flat);
   EXPECT_FALSE(cf.cdgAcyclic);
   EXPECT_EQ(cf.cdgCycle.size(), 5u) << formatReportText(cf);

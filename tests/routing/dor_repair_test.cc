@@ -74,8 +74,8 @@ size_t vlSets(const Topology& topo, const RoutingTables& before, const RoutingTa
 
 // The tables with the detour SLs on dor's own VLs (the detour flag cleared).
 RoutingTables onDorsVls(RoutingTables t) {
-  for (auto& row : t.sl)
-    for (uint8_t& sl : row) sl = static_cast<uint8_t>(sl & ~(1u << t.dorGrid.rings()));
+  for (size_t s = 0; s < t.sl.size(); ++s)
+    for (uint8_t& sl : t.sl[s]) sl = static_cast<uint8_t>(sl & ~(1u << t.dorGrid.rings()));
   return t;
 }
 
