@@ -297,8 +297,7 @@ fabric::Result<RebalanceResult> rebalanceDragonfly(const Topology& topo, const L
       out.tables.lft.share(s, tables.lft, s);
       continue;
     }
-    for (size_t l = 0, end = std::max(row.size(), was.size()); l < end; ++l)
-      out.moved += (l < row.size() ? row[l] : kNoPort) != (l < was.size() ? was[l] : kNoPort);
+    forEachChangedEntry(row, was, [&](size_t) { ++out.moved; });
   }
   out.restored = out.moved;
   for (const auto& ports : loads)

@@ -2,6 +2,7 @@
 // groups.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -83,6 +84,20 @@ class SlToVlMap {
 // tables share the blocks a change does not touch, and the programmer skips a block it wrote that is still
 // the very same.
 using LftRow = Blocks<uint8_t, 64>;
+
+// Calls f(lid) for every LID whose entry differs between two versions of a switch's LFT (past a row's end an
+// entry is kNoPort), LID 0 included; blocks the two versions share are skipped without being read.
+template <typename F>
+void forEachChangedEntry(const LftRow& now, const LftRow& was, F&& f) {
+  const size_t len = std::max(now.size(), was.size());
+  for (size_t k = 0; k * LftRow::kBlock < len; ++k) {
+    const size_t end = std::min(len, (k + 1) * LftRow::kBlock);
+    // A shrunk row keeps its last block's stale tail (fabric/rows.h): shared, but not equal past its end.
+    if (now.sameBlock(k, was) && end <= now.size() && end <= was.size()) continue;
+    for (size_t lid = k * LftRow::kBlock; lid < end; ++lid)
+      if ((lid < now.size() ? now[lid] : kNoPort) != (lid < was.size() ? was[lid] : kNoPort)) f(lid);
+  }
+}
 
 // The grid of dor's routes (routing/dor_engine.cc): per dimension its size and whether it wraps, per node its
 // coordinates, and the data VLs dor may use (Options::vlLayers when it routed). Empty for other engines.

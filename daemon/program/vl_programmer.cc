@@ -49,15 +49,7 @@ std::optional<std::vector<uint16_t>> VlProgrammer::changedLids(const fabric::Top
   };
   for (NodeIndex s = 0; s < tables.lft.size(); ++s) {
     if (tables.lft.sameRow(s, last_->lft, s)) continue;
-    const routing::LftRow &now = tables.lft[s], &was = last_->lft[s];
-    for (size_t k = 0; k * routing::LftRow::kBlock < std::max(now.size(), was.size()); ++k) {
-      if (now.sameBlock(k, was)) continue;
-      const size_t end = std::min(std::max(now.size(), was.size()), (k + 1) * routing::LftRow::kBlock);
-      for (size_t lid = k * routing::LftRow::kBlock; lid < end; ++lid)
-        if ((lid < now.size() ? now[lid] : routing::kNoPort) !=
-            (lid < was.size() ? was[lid] : routing::kNoPort))
-          mark(lid);
-    }
+    routing::forEachChangedEntry(tables.lft[s], last_->lft[s], mark);
   }
   static const std::vector<uint8_t> kNone;
   for (NodeIndex s = 0; s < std::max(tables.sl.size(), last_->sl.size()); ++s) {

@@ -1,7 +1,5 @@
 #include "daemon/state/subnet_snapshot.h"
 
-#include <algorithm>
-
 namespace ibsm::daemon {
 
 size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& after) {
@@ -17,18 +15,7 @@ size_t countRouteChanges(const SubnetSnapshot* before, const SubnetSnapshot& aft
           continue;  // the very same row (fabric/rows.h): nothing changed
         old = &before->tables.lft[*n];
       }
-    size_t len = std::max(now.size(), old ? old->size() : 0);
-    for (size_t l = 1; l < len; ++l) {
-      const size_t block = l / routing::LftRow::kBlock;
-      const size_t end = (block + 1) * routing::LftRow::kBlock;
-      if (old && now.sameBlock(block, *old) && end <= now.size() && end <= old->size()) {
-        l = end - 1;  // the very same block: no entry changed
-        continue;
-      }
-      uint8_t a = l < now.size() ? now[l] : routing::kNoPort;
-      uint8_t b = old && l < old->size() ? (*old)[l] : routing::kNoPort;
-      if (a != b) ++changed;
-    }
+    routing::forEachChangedEntry(now, old ? *old : empty, [&](size_t lid) { changed += lid != 0; });
   }
   return changed;
 }

@@ -133,6 +133,17 @@ std::vector<std::array<uint8_t, 64>> vlState(const VlFixture& f) {
   return out;
 }
 
+// A fresh programmer on a fresh fake fabric with f's tables: it must leave the fabric as f's holds it.
+VlReport expectAsFresh(const VlFixture& f, const VlProgramOptions& o) {
+  VlFixture fresh;
+  fresh.tables = f.tables;
+  VlProgrammer q(*fresh.engine, fresh.clock);
+  VlReport all = q.program(fresh.topo(), fresh.tables, o);
+  EXPECT_TRUE(all.errors.empty());
+  EXPECT_EQ(vlState(f), vlState(fresh));
+  return all;
+}
+
 // After a run that wrote every pair its routes need, a run on tables whose routes changed (a repair) walks
 // only the paths to the LIDs that changed: here a second destination's paths go on SL 1. The fabric then
 // holds what a fresh programmer writes for the new tables, and only the new pairs were sent.
@@ -150,12 +161,7 @@ TEST(VlProgrammer, ADeltaWritesThePairsOfTheChangedPathsOnly) {
   ASSERT_TRUE(delta.errors.empty());
   EXPECT_GT(delta.sl2vlSet, 0u);
 
-  VlFixture fresh;
-  fresh.tables = f.tables;
-  VlProgrammer q(*fresh.engine, fresh.clock);
-  VlReport all = q.program(fresh.topo(), fresh.tables, o);
-  ASSERT_TRUE(all.errors.empty());
-  EXPECT_EQ(vlState(f), vlState(fresh));
+  const VlReport all = expectAsFresh(f, o);
   // Everything the full run wrote, the two runs wrote once: nothing twice.
   EXPECT_EQ(first.sl2vlSet + delta.sl2vlSet, all.sl2vlSet);
   EXPECT_EQ(first.vlArbSet + delta.vlArbSet, all.vlArbSet);
@@ -185,12 +191,7 @@ TEST(VlProgrammer, ALayerCountChangeWithTheEnginesTablesIsADelta) {
   ASSERT_TRUE(delta.errors.empty());
   EXPECT_GT(delta.sl2vlSet, 0u);
 
-  VlFixture fresh;
-  fresh.tables = f.tables;
-  VlProgrammer q(*fresh.engine, fresh.clock);
-  VlReport all = q.program(fresh.topo(), fresh.tables, o);
-  ASSERT_TRUE(all.errors.empty());
-  EXPECT_EQ(vlState(f), vlState(fresh));
+  const VlReport all = expectAsFresh(f, o);
   EXPECT_LT(delta.sl2vlSet + delta.sl2vlSkipped, all.sl2vlSet);  // the first run's pairs not looked at again
 }
 
