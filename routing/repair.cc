@@ -371,10 +371,92 @@ class Repairer {
     }
   }
 
+  // The repair of the common case (an up-link of a fat tree): each seed is offered, by neighbours whose own
+  // ways are intact, a way as long and in the same direction (down-only or not) as the one it had. The
+  // switches whose routes run into a seed then keep theirs, as long, legal and minimal as they were, so only
+  // the seeds choose: the work per destination follows the seeds, not the switches upstream of them. False,
+  // with nothing written, when a seed is not offered such a way: the general repair follows.
+  bool repairSeeds() {
+    for (uint32_t x : seed_) inB_[x] = serial_;
+    for (uint32_t x : seed_) {
+      const auto [len, wasDown] = oldWay(x);
+      if (len == kInf) return false;
+      uint32_t down = kInf, up = kInf;
+      for (const auto& a : g_.arcs(x)) {
+        if (inB_[a.to] == serial_) continue;
+        if (isUp(x, a.to)) {
+          if (const uint32_t d = anyDist(a.to); d != kInf) up = std::min(up, d + 1);
+        } else if (const uint32_t d = downDist(a.to); d != kInf) {
+          down = std::min(down, d + 1);
+        }
+      }
+      if (wasDown ? down != len : down != kInf || up != len) return false;
+      ddown_[x] = down;
+      dany_[x] = len;
+    }
+    // Nearest first: a seed may take another one, whose way is then settled.
+    order_ = seed_;
+    std::sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) { return dany_[x] < dany_[y]; });
+    for (uint32_t x : order_) {
+      const uint64_t w = dest_.isSwitch ? 0 : sourcesThrough(x);
+      if (w > 0) unbookOld(og_.indexOf(oldNode_[x]), lid_, w);
+      uint32_t best = kInf;
+      std::tuple<uint64_t, uint64_t, uint8_t> bestRank{};
+      candidates(x, ddown_[x], dany_[x], [&](uint32_t a) {
+        auto rank = std::tuple(std::max(load(a), worstFrom(g_.arc(a).to)), load(a), g_.arc(a).port);
+        if (best == kInf || rank < bestRank) {
+          best = a;
+          bestRank = rank;
+        }
+      });
+      setEntry(x, lid_, g_.arc(best).port);  // there is a candidate: the way offered above
+      if (w > 0) bookNew(x, w);
+      if (dest_.isSwitch)
+        setGroup(x, lid_, {});
+      else
+        groupFor(x, ddown_[x], dany_[x]);
+    }
+    return true;
+  }
+  // Length and direction (down-only or not) of x's way before the change, from the old tables; kInf when it
+  // had none.
+  std::pair<uint32_t, bool> oldWay(uint32_t x) const {
+    const auto& key = old_.upKey;
+    uint32_t o = og_.indexOf(oldNode_[x]), len = 0;
+    bool down = true;
+    for (const uint32_t end = oldExit_[lid_].sw; o != end; ++len) {
+      const uint8_t p = entry(old_, og_.node(o), lid_);
+      const uint32_t a = p == kNoPort ? kInf : oarcs_(o, p);
+      if (a == kInf || len >= og_.size()) return {kInf, false};
+      const uint32_t to = og_.arc(a).to;
+      down = down && key[og_.node(to)] >= key[og_.node(o)];  // not up (isUp)
+      o = to;
+    }
+    return {len, down};
+  }
+  // The CA sources whose route to the destination runs through seed x: its hosts and those of every switch
+  // upstream. When x's way climbs, a route into it came up (routes go up* then down*): only the switches
+  // below x are looked at.
+  uint64_t sourcesThrough(uint32_t x) {
+    const bool climbing = ddown_[x] == kInf;
+    uint64_t w = 0;
+    path_.assign(1, x);  // the routes into x form a tree: no switch is reached twice
+    for (size_t i = 0; i < path_.size(); ++i) {
+      const uint32_t y = path_[i];
+      w += g_.hosts(y);
+      for (const auto& a : g_.arcs(y))
+        if ((!climbing || isUp(a.to, y)) && inB_[a.to] != serial_ && nextArc(a.to) == a.reverse)
+          path_.push_back(a.to);
+    }
+    return w;
+  }
+
   std::string repairDestination(uint16_t lid) {
     ++serial_;
     lid_ = lid;
     dest_ = exit_[lid];
+    if (repairSeeds()) return {};
+    ++serial_;  // the general repair starts afresh
     // The broken set: the seeds and every switch whose route runs into one (upstream closure over live arcs).
     b_.clear();
     parent_.clear();
