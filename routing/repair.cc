@@ -14,18 +14,7 @@
 namespace ibsm::routing {
 namespace {
 
-// Where each LID leaves the switch fabric; sw == kInf when it does not (unused LID, unlinked port).
-struct Exit {
-  uint32_t sw = kInf;
-  uint8_t port = 0;
-  bool isSwitch = false;
-  bool operator==(const Exit&) const = default;
-};
-std::vector<Exit> exitsByLid(const Topology& topo, const LidAssignment& lids, const RoutingGraph& g) {
-  std::vector<Exit> out(static_cast<size_t>(lids.maxLid().value) + 1);
-  for (const DestLid& d : collectDestLids(topo, lids, g)) out[d.lid.value] = {d.sw, d.port, d.isSwitch};
-  return out;
-}
+using Exit = RepairIndex::Exit;
 
 uint8_t entry(const RoutingTables& t, NodeIndex node, uint16_t lid) {
   const auto& row = t.lft[node];
@@ -35,8 +24,20 @@ uint8_t entry(const RoutingTables& t, NodeIndex node, uint16_t lid) {
 // The repair of one run: the new graph, the old tables mapped onto it, and per-destination scratch.
 class Repairer {
  public:
-  Repairer(const Topology& oldTopo, const RoutingTables& old, const Topology& topo, RepairResult& out)
-      : oldTopo_(oldTopo), old_(old), topo_(topo), out_(out), og_(oldTopo), g_(topo), oarcs_(og_), arcs_(g_) {
+  Repairer(const Topology& oldTopo, const LidAssignment& oldLids, const RoutingTables& old, RepairIndexPtr oldIndex,
+           const Topology& topo, const LidAssignment& lids, RepairResult& out)
+      : oldTopo_(oldTopo),
+        old_(old),
+        topo_(topo),
+        out_(out),
+        oldIndex_(oldIndex ? std::move(oldIndex) : std::make_shared<const RepairIndex>(oldTopo, oldLids)),
+        index_(std::make_shared<const RepairIndex>(topo, lids)),
+        og_(oldIndex_->graph),
+        g_(index_->graph),
+        oarcs_(oldIndex_->arcs),
+        arcs_(index_->arcs),
+        oldExit_(oldIndex_->exits),
+        exit_(index_->exits) {
     const uint32_t n = static_cast<uint32_t>(g_.size());
     newOfOld_.assign(og_.size(), kInf);
     oldNode_.assign(n, fabric::kNoNode);
@@ -65,8 +66,10 @@ class Repairer {
     lastGroup_.assign(n, ArTable::kNoGroup);
   }
 
+  const RepairIndexPtr& index() const { return index_; }
+
   // Why the change cannot be repaired; empty when it can.
-  std::string check(const LidAssignment& oldLids, const LidAssignment& lids) {
+  std::string check() {
     if (old_.upKey.size() != oldTopo_.size())
       return "the " + old_.engine + " engine's routes follow no up/down order it can keep";
     for (uint32_t s = 0; s < g_.size(); ++s) {
@@ -75,8 +78,6 @@ class Repairer {
     }
     for (NodeIndex c : topo_.cas())
       if (!topo_.findIn(oldTopo_, c)) return "node " + fabric::toString(topo_.node(c).guid) + " is new";
-    oldExit_ = exitsByLid(oldTopo_, oldLids, og_);
-    exit_ = exitsByLid(topo_, lids, g_);
     if (exit_.size() > oldExit_.size()) return "new LIDs are in use";
     for (size_t lid = 1; lid < exit_.size(); ++lid) {
       const Exit& e = exit_[lid];
@@ -653,12 +654,13 @@ class Repairer {
   const RoutingTables& old_;
   const Topology& topo_;
   RepairResult& out_;
-  RoutingGraph og_, g_;
-  ArcIndex oarcs_, arcs_;
+  const RepairIndexPtr oldIndex_, index_;
+  const RoutingGraph &og_, &g_;
+  const ArcIndex &oarcs_, &arcs_;
+  const std::vector<Exit>&oldExit_, &exit_;
   std::vector<uint32_t> newOfOld_;  // old switch index -> new switch index
   std::vector<NodeIndex> oldNode_;  // new switch index -> old node
   std::vector<uint32_t> key_;
-  std::vector<Exit> oldExit_, exit_;
   uint32_t arCap_ = 0;
   std::vector<uint64_t*> arcLoad_;  // arc -> its entry in out_.loads
   std::vector<uint64_t> load_;      // per arc, while the destinations are repaired (written back at the end)
@@ -686,6 +688,11 @@ class Repairer {
 };
 
 }  // namespace
+
+RepairIndex::RepairIndex(const Topology& topo, const LidAssignment& lids)
+    : graph(topo), arcs(graph), exits(static_cast<size_t>(lids.maxLid().value) + 1) {
+  for (const DestLid& d : collectDestLids(topo, lids, graph)) exits[d.lid.value] = {d.sw, d.port, d.isSwitch};
+}
 
 PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
                            unsigned threads) {
@@ -753,7 +760,7 @@ PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, cons
 fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,
-                                          uint32_t arGroupCap, bool clearDeparted) {
+                                          uint32_t arGroupCap, bool clearDeparted, RepairIndexPtr oldIndex) {
   // dfly's routes obey no up/down order but a dragonfly's own scheme, which its repair keeps.
   // Without clearDeparted a rebalance follows, which takes the links that came back (rebalanceDragonfly).
   if (old.engine == "dfly")
@@ -761,10 +768,11 @@ fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssi
   // dor's likewise: its detours keep to dimension order's own VL layers (routing/dor_repair.h).
   if (old.engine == "dor") return repairDor(oldTopo, oldLids, old, oldLoads, topo, lids, arGroupCap);
   RepairResult out;
-  Repairer r(oldTopo, old, topo, out);
-  if (std::string why = r.check(oldLids, lids); !why.empty()) return fabric::makeError(why);
+  Repairer r(oldTopo, oldLids, old, std::move(oldIndex), topo, lids, out);
+  if (std::string why = r.check(); !why.empty()) return fabric::makeError(why);
   if (std::string why = r.run(oldLoads, arGroupCap, clearDeparted); !why.empty())
     return fabric::makeError(why);
+  out.index = r.index();
   return out;
 }
 

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fabric/result.h"
 #include "routing/lid_assignment.h"
+#include "routing/routing_graph.h"
 #include "routing/routing_tables.h"
 
 namespace ibsm::routing {
@@ -34,9 +36,27 @@ using PortLoads = std::vector<std::vector<uint64_t>>;
 PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
                            unsigned threads = 1);
 
+// A fabric as a repair reads it: its switch graph and where each LID leaves it. A repair builds the one of
+// its new fabric and hands it out (RepairResult::index): the next repair, whose old fabric that is, does not
+// build it again (the daemon builds the one of a fabric routed from scratch off the event loop, with its
+// loads). Read-only once built; shared between threads.
+struct RepairIndex {
+  struct Exit {
+    uint32_t sw = kInf;  // kInf: the LID does not leave the fabric (unused, or its port is unlinked)
+    uint8_t port = 0;
+    bool isSwitch = false;
+  };
+  RepairIndex(const Topology& topo, const LidAssignment& lids);
+  RoutingGraph graph;
+  ArcIndex arcs;
+  std::vector<Exit> exits;  // by LID
+};
+using RepairIndexPtr = std::shared_ptr<const RepairIndex>;
+
 struct RepairResult {
   RoutingTables tables;
   PortLoads loads;
+  RepairIndexPtr index;     // of the new fabric, for the next repair; null from dfly's and dor's repairs
   size_t destinations = 0;  // LIDs whose routes were looked at again
   size_t moved = 0;         // (switch, LID) entries that changed
   std::string note;         // what an engine-specific repair did, for the event ("dfly: ..."); may be empty
@@ -46,7 +66,7 @@ struct RepairResult {
 // included (routing/dfly_repair.h), and dor's inside dimension-order routing (routing/dor_repair.h).
 // An Error when the change is not one a repair can follow (a link or node came up, LIDs moved, the engine's
 // routes obey no known order, a switch with CAs lost every legal way to a LID): the reason, for the log; the
-// caller then recomputes from scratch.
+// caller then recomputes from scratch. oldIndex: oldTopo's with oldLids (built when null).
 // The entries of a LID that left the fabric (its host or switch is gone) lead only towards where it was, to a
 // port whose link is down, so they carry nothing: without clearDeparted they stay (a whole switch lost: one
 // LFT block less on every switch for its LID, on the update that has to be fast) and a later rebalance
@@ -56,6 +76,7 @@ struct RepairResult {
 fabric::Result<RepairResult> repairRoutes(const Topology& oldTopo, const LidAssignment& oldLids,
                                           const RoutingTables& old, const PortLoads& oldLoads,
                                           const Topology& topo, const LidAssignment& lids,
-                                          uint32_t arGroupCap = 2048, bool clearDeparted = true);
+                                          uint32_t arGroupCap = 2048, bool clearDeparted = true,
+                                          RepairIndexPtr oldIndex = nullptr);
 
 }  // namespace ibsm::routing

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
+#include <iterator>
 
 #include "daemon/sa/path_records.h"
 #include "daemon/sa/sa_records.h"
@@ -391,18 +391,20 @@ std::vector<mad::MadPacket> SaServer::reportsForSnapshot() {
     reportedOnce_ = true;
     return {};
   }
+  if (subscribers_.empty()) return {};  // nobody to tell: the fabric is not compared
   auto active = [&](const std::shared_ptr<const SubnetSnapshot>& s) {
-    std::set<uint64_t> guids;
+    std::vector<uint64_t> guids;
     if (!s) return guids;
     for (const Endport& e : endports(*s)) {
       const auto& n = s->topology->node(e.node);
       const auto& p = n.ports.at(e.port.value);
       if (n.isSwitch() || p.attrs.state == fabric::PortState::kActive || !p.attrs.valid)
-        guids.insert(portGuidOf(n, e.port).value);
+        guids.push_back(portGuidOf(n, e.port).value);
     }
+    std::sort(guids.begin(), guids.end());
     return guids;
   };
-  std::set<uint64_t> was = active(before), now = active(snap);
+  const std::vector<uint64_t> was = active(before), now = active(snap);
   std::vector<mad::MadPacket> out;
   uint16_t smLid = 0;
   if (smInfo_ && snap && snap->topology->smNode() != fabric::kNoNode) {
@@ -422,10 +424,11 @@ std::vector<mad::MadPacket> SaServer::reportsForSnapshot() {
     for (const Subscriber& s : subscribers_)
       if (subscribedTo(s.info, n)) out.push_back(makeReport(s, notice));
   };
-  for (uint64_t g : now)
-    if (!was.count(g)) emit(64, g);
-  for (uint64_t g : was)
-    if (!now.count(g)) emit(65, g);
+  std::vector<uint64_t> came, left;
+  std::set_difference(now.begin(), now.end(), was.begin(), was.end(), std::back_inserter(came));
+  std::set_difference(was.begin(), was.end(), now.begin(), now.end(), std::back_inserter(left));
+  for (uint64_t g : came) emit(64, g);
+  for (uint64_t g : left) emit(65, g);
   return out;
 }
 

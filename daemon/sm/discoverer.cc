@@ -340,29 +340,41 @@ bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex no
 using DeadPorts = std::set<std::pair<NodeIndex, uint8_t>>;
 
 // Directed routes breadth-first from the SM's port that pass through no `avoid` switch and over no dead port
-// (a DR SMP never passes through a CA); nullopt for nodes they do not reach.
-std::vector<std::optional<DrPath>> routesAvoiding(const fabric::Topology& topo,
-                                                  const std::vector<bool>& avoid, const DeadPorts& dead) {
-  std::vector<std::optional<DrPath>> route(topo.size());
-  std::vector<NodeIndex> queue{0};
-  route[0] = DrPath{};
-  for (size_t head = 0; head < queue.size(); ++head) {
-    const fabric::Node& n = topo.node(queue[head]);
-    if (head > 0 && (!n.isSwitch() || avoid[queue[head]])) continue;
-    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
-      const fabric::Port& port = n.ports[p];
-      if (!port.connected() || route[port.peerNode] ||
-          dead.contains({queue[head], static_cast<uint8_t>(p)}) ||
-          (head == 0 && !n.isSwitch() && p != topo.smPort().value))
-        continue;
-      if (auto r = route[queue[head]]->extended(static_cast<uint8_t>(p))) {
-        route[port.peerNode] = *r;
-        queue.push_back(port.peerNode);
+// (a DR SMP never passes through a CA). The walk keeps each node's parent only; a route is made when asked
+// for (a few switches are), not for every node of the fabric.
+class RoutesAvoiding {
+ public:
+  RoutesAvoiding(const fabric::Topology& topo, const std::vector<bool>& avoid, const DeadPorts& dead)
+      : via_(topo.size(), {fabric::kNoNode, 0}) {
+    std::vector<NodeIndex> queue{0};
+    via_[0] = {0, 0};
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const NodeIndex at = queue[head];
+      const fabric::Node& n = topo.node(at);
+      for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
+        const fabric::Port& port = n.ports[p];
+        if (!port.connected() || via_[port.peerNode].first != fabric::kNoNode ||
+            (head == 0 && !n.isSwitch() && p != topo.smPort().value) ||
+            dead.contains({at, static_cast<uint8_t>(p)}))
+          continue;
+        via_[port.peerNode] = {at, static_cast<uint8_t>(p)};
+        if (topo.node(port.peerNode).isSwitch() && !avoid[port.peerNode]) queue.push_back(port.peerNode);
       }
     }
   }
-  return route;
-}
+  // nullopt when the walk did not reach n, or only past the directed-route hop limit.
+  std::optional<DrPath> operator()(NodeIndex n) const {
+    if (via_[n].first == fabric::kNoNode) return std::nullopt;
+    std::vector<uint8_t> ports;
+    for (; n != 0; n = via_[n].first) ports.push_back(via_[n].second);
+    std::optional<DrPath> route = DrPath{};
+    for (size_t i = ports.size(); i-- > 0 && route;) route = route->extended(ports[i]);
+    return route;
+  }
+
+ private:
+  std::vector<std::pair<NodeIndex, uint8_t>> via_;  // (parent, its port); parent kNoNode: not reached
+};
 
 // Whether the directed route passes a dead port or through an `avoid` switch before its end.
 bool crosses(const fabric::Topology& topo, const DrPath& route, const std::vector<bool>& avoid,
@@ -595,11 +607,11 @@ fabric::Result<DiscoveryResult> Discoverer::rediscover(
       isChanged[x] = false;
     }
     std::erase_if(reads, [&](const Read& rd) { return silent[rd.node]; });
-    std::optional<std::vector<std::optional<DrPath>>> around;
+    std::optional<RoutesAvoiding> around;
     auto reachable = [&](NodeIndex n) -> std::optional<DrPath> {
       if (!crosses(topo, routeOf(n), silent, dead)) return routeOf(n);
-      if (!around) around = routesAvoiding(topo, silent, dead);
-      return (*around)[n];
+      if (!around) around.emplace(topo, silent, dead);
+      return (*around)(n);
     };
     for (NodeIndex x : quiet)
       for (unsigned p = 1; p <= topo.node(x).numPorts && p < topo.node(x).ports.size(); ++p) {

@@ -35,10 +35,12 @@ fabric::Result<RoutePlanner::Plan> RoutePlanner::plan(const SubnetSnapshot* prev
     // An incremental rebalance follows and clears the entries of LIDs that left (routing::repairRoutes); for
     // dfly it also takes the links that came back, which the repair leaves to it.
     auto r = routing::repairRoutes(*previous->topology, previous->lids, previous->tables, *loads, topo, lids,
-                                   options_.arGroupCap, rebalance_.mode != RebalanceMode::kIncremental);
+                                   options_.arGroupCap, rebalance_.mode != RebalanceMode::kIncremental,
+                                   loadsFor_.lock().get() == previous ? index_ : nullptr);
     if (r) {
       out.tables = std::move(r->tables);
       out.loads = std::make_shared<const routing::PortLoads>(std::move(r->loads));
+      out.index = std::move(r->index);
       out.moved = r->moved;
       out.how = "repair of " + std::to_string(r->destinations) + " LID(s)";
       if (!r->note.empty()) out.how += " (" + r->note + ")";
@@ -64,12 +66,13 @@ void RoutePlanner::published(const std::shared_ptr<const SubnetSnapshot>& snap, 
   if (plan.loads) {
     loadsFor_ = snap;
     loads_ = plan.loads;
+    index_ = plan.index;
   }
   if (!background_) return;
   if (plan.repaired && rebalance_.mode != RebalanceMode::kOff)
-    start({snap, true, plan.loads});
+    start({snap, true, plan.loads, plan.index});
   else if (!plan.loads)
-    start({snap, false, nullptr});
+    start({snap, false, nullptr, nullptr});
 }
 
 void RoutePlanner::start(Job job) {
@@ -89,8 +92,10 @@ void RoutePlanner::start(Job job) {
     if (!job.rebalance) {
       r.plan.loads = std::make_shared<const routing::PortLoads>(
           routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
+      r.plan.index = std::make_shared<const routing::RepairIndex>(*s.topology, s.lids);
       return r;
     }
+    r.plan.index = job.index;  // the rebalance changes routes only
     auto loads = job.loads ? job.loads
                            : std::make_shared<const routing::PortLoads>(
                                  routing::computePortLoads(*s.topology, s.lids, s.tables, options.threads));
@@ -140,6 +145,7 @@ void RoutePlanner::poll(bool block) {
   if (!job.rebalance) {
     loadsFor_ = job.snap;
     loads_ = std::move(done.plan.loads);
+    index_ = std::move(done.plan.index);
   } else {
     done.computeTime = clock_.now() - rebalanceStart_;
     ready_ = std::move(done);

@@ -38,6 +38,7 @@ class RoutePlanner {
     std::string how;                     // for the event log: "repair of 12 LIDs", "from scratch (...)"
     std::optional<size_t> moved;         // routes changed, when known without comparing the tables
     std::shared_ptr<const routing::PortLoads> loads;  // of these tables; null: counted in the background
+    routing::RepairIndexPtr index;  // of the fabric, for the next repair; made with the loads
     bool repaired = false;
   };
 
@@ -93,6 +94,7 @@ class RoutePlanner {
     std::shared_ptr<const SubnetSnapshot> snap;
     bool rebalance = false;
     std::shared_ptr<const routing::PortLoads> loads;  // a rebalance: of snap's tables
+    routing::RepairIndexPtr index;                     // of snap's fabric, when known
   };
   void start(Job job);
   void poll(bool block);
@@ -104,6 +106,7 @@ class RoutePlanner {
   routing::Options options_;
   std::weak_ptr<const SubnetSnapshot> loadsFor_;
   std::shared_ptr<const routing::PortLoads> loads_;
+  routing::RepairIndexPtr index_;  // of loadsFor_'s fabric; null: built by the repair
   std::optional<Job> running_, waiting_;
   RebalancePolicy rebalance_;
   std::future<Rebalance> future_;

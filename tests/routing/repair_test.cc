@@ -183,6 +183,28 @@ TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
   }
 }
 
+// A repair hands out its new fabric's index; the next repair, given it for its old fabric, repairs as it
+// does when it builds the index itself.
+TEST(Repair, TheIndexItHandsOutServesTheNextRepair) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  Routed before = routeWithLoads(*topo, "ftree");
+  auto links = switchLinks(*topo);
+  TopologyPtr once = takeDown(*topo, {links[0]});
+  auto first = repairRoutes(*topo, before.lids, before.tables, before.loads, *once, before.lids);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_TRUE(first->index);
+  EXPECT_EQ(first->index->graph.size(), once->switches().size());
+  TopologyPtr twice = takeDown(*once, {links[links.size() / 2]});
+  auto built = repairRoutes(*once, before.lids, first->tables, first->loads, *twice, before.lids);
+  auto given = repairRoutes(*once, before.lids, first->tables, first->loads, *twice, before.lids, 2048, true,
+                            first->index);
+  ASSERT_TRUE(built.ok() && given.ok());
+  EXPECT_GT(given->moved, 0u);
+  EXPECT_EQ(given->moved, built->moved);
+  EXPECT_EQ(given->tables.lft, built->tables.lft);
+  EXPECT_EQ(given->loads, built->loads);
+}
+
 TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
   TopologyPtr full = generate(testing::fatTree(2, 8));
   auto link = switchLinks(*full).front();
