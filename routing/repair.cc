@@ -24,8 +24,8 @@ uint8_t entry(const RoutingTables& t, NodeIndex node, uint16_t lid) {
 // The repair of one run: the new graph, the old tables mapped onto it, and per-destination scratch.
 class Repairer {
  public:
-  Repairer(const Topology& oldTopo, const LidAssignment& oldLids, const RoutingTables& old, RepairIndexPtr oldIndex,
-           const Topology& topo, const LidAssignment& lids, RepairResult& out)
+  Repairer(const Topology& oldTopo, const LidAssignment& oldLids, const RoutingTables& old,
+           RepairIndexPtr oldIndex, const Topology& topo, const LidAssignment& lids, RepairResult& out)
       : oldTopo_(oldTopo),
         old_(old),
         topo_(topo),

@@ -94,7 +94,7 @@ class RoutePlanner {
     std::shared_ptr<const SubnetSnapshot> snap;
     bool rebalance = false;
     std::shared_ptr<const routing::PortLoads> loads;  // a rebalance: of snap's tables
-    routing::RepairIndexPtr index;                     // of snap's fabric, when known
+    routing::RepairIndexPtr index;                    // of snap's fabric, when known
   };
   void start(Job job);
   void poll(bool block);
