@@ -117,7 +117,7 @@
 // Cost: O(switches x degree^2) to detect the groups, O(LIDs x switches x global links per group pair) to fill
 // the tables; the spreading O(passes x CA LIDs x switches x global links per switch x hops x CAs per switch)
 // more (1,020 switches x 1 host: about 2 s), the offered detours O(CA LIDs x switches x global links per
-// switch x hops) (0.1-0.2 s there).
+// switch x hops) (0.3-0.7 s there, on a shared machine).
 #include <algorithm>
 #include <array>
 #include <numeric>
