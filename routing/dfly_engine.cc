@@ -85,13 +85,41 @@
 // 0.253 at an all-pairs max link load of 102 instead of 100, on 3 VLs (OpenSM's dfsssp: 0.355 and 110);
 // docs/BENCHMARKS.md, "Collective traffic", has the other dragonflies.
 //
-// AR groups (Options::computeAr): the parallel links to the LFT port's neighbour, which enter that switch on
-// the same kind of link (same VL on the next hop), nothing else.
+// AR groups (Options::computeAr). A packet's SL is fixed per (source, destination) pair, but a switch's AR
+// group serves every packet to its LID, whatever port it came in by and whatever SL it carries, and each
+// hop's VL comes from that switch's (input, output) table. So a member is safe only if every packet that can
+// reach the switch for that LID still rises through the ranks above over it and whatever follows. Every
+// group holds the LFT port's parallel links (they enter the same switch on the same kind of link: the same
+// VLs after). Detours can be offered to few packets: a packet on SL 0 can take no second global hop (no SL 0
+// hop is on VL 2, so a global hop after G/0 or L/0 cannot rise), nor can one on any SL that crossed a global
+// link already and must still take its last. So, with Options::dflySpread, per destination of the greedy:
+//   - the offering switches: every switch that detours, then, in the greedy's order, every other switch that
+//     may detour (above) and that no route and no offered detour reaches. Such a switch receives only its own
+//     CAs' packets, from CA ports, on one SL: no route passes a switch that detours or may detour (the routes
+//     into its group's global link go to the switch that owns it, which leaves by a global link; detours
+//     arrive elsewhere) and no member leads into one (below);
+//   - each gets a detour SL: the one under which most of its global links lead on rising (a switch that
+//     detours keeps its SL on a tie; one that routes minimally takes one only if a link qualifies, which its
+//     minimal path allows: [L] G [L] rises under every detour SL, as L/1 G/0 L/0 or L/1 G/2 L/2);
+//   - and offers the LFT port's parallel links, its minimal way (one that detours), and every global link
+//     whose way (that link, then the routes from its far end, which no offering switch may be on) rises under
+//     that SL. The far ends and every switch after them are marked reached: none of them offers detours
+//     later.
+// Every packet thus rises whichever members it takes (at an offering switch, by the check; elsewhere the
+// members are parallel links), and the claim above makes the lot deadlock-free. An offered way is at most
+// G [L] G [L] where the shortest has at least a local and a global hop: at most kArStretch (2) hops longer
+// (RoutingTables::arStretch, which the route checker bounds, while its VL-aware AR CDG, which closes each
+// SL's traffic over every member, confirms the rest). A switch that routes minimally but offers detours
+// carries a detour SL, so the SA's PathRecords and the VL tables differ from those without AR. LMC's further
+// LIDs and switch LIDs get the parallel links only. A repair takes a repaired LID's groups back to the
+// parallel links (the offered ways rested on the routes that moved); a lost link leaves every group.
 //
 // Cost: O(switches x degree^2) to detect the groups, O(LIDs x switches x global links per group pair) to fill
 // the tables; the spreading O(passes x CA LIDs x switches x global links per switch x hops x CAs per switch)
-// more (1,020 switches x 1 host: about 2 s).
+// more (1,020 switches x 1 host: about 2 s), the offered detours O(CA LIDs x switches x global links per
+// switch x hops) (0.3-0.7 s there, on a shared machine).
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -105,6 +133,10 @@
 namespace ibsm::routing {
 
 namespace {
+
+// The most hops an offered detour (G [L] G [L] from the switch that offers it) takes beyond the shortest way
+// (at least a local and a global hop there, as the switch does not leave by a global link minimally).
+constexpr uint8_t kArStretch = 2;
 
 struct Global {
   uint32_t toGroup;
@@ -227,11 +259,9 @@ class Spreader {
       : g_(g), df_(df), kind_(kind), kindBase_(kindBase), vls_(vls), order_(order) {}
 
   // dests: the CAs' base LIDs with their ranks (0..ranks-1); sources[s]: the ranks of switch s's CA ports;
-  // t: the tables with every LID's minimal entries. Writes the detours' entries and SLs into t and tells
-  // changed(switch, LID) of each.
-  template <typename Changed>
+  // t: the tables with every LID's minimal entries. Writes the detours' entries and SLs into t.
   void run(const std::vector<Dest>& dests, const std::vector<std::vector<uint32_t>>& sources, uint32_t ranks,
-           RoutingTables& t, Changed&& changed) {
+           RoutingTables& t) {
     const size_t S = g_.size(), D = dests.size(), A = g_.arcs().size();
     if (D == 0 || ranks < 2) return;
     dests_ = &dests;
@@ -273,11 +303,8 @@ class Spreader {
       for (SwitchIndex s = 0; s < S; ++s) {
         if (entry_[d * S + s] == minimal_[d * S + s]) continue;
         t.lft[g_.node(s)][dests[d].lid] = entry_[d * S + s];
-        changed(s, dests[d].lid);
         ++detours_;
-        auto& row = t.sl[g_.node(s)];
-        if (row.size() <= dests[d].lid) row.resize(std::as_const(t.lft)[g_.node(s)].size(), 0);
-        row[dests[d].lid] = sl_[d * S + s];
+        setSl(t, s, dests[d].lid, sl_[d * S + s]);
         path_.clear();
         walkFrom(d, s);
         uint8_t top = 0;
@@ -286,6 +313,65 @@ class Spreader {
         maxVl_ = std::max(maxVl_, top);
       }
     if (detours_) t.slLayers = std::max<uint8_t>(t.slLayers, static_cast<uint8_t>(maxVl_ + 1));
+  }
+
+  // The AR groups of the switches that may offer detours (Options::computeAr; see "AR groups" in the
+  // header), once run() chose the routes: per destination the switches that detour, then, in the greedy's
+  // order, the others that may detour and that no route or offered detour reaches, each with the SL under
+  // which the most of its detours rise (written into t). Tells group(s, LID, ports) of each.
+  template <typename Group>
+  void offer(RoutingTables& t, Group&& group) {
+    const size_t S = g_.size();
+    const auto& arcs = g_.arcs();
+    for (size_t d = 0; dests_ && d < dests_->size(); ++d) {
+      const uint32_t lid = (*dests_)[d].lid, y = df_.group[(*dests_)[d].target];
+      const uint8_t* e = entry_.data() + d * S;
+      const uint8_t* m = minimal_.data() + d * S;
+      role_.assign(S, kFree);
+      for (SwitchIndex s = 0; s < S; ++s)
+        if (e[s] != m[s]) role_[s] = kOffers;
+      for (SwitchIndex s = 0; s < S; ++s)
+        if (e[s] != m[s]) reach(d, g_.arcOfPort(s, e[s]));
+      for (const bool detoured : {true, false})
+        for (SwitchIndex s : order_) {
+          const uint32_t ma = g_.arcOfPort(s, m[s]);
+          if ((e[s] != m[s]) != detoured || (!detoured && role_[s] != kFree) || (*sources_)[s].empty() ||
+              df_.group[s] == y || ma == kNoArc || dfly::isGlobal(kindOf(s, m[s])))
+            continue;
+          // The LFT port's parallel links, the minimal way of a switch that detours and every global link,
+          // each with the SLs under which its way rises; the SL under which the most global links do (the one
+          // it has first), and the ways that rise under it.
+          const uint32_t ea = g_.arcOfPort(s, e[s]);
+          std::array<uint8_t, dfly::kSls> top{};
+          ways_.clear();
+          for (uint32_t a = g_.arcBegin(s); a < g_.arcEnd(s); ++a)
+            if (arcs[a].to == arcs[ea].to || arcs[a].to == arcs[ma].to ||
+                dfly::isGlobal(kindOf(s, arcs[a].port)))
+              ways_.emplace_back(a, risesUnder(d, a, top));
+          const uint8_t lftSls = risesUnder(d, ea, top);
+          int sl = detoured ? sl_[d * S + s] : -1;
+          size_t most = 0;
+          for (uint8_t k : dfly::kSlOrder) {
+            if (!dfly::isDetour(k) || !(lftSls >> k & 1)) continue;
+            size_t n = 0;
+            for (const auto& [a, sls] : ways_)
+              n += (sls >> k & 1) && arcs[a].to != arcs[ea].to && dfly::isGlobal(kindOf(s, arcs[a].port));
+            if (sl < 0 || n > most) sl = k, most = n;
+          }
+          if (sl < 0 || (most == 0 && !detoured)) continue;
+          PortMask ports;
+          role_[s] = kOffers;
+          for (const auto& [a, sls] : ways_)
+            if (sls >> sl & 1) {
+              ports.set(arcs[a].port);
+              reach(d, a);
+            }
+          maxVl_ = std::max(maxVl_, top[sl]);
+          setSl(t, s, lid, static_cast<uint8_t>(sl));
+          group(s, lid, ports);
+        }
+    }
+    t.slLayers = std::max<uint8_t>(t.slLayers, static_cast<uint8_t>(maxVl_ + 1));
   }
 
  private:
@@ -312,6 +398,38 @@ class Spreader {
       u = g_.arcs()[a].to;
     }
     return true;
+  }
+  void setSl(RoutingTables& t, SwitchIndex s, uint32_t lid, uint8_t sl) const {
+    auto& row = t.sl[g_.node(s)];
+    if (row.size() <= lid) row.resize(std::as_const(t.lft)[g_.node(s)].size(), 0);
+    row[lid] = sl;
+  }
+  // The SLs (bit i: SL i) under which the way of dest d over arc a and the routes from its head, which no
+  // switch that offers detours may be on, rises from a CA of a's tail (see offer); the highest VL of the way
+  // under each into top.
+  uint8_t risesUnder(size_t d, uint32_t a, std::array<uint8_t, dfly::kSls>& top) {
+    path_.assign(1, a);
+    bool ok = walkFrom(d, g_.arcs()[a].to);
+    for (uint32_t h : path_) ok = ok && role_[g_.arcs()[h].to] != kOffers;
+    uint8_t sls = 0;
+    for (uint8_t sl = 0; ok && sl < dfly::kSls; ++sl) {
+      uint8_t vl = 0;
+      if (!dfly::rises(
+              path_.size(), [this](size_t i) { return hopKind(i); }, sl, vls_, &vl))
+        continue;
+      sls = static_cast<uint8_t>(sls | 1u << sl);
+      top[sl] = std::max(top[sl], vl);
+    }
+    path_.clear();
+    return sls;
+  }
+  // Marks the switches on the way of dest d over arc a as reached (they may offer no detour).
+  void reach(size_t d, uint32_t a) {
+    path_.assign(1, a);
+    walkFrom(d, g_.arcs()[a].to);
+    for (uint32_t h : path_)
+      if (role_[g_.arcs()[h].to] == kFree) role_[g_.arcs()[h].to] = kReached;
+    path_.clear();
   }
   uint32_t shiftBucket(size_t d, uint32_t source) const {
     return ((*dests_)[d].rank + ranks_ - source) % ranks_ % buckets_;
@@ -428,6 +546,9 @@ class Spreader {
   std::vector<uint8_t> minimal_, entry_, sl_, cong_;
   std::vector<uint64_t> load_;
   std::vector<uint32_t> arrivals_, path_;
+  enum Role : uint8_t { kFree, kReached, kOffers };
+  std::vector<Role> role_;                          // offer(): per switch, for the destination at hand
+  std::vector<std::pair<uint32_t, uint8_t>> ways_;  // offer(): (arc, risesUnder) of the switch at hand
   uint64_t cap_ = 0;
   uint8_t maxVl_ = 0;
   size_t detours_ = 0;
@@ -508,6 +629,7 @@ class DflyEngine final : public Engine {
     };
     const bool nonMinimal = options.dflySpread && options.vlLayers >= 4;
     t.dflySpread = nonMinimal;
+    if (nonMinimal && !ar.empty()) t.arStretch = kArStretch;
     // The CAs' base LIDs with their ranks for the spreader: hosts in natural name order, as a job scheduler
     // numbers them (defaultRanks, as the pattern checker and the rebalance take them).
     std::vector<Spreader::Dest> dests;
@@ -570,14 +692,12 @@ class DflyEngine final : public Engine {
         return topo.node(g.node(a)).guid < topo.node(g.node(b)).guid;
       });
       Spreader spreader(g, df, kind, kindBase, t.dflyVls, order);
-      spreader.run(dests, sources, ranks, t, [&](SwitchIndex s, uint32_t l) {
-        if (ar.empty()) return;
-        const uint8_t port = std::as_const(t.lft)[g.node(s)][l];
-        auto [lo, hi] = range(s, arcs[g.arcOfPort(s, port)].to);
-        PortMask m;
-        for (auto it = lo; it != hi; ++it) m.set(arcs[*it].port);
-        ar[s].set(fabric::Lid{static_cast<uint16_t>(l)}, m, port);
-      });
+      spreader.run(dests, sources, ranks, t);
+      if (!ar.empty())
+        spreader.offer(t, [&](SwitchIndex s, uint32_t l, const PortMask& ports) {
+          const fabric::Lid lid{static_cast<uint16_t>(l)};
+          ar[s].set(lid, ports, std::as_const(t.lft)[g.node(s)][lid.value]);
+        });
     }
     if (!ar.empty()) {
       t.ar.resize(topo.size());

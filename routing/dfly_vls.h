@@ -101,31 +101,34 @@ inline int classRank(bool global, uint8_t vl) {
   }
 }
 
-// The first SL of kSlOrder under which a path from a CA of its first switch rises through the ranks above
-// (every hop's class strictly above the one before, every VL below `vls`), and its highest VL through
-// maxVl; -1 when there is none. hop(i) gives the i-th switch-to-switch hop of the path as (the kind of the
-// port it leaves by, the kind of the port it enters the next switch by).
+// Whether a path from a CA of its first switch on `sl` rises through the ranks above (every hop's class
+// strictly above the one before, every VL below `vls`), and its highest VL through maxVl. hop(i) gives the
+// i-th switch-to-switch hop of the path as (the kind of the port it leaves by, the kind of the port it enters
+// the next switch by).
+template <typename Hop>
+bool rises(size_t hops, Hop&& hop, uint8_t sl, uint8_t vls, uint8_t* maxVl = nullptr) {
+  PortKind in = kCa;
+  int prev = -1;
+  uint8_t top = 0;
+  for (size_t i = 0; i < hops; ++i) {
+    const auto [out, next] = hop(i);
+    const uint8_t vl = hopVl(in, out, sl);
+    const int rank = classRank(isGlobal(out), vl);
+    if (vl >= vls || rank <= prev) return false;
+    prev = rank;
+    top = std::max(top, vl);
+    in = next;
+  }
+  if (maxVl) *maxVl = top;
+  return true;
+}
+
+// The first SL of kSlOrder under which a path rises (rises above), and its highest VL through maxVl; -1
+// when there is none.
 template <typename Hop>
 int risingSl(size_t hops, Hop&& hop, uint8_t vls, uint8_t* maxVl = nullptr) {
-  for (uint8_t sl : kSlOrder) {
-    PortKind in = kCa;
-    int prev = -1;
-    uint8_t top = 0;
-    bool ok = true;
-    for (size_t i = 0; i < hops && ok; ++i) {
-      const auto [out, next] = hop(i);
-      const uint8_t vl = hopVl(in, out, sl);
-      const int rank = classRank(isGlobal(out), vl);
-      ok = vl < vls && rank > prev;
-      prev = rank;
-      top = std::max(top, vl);
-      in = next;
-    }
-    if (ok) {
-      if (maxVl) *maxVl = top;
-      return sl;
-    }
-  }
+  for (uint8_t sl : kSlOrder)
+    if (rises(hops, hop, sl, vls, maxVl)) return sl;
   return -1;
 }
 

@@ -79,7 +79,7 @@ struct Partial {
   uint64_t sumHops = 0, sumStretch = 0;
   uint32_t maxHops = 0, maxStretch = 0;
   size_t stretched = 0;
-  size_t arEntries = 0, arMembers = 0, arNotShortest = 0, arMissingStatic = 0;
+  size_t arEntries = 0, arMembers = 0, arNotShortest = 0, arMissingStatic = 0, arStretched = 0;
   std::vector<uint64_t> load;  // by arc
   std::vector<Bits256> cdg;    // by arc: egress ports at the arc's head that follow it
   std::vector<Bits256> arCdg;
@@ -186,6 +186,7 @@ class Checker {
   std::vector<Source> firstSource_;   // switch -> one of them, for examples
   std::vector<uint8_t> ingressPort_;  // switch -> the switch port of firstSource_ (VL-aware CDG)
   bool vlAware_ = false;
+  uint8_t arStretch_ = 0;              // tables_.arStretch when the VL-aware AR CDG is checked, else 0
   std::vector<Source> directSources_;  // CA ports linked to a non-switch or over a Down link
   std::vector<Bits256> switchPorts_;   // switch -> ports that are usable switch-switch links
   bool haveAr_ = false;
@@ -427,8 +428,9 @@ void Checker::checkAr(Partial& p, const Dest& d) {
     uint8_t lft = lftPort(p, x, d.lid);
     if (lft != kNoPort && !members.test(lft)) ++p.arMissingStatic;
     // Away from the destination's own switch the verdict depends only on (group, target switch, CA or not),
-    // and the LIDs behind one switch are usually consecutive: one cached verdict per switch.
-    const bool cacheable = x != d.target;
+    // and the LIDs behind one switch are usually consecutive: one cached verdict per switch. A group with a
+    // member beyond the shortest depends on the LID's routes too: not cached.
+    bool cacheable = x != d.target;
     const uint64_t key = (uint64_t{grp} << 34) | (uint64_t{d.target & 0x1FFFFFFFu} << 1) | (d.toCa ? 1u : 0u);
     if (cacheable && p.arKey[x] == key) {
       p.arMembers += p.arCachedMembers[x];
@@ -446,25 +448,34 @@ void Checker::checkAr(Partial& p, const Dest& d) {
     members.forEach([&](unsigned q) {
       ++count;
       uint32_t rem = UINT32_MAX;
+      const Hop& h = hop(x, q);
       if (q == 0) {
         if (d.owner.node == n && d.owner.port.value == 0) rem = 0;
-      } else {
-        const Hop& h = hop(x, q);
-        if (h.kind == Hop::kToEndnode) {
-          if (h.node == d.owner.node && h.peerPort == d.owner.port) rem = 1;
-        } else if (h.kind == Hop::kToSwitch && d.target != kNoSwitch &&
-                   h_.at(h.sw, d.target) != kUnreachable) {
-          rem = 1u + h_.at(h.sw, d.target) + (d.toCa ? 1u : 0u);
-        }
+      } else if (h.kind == Hop::kToEndnode) {
+        if (h.node == d.owner.node && h.peerPort == d.owner.port) rem = 1;
+      } else if (h.kind == Hop::kToSwitch && d.target != kNoSwitch && h_.at(h.sw, d.target) != kUnreachable) {
+        rem = 1u + h_.at(h.sw, d.target) + (d.toCa ? 1u : 0u);
       }
       if (rem != UINT32_MAX && rem == shortest) return;
+      // Beyond the shortest: within the tables' stretch over the next switch's own route.
+      if (rem != UINT32_MAX && arStretch_ > 0 && h.kind == Hop::kToSwitch) {
+        cacheable = false;
+        p.arKey[x] = UINT64_MAX;
+        if (p.state[h.sw] == kUnknown) walk(p, d, h.sw);
+        if (p.state[h.sw] == kArrive) rem = 1u + p.hops[h.sw];
+        if (p.state[h.sw] == kArrive && rem <= shortest + arStretch_) {
+          ++p.arStretched;
+          return;
+        }
+      }
       ++bad;
       addExample(p, kKindAr, lid, x, [&] {
         return "AR group " + std::to_string(grp) + " of " + switchText(x) + " for LID " +
                std::to_string(lid) + ": port " + std::to_string(q) +
                (rem == UINT32_MAX
                     ? std::string(" does not lead to the destination")
-                    : " is " + std::to_string(rem) + " hops away, shortest is " + std::to_string(shortest));
+                    : " is " + std::to_string(rem) + " hops away, shortest is " + std::to_string(shortest) +
+                          (arStretch_ ? " (at most " + std::to_string(arStretch_) + " more)" : ""));
       });
     });
     p.arMembers += count;
@@ -634,6 +645,7 @@ CheckReport Checker::run() {
   firstSource_.assign(S, Source{fabric::kNoNode, PortNum{}});
   ingressPort_.assign(S, 0);
   vlAware_ = opt_.slToVl != nullptr || !tables_.sl.empty() || tables_.slLayers > 1;
+  arStretch_ = vlAware_ && opt_.checkArCdg ? tables_.arStretch : 0;
   for (NodeIndex i = 0; i < topo_.size(); ++i) {
     const Node& n = topo_.node(i);
     if (n.isSwitch()) continue;
@@ -776,6 +788,7 @@ CheckReport Checker::run() {
     r.arEntries += p.arEntries;
     r.arMembers += p.arMembers;
     r.arNotShortest += p.arNotShortest;
+    r.arStretched += p.arStretched;
     r.arMissingStatic += p.arMissingStatic;
     for (size_t a = 0; a < A; ++a) load[a] += p.load[a];
     for (size_t a = 0; a < cdg.size(); ++a) cdg[a] |= p.cdg[a];
@@ -945,6 +958,7 @@ std::string formatReportText(const CheckReport& r) {
     line("AR groups", std::to_string(r.arGroups));
     line("AR entries", std::to_string(r.arEntries) + " (" + std::to_string(r.arMembers) + " members, " +
                            std::to_string(r.arNotShortest) + " not shortest, " +
+                           (r.arStretched ? std::to_string(r.arStretched) + " within the AR stretch, " : "") +
                            std::to_string(r.arMissingStatic) + " without the LFT port)");
     if (r.arCdgChecked) {
       line("AR CDG", std::to_string(r.arCdgEdges) + " dependencies" + (r.arCdgVlAware ? " (per VL)" : "") +
@@ -1025,6 +1039,7 @@ std::string formatReportJson(const CheckReport& r) {
   num("arEntries", r.arEntries);
   num("arMembers", r.arMembers);
   num("arNotShortest", r.arNotShortest);
+  num("arStretched", r.arStretched);
   num("arMissingStatic", r.arMissingStatic);
   boolean("arCdgChecked", r.arCdgChecked);
   boolean("arCdgVlAware", r.arCdgVlAware);

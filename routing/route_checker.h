@@ -3,8 +3,10 @@
 // how well it does: unreachable pairs (no entry, dead link, wrong endport, loop), hop stretch against the
 // min-hop distance, route load per directed switch-to-switch link, deadlock freedom on one VL (the channel
 // dependency graph over directed switch-switch links must be acyclic) and, when the tables carry AR groups,
-// that every AR member is on a shortest remaining path and that the alternatives keep the CDG acyclic (per
-// VL when the check is VL-aware: a packet keeps its SL on whichever member it takes).
+// that every AR member is on a shortest remaining path (or, where the tables allow it and the VL-aware AR CDG
+// is checked, within RoutingTables::arStretch hops of it over its next switch's route) and that the
+// alternatives keep the CDG acyclic (per VL when the check is VL-aware: a packet keeps its SL on whichever
+// member it takes, so every SL that reaches a switch for a LID meets all of that switch's members).
 //
 // Cost: per destination LID one memoized walk over the switches (O(switches)), so O(LIDs x switches) overall
 // rather than O(sources x LIDs x hops); the CDG is one bitset of next ports per directed link.
@@ -97,6 +99,9 @@ struct CheckReport {
   size_t arEntries = 0;        // (switch, LID) pairs with an AR group
   size_t arMembers = 0;        // ports in those groups, summed
   size_t arNotShortest = 0;    // members not on a shortest remaining path (or leading nowhere useful)
+                               // and not within the tables' arStretch either
+  size_t arStretched = 0;      // members accepted within RoutingTables::arStretch hops of the shortest: their
+                               // next switch's route arrives, and the VL-aware AR CDG includes them
   size_t arMissingStatic = 0;  // groups that do not contain the LFT port
   bool arCdgChecked = false;
   bool arCdgVlAware = false;  // channels are (link, VL), CA destinations only, as in the VL-aware CDG

@@ -126,6 +126,10 @@ struct RoutingTables {
   // Rows (fabric/rows.h): per switch, shared with other versions of the tables until written.
   Rows<LftRow> lft;  // [node] -> LID -> egress port (kNoPort = none); empty for non-switches
   Rows<ArTable> ar;  // [node]; empty when AR was not computed
+  // How many hops an AR member's way (1 + its next switch's route) may be longer than the shortest: 0 for
+  // engines whose members are all on shortest paths; more where the engine's VL scheme proves its longer
+  // members deadlock-free (dfly's detours: 2), which the route checker accepts only with its VL-aware AR CDG.
+  uint8_t arStretch = 0;
   // Service level of each path, for engines that keep their routes deadlock-free by spreading them over
   // virtual-lane layers (SL i travels on VL i on every hop, unless slToVl says otherwise): sl[switch
   // node][LID] is the SL of the traffic that enters the fabric at that switch (from a CA cabled to it)

@@ -104,6 +104,7 @@ void SchemeRepair::copyTables(const PortLoads& oldLoads) {
   RoutingTables& t = out_.tables;
   t.engine = old_.engine;
   t.slLayers = old_.slLayers;
+  t.arStretch = old_.arStretch;
   t.lft.resize(topo_.size());
   if (!old_.ar.empty()) t.ar.resize(topo_.size());
   out_.loads.assign(topo_.size(), {});
@@ -165,6 +166,10 @@ std::string SchemeRepair::run(uint32_t arGroupCap) {
       if (dest_.toCa && hosts(s) > 0) bookNew(s, lid_, hosts(s));
       updateGroup(s);
     }
+    // The detours that switches outside the broken set offer (dfly's, RoutingTables::arStretch) rose over
+    // routes that may have changed: back to the LFT port's parallel links.
+    for (SwitchIndex s = 0; s < g_.size(); ++s)
+      if (inB_[s] != serial_ && offersElsewhere(s)) updateGroup(s);
     ++out_.destinations;
     i = j;
   }
@@ -272,6 +277,18 @@ void SchemeRepair::updateGroup(SwitchIndex s) {
     for (uint32_t b = g_.arcBegin(s); b < g_.arcEnd(s); ++b)
       if (g_.arcs()[b].to == g_.arcs()[a].to) mask.set(g_.arcs()[b].port);
   setGroup(s, lid_, mask);
+}
+
+bool SchemeRepair::offersElsewhere(SwitchIndex s) const {
+  if (out_.tables.ar.empty()) return false;
+  const ArTable& ar = std::as_const(out_.tables.ar)[g_.node(s)];
+  const uint16_t group = ar.groupOf(lid_);
+  const uint8_t p = entry(s, lid_);
+  const uint32_t a = p == kNoPort ? kNoArc : g_.arcOfPort(s, p);
+  if (group == ArTable::kNoGroup || a == kNoArc) return group != ArTable::kNoGroup;
+  for (uint32_t b = g_.arcBegin(s); b < g_.arcEnd(s); ++b)
+    if (ar.groups[group].test(g_.arcs()[b].port) && g_.arcs()[b].to != g_.arcs()[a].to) return true;
+  return false;
 }
 
 // An AR port that no longer leads anywhere leaves every group of its switch.

@@ -4,8 +4,9 @@
 // entries that moved, link loads kept route by route (a broken source's old route off, its new one on), and
 // per destination whose routes took a lost link the broken switches: those whose entry took it and every
 // switch whose route runs into one (the upstream closure). AR groups are both engines' kind: the parallel
-// links to the LFT port's neighbour. An engine's repair derives from it and chooses the broken switches'
-// new entries and SLs (repairDestination).
+// links to the LFT port's neighbour; the detours dfly's groups also offer (RoutingTables::arStretch) rest on
+// the routes to their LID, so a repaired LID's groups all go back to that kind. An engine's repair derives
+// from it and chooses the broken switches' new entries and SLs (repairDestination).
 //
 // Internal to routing/: the repairs' entry points are in their own headers.
 #pragma once
@@ -80,6 +81,8 @@ class SchemeRepair {
   void bookNew(SwitchIndex s, uint16_t lid, uint64_t w);
   void dropDestination(uint16_t lid);
   void updateGroup(SwitchIndex s);
+  // Whether the AR group of s for lid_ has a member towards another switch than its LFT port's.
+  bool offersElsewhere(SwitchIndex s) const;
   void dropArMember(fabric::NodeIndex n, uint8_t port);
   void setGroup(SwitchIndex s, uint16_t lid, const PortMask& mask);
 

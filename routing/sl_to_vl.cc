@@ -69,24 +69,35 @@ VlPairs layeredVlPairs(const fabric::Topology& topo, const RoutingTables& tables
         continue;
       }
       any = any || sl > 0;
-      fabric::NodeIndex u = s;
-      unsigned in = 0;
-      // At most one hop per switch: a loop in the tables is the route checker's to report, not ours.
-      for (size_t hop = 0; hop < topo.switches().size(); ++hop) {
-        const fabric::Node& n = topo.node(u);
-        uint8_t o = tables.port(u, fabric::Lid{static_cast<uint16_t>(lid)});
-        if (o == kNoPort || o == 0 || o >= n.ports.size() || !n.ports[o].connected()) break;
-        if (u == s) {
-          for (uint8_t q : caPorts)
-            if (sl > 0 || tables.hopVl(u, q, o, sl) != 0) out.mark(u, n.numPorts, q, o);
-        } else if (sl > 0 || tables.hopVl(u, in, o, sl) != 0) {
-          out.mark(u, n.numPorts, in, o);
+      // The path from first hop `first` on.
+      auto walk = [&](uint8_t first) {
+        fabric::NodeIndex u = s;
+        unsigned in = 0;
+        // At most one hop per switch: a loop in the tables is the route checker's to report, not ours.
+        for (size_t hop = 0; hop < topo.switches().size(); ++hop) {
+          const fabric::Node& n = topo.node(u);
+          uint8_t o = hop == 0 ? first : tables.port(u, fabric::Lid{static_cast<uint16_t>(lid)});
+          if (o == kNoPort || o == 0 || o >= n.ports.size() || !n.ports[o].connected()) break;
+          if (u == s) {
+            for (uint8_t q : caPorts)
+              if (sl > 0 || tables.hopVl(u, q, o, sl) != 0) out.mark(u, n.numPorts, q, o);
+          } else if (sl > 0 || tables.hopVl(u, in, o, sl) != 0) {
+            out.mark(u, n.numPorts, in, o);
+          }
+          const fabric::Port& p = n.ports[o];
+          if (!topo.node(p.peerNode).isSwitch()) break;
+          u = p.peerNode;
+          in = p.peerPort.value;
         }
-        const fabric::Port& p = n.ports[o];
-        if (!topo.node(p.peerNode).isSwitch()) break;
-        u = p.peerNode;
-        in = p.peerPort.value;
-      }
+      };
+      const uint8_t first = tables.port(s, fabric::Lid{static_cast<uint16_t>(lid)});
+      walk(first);
+      // An engine's AR members beyond the shortest (RoutingTables::arStretch: dfly's detours, which only the
+      // source switch offers) take the packets, on their SL, over pairs the path may not: their ways too.
+      if (tables.arStretch > 0 && s < tables.ar.size())
+        if (const uint16_t g = tables.ar[s].groupOf(lid); g != ArTable::kNoGroup)
+          for (unsigned q = 1; q < sw.ports.size(); ++q)
+            if (q != first && tables.ar[s].groups[g].test(q)) walk(static_cast<uint8_t>(q));
     }
     for (unsigned o = 1; o < firstHops.size(); ++o)
       if (firstHops[o] && sw.ports[o].connected())

@@ -20,8 +20,10 @@ uint8_t offeredDataVls(const fabric::Topology& topo);
 // every switch that carry a CA-to-CA path on an SL above 0 or whose engine table (RoutingTables::slToVl)
 // sends the path's SL 0 off VL 0 (dfly), and the CA ports that send such a path (input 0, output the port).
 // Pairs carrying only SL 0 on VL 0 need none: every port's reset table maps SL 0 to VL 0, as the SM's one-VL
-// routing (and OpenSM without QoS) relies on. With `lids`, only the paths to those LIDs (the ones whose
-// routes changed, for a delta). Pure: from the tables and the topology alone.
+// routing (and OpenSM without QoS) relies on. Where the tables allow AR members beyond the shortest
+// (RoutingTables::arStretch: dfly's detours, offered by the source switch) the ways over the source's
+// members count as paths too. With `lids`, only the paths to those LIDs (the ones whose routes changed, for a
+// delta). Pure: from the tables and the topology alone.
 class VlPairs {
  public:
   void mark(fabric::NodeIndex node, unsigned numPorts, unsigned in, unsigned out) {

@@ -5,9 +5,11 @@
 
 #include <map>
 
+#include "routing/dfly_vls.h"
 #include "routing/engine.h"
 #include "routing/pattern_checker.h"
 #include "routing/route_checker.h"
+#include "routing/sl_to_vl.h"
 #include "tests/routing/fabric_sketch.h"
 #include "tests/routing/generated_fabrics.h"
 
@@ -235,6 +237,85 @@ TEST(DflyEngine, ArGroupsAreTheParallelLinks) {
   testing::RoutedWithAr s = testing::routeWithAr(*single, "dfly", 2);
   ASSERT_TRUE(s.routed.tables.ok());
   EXPECT_EQ(s.report.arEntries, 0u);
+}
+
+// AR groups with the spread routes: the switches that detour or may detour offer, besides the LFT port, the
+// detours of one SL (dfly_engine.cc's header). The LFTs stay those without AR; some members are non-minimal,
+// within RoutingTables::arStretch (2 hops), and the checker passes them: each member's way arrives within
+// the stretch and the VL-aware CDG with every member is acyclic. An SL differs from the one without AR only
+// where the switch has a group, the group cap holds, and with every path on SL 0 the same groups close a
+// cycle: the detour SLs are what makes them safe.
+TEST(DflyEngine, SpreadArGroupsOfferDetoursDeadlockFree) {
+  std::vector<fabric::TopologyPtr> fabrics = {generate(dragonfly(4, 2)), generate(dragonfly(4, 3)),
+                                              generate(dragonfly(6, 3, 1)), makeDragonfly(5, 4, 2, false)};
+  for (const auto& topo : fabrics) {
+    ASSERT_TRUE(topo);
+    SCOPED_TRACE(topo->switches().size());
+    auto lids = assignLids(*topo, {}, 0);
+    ASSERT_TRUE(lids.ok());
+    Options o;
+    o.vlLayers = 8;
+    o.dflySpread = true;
+    auto on = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    o.computeAr = false;
+    auto off = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(on.ok() && off.ok());
+    EXPECT_EQ(on->lft, off->lft);
+    EXPECT_EQ(on->arStretch, 2u);
+    EXPECT_EQ(off->arStretch, 0u);
+    EXPECT_GT(testing::largestArGroup(*on), 2u);
+    size_t moved = 0;
+    for (NodeIndex s : topo->switches())
+      for (NodeIndex c : topo->cas()) {
+        const fabric::Lid lid = lids->lids.base(c, fabric::PortNum{1});
+        if (on->pathSl(s, lid) == off->pathSl(s, lid)) continue;
+        ++moved;
+        EXPECT_TRUE(dfly::isDetour(on->pathSl(s, lid)));
+        EXPECT_NE(on->ar[s].groupOf(lid.value), ArTable::kNoGroup);
+      }
+    EXPECT_GT(moved, 0u);
+    CheckReport c = checkRoutes(*topo, lids->lids, *on);
+    EXPECT_TRUE(c.ok()) << formatReportText(c);
+    EXPECT_TRUE(c.arCdgVlAware);
+    EXPECT_GT(c.arStretched, c.arMembers / 10) << formatReportText(c);
+    EXPECT_LE(c.cdgVls, 3u);
+
+    o.computeAr = true;
+    o.arGroupCap = 3;
+    auto capped = makeEngine("dfly")->compute(*topo, lids->lids, o);
+    ASSERT_TRUE(capped.ok());
+    for (NodeIndex s : topo->switches()) EXPECT_LE(capped->ar[s].groups.size(), 3u);
+    EXPECT_TRUE(checkRoutes(*topo, lids->lids, *capped).ok());
+
+    // The VL tables the SM writes (layeredVlPairs) cover every member's way: from the CA port to the member,
+    // and at its far end on to the route there.
+    const VlPairs pairs = layeredVlPairs(*topo, *on);
+    size_t ways = 0;
+    for (NodeIndex s : topo->switches())
+      for (NodeIndex c : topo->cas()) {
+        const fabric::Lid lid = lids->lids.base(c, fabric::PortNum{1});
+        const uint16_t group = on->ar[s].groupOf(lid.value);
+        const fabric::Node& sw = topo->node(s);
+        unsigned host = 1;
+        auto isHost = [&](unsigned q) {
+          return sw.ports[q].connected() && !topo->node(sw.ports[q].peerNode).isSwitch();
+        };
+        while (host < sw.numPorts && !isHost(host)) ++host;
+        if (group == ArTable::kNoGroup) continue;
+        for (unsigned q = 1; q <= sw.numPorts; ++q) {
+          if (!on->ar[s].groups[group].test(q)) continue;
+          const fabric::Port& p = sw.ports[q];
+          ++ways;
+          EXPECT_TRUE(pairs.used(s, host, q));
+          EXPECT_TRUE(pairs.used(p.peerNode, p.peerPort.value, on->port(p.peerNode, lid)));
+        }
+      }
+    EXPECT_GT(ways, 0u);
+
+    RoutingTables flat = *on;
+    flat.sl = {};
+    EXPECT_FALSE(checkRoutes(*topo, lids->lids, flat).arCdgAcyclic);
+  }
 }
 
 // What is not a dragonfly is declined with the reason (dfsp or dor route it), and so is a dragonfly on one

@@ -6,6 +6,7 @@
 // follows, in the rebalance (rebalanceDragonfly); what it cannot repair it declines with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "routing/rebalance.h"
 #include "routing/repair.h"
 #include "routing/route_checker.h"
+#include "routing/switch_graph.h"
 #include "tests/routing/generated_fabrics.h"
 
 namespace ibsm::routing {
@@ -234,6 +236,47 @@ TEST(DflyRepair, ALinkThatComesBackRestoresTheOriginalTables) {
   auto r4 = repairRoutes(*back, before.lids, r3->tables, r3->loads, *topo, before.lids);
   ASSERT_TRUE(r4.ok());
   EXPECT_EQ(r4->tables.lft, before.tables.lft);
+}
+
+// The spread routes' AR groups offer detours that rest on the routes to their LID (dfly_engine.cc's header):
+// with every global link of 9 groups x 4 down in turn, the repaired tables pass the checker with every
+// member (each within RoutingTables::arStretch, the VL-aware AR CDG acyclic), the groups of the LIDs whose
+// routes moved hold only the LFT port's parallel links, and the other LIDs keep their detours.
+TEST(DflyRepair, ARepairedLidsGroupsGoBackToTheParallelLinks) {
+  TopologyPtr topo = generate(dragonfly(4, 2));
+  ASSERT_TRUE(topo);
+  Options o;
+  o.vlLayers = 8;
+  o.dflySpread = true;
+  const Routed before = testing::routeWithLoads(*topo, "dfly", o);
+  ASSERT_EQ(before.tables.arStretch, 2u);
+  for (auto link : links(*topo, before.tables, false)) {
+    const std::string what = topo->node(link.first).description + "[" + std::to_string(link.second) + "]";
+    TopologyPtr after = takeDown(*topo, {link});
+    auto r = repairRoutes(*topo, before.lids, before.tables, before.loads, *after, before.lids);
+    ASSERT_TRUE(r.ok()) << what << ": " << r.error().message;
+    EXPECT_EQ(r->tables.arStretch, 2u) << what;
+    CheckReport c = checkRoutes(*after, before.lids, r->tables);
+    EXPECT_TRUE(c.ok()) << what << "\n" << formatReportText(c);
+    EXPECT_GT(c.arStretched, 0u) << what;
+    const SwitchGraph g(*after);
+    for (uint16_t lid = 1; lid <= before.lids.maxLid().value; ++lid) {
+      const fabric::Lid l{lid};
+      if (std::none_of(after->switches().begin(), after->switches().end(),
+                       [&](NodeIndex s) { return r->tables.port(s, l) != before.tables.port(s, l); }))
+        continue;
+      for (NodeIndex s : after->switches()) {
+        const uint16_t group = r->tables.ar[s].groupOf(lid);
+        if (group == ArTable::kNoGroup) continue;
+        const SwitchIndex to = g.arcs()[g.arcOfPort(g.index(s), r->tables.port(s, l))].to;
+        for (uint32_t a = g.arcBegin(g.index(s)); a < g.arcEnd(g.index(s)); ++a) {
+          if (r->tables.ar[s].groups[group].test(g.arcs()[a].port)) {
+            EXPECT_EQ(g.arcs()[a].to, to) << what << ": " << after->node(s).description << " LID " << lid;
+          }
+        }
+      }
+    }
+  }
 }
 
 // With an incremental rebalance to follow (clearDeparted false, ibsmd's default) a link that comes back is

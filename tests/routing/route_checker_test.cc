@@ -284,6 +284,43 @@ TEST(RouteChecker, ArCdgIsPerVlWhenPathsCarrySls) {
   EXPECT_FALSE(checkRoutes(*g.topo, g.lids, t, co).arCdgAcyclic);
 }
 
+// A member beyond the shortest passes only within the tables' arStretch (over its next switch's own route)
+// and only where the VL-aware AR CDG vouches for it: the ring's long way round, one hop longer, passes with
+// arStretch 1 once sw0's host sends on SL 1, and is rejected with arStretch 0, without the AR CDG, or when
+// every path is on SL 0 and the members' dependencies close the cycle (unsafe non-minimal members).
+TEST(RouteChecker, ArMembersBeyondTheShortestNeedTheStretchAndAnAcyclicVlCdg) {
+  Ring g = makeRing();
+  RoutingTables t = ringWithLongWayAr(g);
+  t.arStretch = 1;
+  t.slLayers = 2;
+  t.sl.resize(g.topo->size());
+  for (NodeIndex s : g.s) t.sl[s].assign(g.lids.maxLid().value + 1u, 0);
+  CheckReport unsafe = checkRoutes(*g.topo, g.lids, t);
+  EXPECT_EQ(unsafe.arStretched, 3u);
+  EXPECT_EQ(unsafe.arNotShortest, 0u);
+  EXPECT_FALSE(unsafe.arCdgAcyclic);
+  EXPECT_FALSE(unsafe.ok());
+
+  t.sl[g.s[0]][g.lids.base(g.h[1], PortNum{1}).value] = 1;
+  CheckReport safe = checkRoutes(*g.topo, g.lids, t);
+  EXPECT_EQ(safe.arStretched, 3u);
+  EXPECT_TRUE(safe.ok()) << formatReportText(safe);
+  EXPECT_NE(formatReportText(safe).find("3 within the AR stretch"), std::string::npos);
+  EXPECT_NE(formatReportJson(safe).find("\"arStretched\":3"), std::string::npos);
+
+  CheckOptions noArCdg;
+  noArCdg.checkArCdg = false;
+  CheckReport unvouched = checkRoutes(*g.topo, g.lids, t, noArCdg);
+  EXPECT_EQ(unvouched.arStretched, 0u);
+  EXPECT_EQ(unvouched.arNotShortest, 3u);
+
+  t.arStretch = 0;
+  CheckReport minimal = checkRoutes(*g.topo, g.lids, t);
+  EXPECT_EQ(minimal.arNotShortest, 3u);
+  EXPECT_TRUE(anyExampleHas(minimal, "port 2 is 3 hops away, shortest is 2"));
+  EXPECT_FALSE(minimal.ok());
+}
+
 TEST(RouteChecker, AllLidsChecksEveryLidOfAnLmcRange) {
   Line l = makeLine(/*lmc=*/2);
   RoutingTables t = lineTables(l);
