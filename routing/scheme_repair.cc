@@ -167,9 +167,11 @@ std::string SchemeRepair::run(uint32_t arGroupCap) {
       updateGroup(s);
     }
     // The detours that switches outside the broken set offer (dfly's, RoutingTables::arStretch) rose over
-    // routes that may have changed: back to the LFT port's parallel links.
-    for (SwitchIndex s = 0; s < g_.size(); ++s)
-      if (inB_[s] != serial_ && offersElsewhere(s)) updateGroup(s);
+    // routes that may have changed: back to the LFT port's parallel links. Tables without such members (the
+    // minimal dfly's, dor's) hold parallel links only: no switch to look at.
+    if (out_.tables.arStretch > 0)
+      for (SwitchIndex s = 0; s < g_.size(); ++s)
+        if (inB_[s] != serial_ && offersElsewhere(s)) updateGroup(s);
     ++out_.destinations;
     i = j;
   }
