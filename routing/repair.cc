@@ -401,16 +401,7 @@ class Repairer {
     for (uint32_t x : order_) {
       const uint64_t w = dest_.isSwitch ? 0 : sourcesThrough(x);
       if (w > 0) unbookOld(og_.indexOf(oldNode_[x]), lid_, w);
-      uint32_t best = kInf;
-      std::tuple<uint64_t, uint64_t, uint8_t> bestRank{};
-      candidates(x, ddown_[x], dany_[x], [&](uint32_t a) {
-        auto rank = std::tuple(std::max(load(a), worstFrom(g_.arc(a).to)), load(a), g_.arc(a).port);
-        if (best == kInf || rank < bestRank) {
-          best = a;
-          bestRank = rank;
-        }
-      });
-      setEntry(x, lid_, g_.arc(best).port);  // there is a candidate: the way offered above
+      setEntry(x, lid_, g_.arc(choose(x)).port);  // there is a candidate: the way offered above
       if (w > 0) bookNew(x, w);
       if (dest_.isSwitch)
         setGroup(x, lid_, {});
@@ -418,6 +409,22 @@ class Repairer {
         groupFor(x, ddown_[x], dany_[x]);
     }
     return true;
+  }
+  // The arc switch x takes among its legal equal-cost ones (its distances ddown_, dany_): its old port when
+  // it is still one, else the one whose way to the destination is least loaded; kInf when there is none.
+  uint32_t choose(uint32_t x) {
+    const uint8_t was = entry(out_.tables, g_.node(x), lid_);
+    uint32_t best = kInf;
+    std::tuple<uint64_t, uint64_t, uint8_t> bestRank{};
+    candidates(x, ddown_[x], dany_[x], [&](uint32_t a) {
+      if (best != kInf && g_.arc(best).port == was) return;  // the old port stands when it is still legal
+      auto rank = std::tuple(std::max(load(a), worstFrom(g_.arc(a).to)), load(a), g_.arc(a).port);
+      if (g_.arc(a).port == was || best == kInf || rank < bestRank) {
+        best = a;
+        bestRank = rank;
+      }
+    });
+    return best;
   }
   // Length and direction (down-only or not) of x's way before the change, from the old tables; kInf when it
   // had none.
@@ -549,18 +556,7 @@ class Repairer {
           setEntry(x, lid, kNoPort);
         continue;
       }
-      const uint8_t was = entry(out_.tables, g_.node(x), lid);
-      uint32_t best = kInf;
-      std::tuple<uint64_t, uint64_t, uint8_t> bestRank{};
-      candidates(x, ddown_[x], dany_[x], [&](uint32_t a) {
-        if (best != kInf && g_.arc(best).port == was) return;  // the old port stands when it is still legal
-        const uint32_t v = g_.arc(a).to;
-        auto rank = std::tuple(std::max(load(a), worstFrom(v)), load(a), g_.arc(a).port);
-        if (g_.arc(a).port == was || best == kInf || rank < bestRank) {
-          best = a;
-          bestRank = rank;
-        }
-      });
+      const uint32_t best = choose(x);
       if (best == kInf) return "no legal port found at " + fabric::toString(g_.guid(x));  // cannot happen
       setEntry(x, lid, g_.arc(best).port);
       if (counted && weight_[x] > 0) bookTentative(x, weight_[x]);
