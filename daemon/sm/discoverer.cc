@@ -400,52 +400,75 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     auto linked = sweep.builder.connect(l.a, fabric::PortNum{l.pa}, l.b, fabric::PortNum{l.pb});
     if (!linked) sweep.warnings.push_back("DISC005 inconsistent link: " + linked.error().message);
   }
-  // Breadth-first from the SM node; `order` becomes the new node numbering. A node (or CA port) keeps the
-  // directed route it has while that still leads to it (a re-discovery then writes only the routes that ran
-  // over a changed link); otherwise it gets its breadth-first one.
+  // A node (or CA port) keeps the directed route it has while that still leads to it (a re-discovery then
+  // writes only the routes that ran over a changed link); otherwise it gets a breadth-first one. First the
+  // switches, breadth-first from the SM's port (only they forward a DR SMP; the SM's node only on its own
+  // port); then every other node, in index order, through the reached switches it is linked to: a CA row is
+  // looked at once, in the order the rows are laid out.
   fabric::TopologyBuilder& old = sweep.builder;
-  std::vector<NodeIndex> order, newIndex(old.size(), fabric::kNoNode);
-  std::vector<DrPath> bfs(old.size());
-  const NodeIndex root = 0;  // the local node is always the first one added
   const fabric::TopologyBuilder& read =
       old;  // nodes a re-discovery shares are written only where they change
-  order.push_back(root);
-  newIndex[root] = 0;
-  old.setRoute(root, DrPath{});
-  for (size_t head = 0; head < order.size(); ++head) {
-    const fabric::Node& n = read.node(order[head]);
-    bool local = head == 0;
-    if (!n.isSwitch() && !local) continue;
+  const size_t count = old.size();
+  constexpr uint32_t kNotReached = UINT32_MAX;
+  std::vector<uint8_t> isSwitch(count);
+  for (NodeIndex i = 0; i < count; ++i) isSwitch[i] = read.node(i).isSwitch();
+  std::vector<uint32_t> at(count, kNotReached);  // a reached switch's (or the SM node's) place in `forwards`
+  std::vector<NodeIndex> forwards{0};            // the local node is always the first one added
+  std::vector<DrPath> bfs{DrPath{}};             // their breadth-first routes
+  at[0] = 0;
+  old.setRoute(0, DrPath{});
+  for (size_t head = 0; head < forwards.size(); ++head) {
+    const fabric::Node& n = read.node(forwards[head]);
     for (unsigned p = 1; p <= n.numPorts; ++p) {
       const fabric::Port& port = n.ports[p];
-      if (!port.connected()) continue;
+      if (!port.connected() || !isSwitch[port.peerNode] || at[port.peerNode] != kNotReached) continue;
       if (!n.isSwitch() && p != sweep.smPortNum) continue;
-      const fabric::Node& peer = read.node(port.peerNode);
-      // A switch already reached has its route (most links of a fabric lead to one): no route to make.
-      if (peer.isSwitch() && newIndex[port.peerNode] != fabric::kNoNode) continue;
-      auto route = bfs[order[head]].extended(static_cast<uint8_t>(p));
+      auto route = bfs[head].extended(static_cast<uint8_t>(p));
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
-      const fabric::PortNum at = port.peerPort;
+      at[port.peerNode] = static_cast<uint32_t>(forwards.size());
+      forwards.push_back(port.peerNode);
+      bfs.push_back(*route);
       // A route equal to the breadth-first one leads there (most do): only others are walked.
-      if (const DrPath& had = read.portRoute(port.peerNode, at);
-          !peer.isSwitch() && had != *route && !leadsTo(read, had, port.peerNode, at))
-        old.setPortRoute(port.peerNode, at, *route);
-      if (newIndex[port.peerNode] != fabric::kNoNode) continue;
-      newIndex[port.peerNode] = static_cast<NodeIndex>(order.size());
-      order.push_back(port.peerNode);
-      bfs[port.peerNode] = *route;
       if (const DrPath& had = read.route(port.peerNode);
-          had != *route && !leadsTo(read, had, port.peerNode, peer.isSwitch() ? fabric::PortNum{} : at))
+          had != *route && !leadsTo(read, had, port.peerNode, {}))
         old.setRoute(port.peerNode, *route);
     }
   }
+  std::vector<bool> reached(count, false);
+  size_t reachedCount = 0;
+  for (NodeIndex i = 0; i < count; ++i) {
+    if (at[i] != kNotReached) {
+      reached[i] = true;
+      ++reachedCount;
+      continue;
+    }
+    const fabric::Node& n = read.node(i);
+    bool nodeRouted = false;  // the node's own route leads to it through a port reached so far
+    std::optional<DrPath> first;
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (!port.connected() || at[port.peerNode] == kNotReached) continue;
+      if (!isSwitch[port.peerNode] && port.peerPort.value != sweep.smPortNum) continue;  // the SM node's
+      auto route = bfs[at[port.peerNode]].extended(port.peerPort.value);
+      if (!route) continue;
+      const fabric::PortNum in{static_cast<uint8_t>(p)};
+      if (const DrPath& had = read.portRoute(i, in); had != *route && !leadsTo(read, had, i, in))
+        old.setPortRoute(i, in, *route);
+      const DrPath& had = read.route(i);
+      nodeRouted = nodeRouted || had == *route || leadsTo(read, had, i, in);
+      if (!first) first = *route;
+    }
+    if (!first) continue;
+    if (!nodeRouted) old.setRoute(i, *first);
+    reached[i] = true;
+    ++reachedCount;
+  }
   DiscoveryResult result;
-  fabric::TopologyBuilder fresh;
-  // When every node is still reached (a re-discovery usually reaches them all, if not always in the order
-  // they were numbered: a link on the SM's routes that goes down reorders the walk), the nodes keep their
-  // numbers (what the repair and the programmers' caches like best): then the sweep's own builder is the
-  // result, links, routes and all, with no second copy of the fabric. The local node is number 0 either way.
-  if (order.size() == old.size()) {
+  // When every node is still reached (a re-discovery usually reaches them all), the nodes keep their numbers
+  // (what the repair and the programmers' caches like best): then the sweep's own builder is the result,
+  // links, routes and all, with no second copy of the fabric. Otherwise the nodes reached keep their order;
+  // the local node is number 0 either way.
+  if (reachedCount == count) {
     old.setSmPort(0, fabric::PortNum{sweep.smPortNum});
     auto topo = std::move(old).build();
     if (!topo) return topo.error();
@@ -456,15 +479,22 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     result.stats.warnings = std::move(sweep.warnings);
     return result;
   }
-  for (NodeIndex o : order) {
+  fabric::TopologyBuilder fresh;
+  std::vector<NodeIndex> newIndex(count, fabric::kNoNode);
+  for (NodeIndex o = 0; o < count; ++o) {
+    if (!reached[o]) continue;
     fabric::Node n = read.node(o);
     for (auto& port : n.ports) port.peerNode = fabric::kNoNode;
-    if (auto i = fresh.addNode(std::move(n))) fresh.shareRoutes(*i, old, o);  // GUIDs are unique in `old`
+    if (auto i = fresh.addNode(std::move(n))) {  // GUIDs are unique in `old`
+      fresh.shareRoutes(*i, old, o);
+      newIndex[o] = *i;
+    }
     result.portInfo.pushShared(sweep.portInfo, o);
     result.switchInfo.push_back(sweep.switchInfo[o]);
   }
-  for (NodeIndex o : order) {
-    const fabric::Node& n = old.node(o);
+  for (NodeIndex o = 0; o < count; ++o) {
+    if (!reached[o]) continue;
+    const fabric::Node& n = read.node(o);
     for (unsigned p = 1; p <= n.numPorts; ++p) {
       const fabric::Port& port = n.ports[p];
       if (port.connected() && newIndex[port.peerNode] != fabric::kNoNode)
@@ -473,9 +503,8 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     }
   }
   fresh.setSmPort(0, fabric::PortNum{sweep.smPortNum});
-  if (order.size() < old.size())
-    sweep.warnings.push_back("DISC006 " + std::to_string(old.size() - order.size()) +
-                             " node(s) no longer reachable");
+  sweep.warnings.push_back("DISC006 " + std::to_string(count - reachedCount) +
+                           " node(s) no longer reachable");
   auto topo = std::move(fresh).build();
   if (!topo) return topo.error();
   result.topology = std::move(*topo);
