@@ -31,7 +31,7 @@ class Repairer {
         topo_(topo),
         out_(out),
         oldIndex_(oldIndex ? std::move(oldIndex) : std::make_shared<const RepairIndex>(oldTopo, oldLids)),
-        index_(std::make_shared<const RepairIndex>(topo, lids)),
+        index_(RepairIndex::patched(*oldIndex_, oldTopo, oldLids, topo, lids)),
         og_(oldIndex_->graph),
         g_(index_->graph),
         oarcs_(oldIndex_->arcs),
@@ -688,6 +688,59 @@ class Repairer {
 RepairIndex::RepairIndex(const Topology& topo, const LidAssignment& lids)
     : graph(topo), arcs(graph), exits(static_cast<size_t>(lids.maxLid().value) + 1) {
   for (const DestLid& d : collectDestLids(topo, lids, graph)) exits[d.lid.value] = {d.sw, d.port, d.isSwitch};
+}
+
+RepairIndexPtr RepairIndex::patched(const RepairIndex& base, const Topology& baseTopo,
+                                    const LidAssignment& baseLids, const Topology& topo,
+                                    const LidAssignment& lids) {
+  if (topo.size() != baseTopo.size() || topo.switches() != baseTopo.switches() || !(lids == baseLids) ||
+      base.exits.size() != static_cast<size_t>(lids.maxLid().value) + 1)
+    return std::make_shared<const RepairIndex>(topo, lids);
+  // The nodes whose rows differ and, in either version, the switches they are linked to.
+  std::vector<NodeIndex> changed;
+  for (NodeIndex i = 0; i < topo.size(); ++i)
+    if (!topo.nodes().sameRow(i, baseTopo.nodes(), i)) changed.push_back(i);
+  std::vector<bool> reread(topo.size(), false);
+  auto markAround = [&reread](const Topology& t, NodeIndex i) {
+    const fabric::Node& n = t.node(i);
+    if (n.isSwitch()) reread[i] = true;
+    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p)
+      if (const fabric::Port& port = n.ports[p];
+          port.connected() && port.peerNode < t.size() && t.node(port.peerNode).isSwitch())
+        reread[port.peerNode] = true;
+  };
+  for (NodeIndex i : changed) {
+    markAround(topo, i);
+    markAround(baseTopo, i);
+  }
+  RoutingGraph graph(topo, base.graph, reread);
+  // The exits of the LIDs of changed CAs and of the CAs linked to a switch read again (a switch's own LID
+  // leaves where it did: its number is the same).
+  std::vector<Exit> exits = base.exits;
+  DestLid d;
+  auto again = [&](NodeIndex c, PortNum p) {
+    const LidRange r = lids.range(c, p);
+    for (uint32_t l = r.base.value; r.base.value != 0 && l < r.base.value + r.count() && l < exits.size();
+         ++l)
+      exits[l] = destLid(topo, lids, graph, Lid{static_cast<uint16_t>(l)}, d) ? Exit{d.sw, d.port, d.isSwitch}
+                                                                              : Exit{};
+  };
+  auto casAround = [&](const Topology& t, NodeIndex s) {
+    const fabric::Node& n = t.node(s);
+    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p)
+      if (const fabric::Port& port = n.ports[p];
+          port.connected() && port.peerNode < t.size() && !t.node(port.peerNode).isSwitch())
+        again(port.peerNode, port.peerPort);
+  };
+  for (NodeIndex i : changed)
+    if (!topo.node(i).isSwitch())
+      for (unsigned p = 1; p <= topo.node(i).numPorts; ++p) again(i, PortNum{static_cast<uint8_t>(p)});
+  for (NodeIndex s : topo.switches())
+    if (reread[s]) {
+      casAround(topo, s);
+      casAround(baseTopo, s);
+    }
+  return std::make_shared<const RepairIndex>(std::move(graph), std::move(exits));
 }
 
 PortLoads computePortLoads(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,

@@ -23,35 +23,75 @@ RoutingGraph::RoutingGraph(const Topology& topo) : index_(topo.size(), kNone) {
   }
   begin_.assign(nodes_.size() + 1, 0);
   hosts_.assign(nodes_.size(), 0);
-  for (uint32_t s = 0; s < nodes_.size(); ++s) {
-    const fabric::Node& node = topo.node(nodes_[s]);
+  for (uint32_t s = 0; s < nodes_.size(); ++s) readArcs(topo, s);
+  begin_[nodes_.size()] = static_cast<uint32_t>(arcs_.size());
+  for (uint32_t s = 0; s < nodes_.size(); ++s) pairArcs(s);
+}
+
+RoutingGraph::RoutingGraph(const Topology& topo, const RoutingGraph& base, const std::vector<bool>& reread)
+    : nodes_(base.nodes_), index_(base.index_), guids_(base.guids_), maxPort_(base.maxPort_) {
+  const uint32_t n = static_cast<uint32_t>(nodes_.size());
+  begin_.assign(n + 1, 0);
+  hosts_ = base.hosts_;
+  arcs_.reserve(base.arcs_.size());
+  for (uint32_t s = 0; s < n; ++s) {
+    if (reread[nodes_[s]]) {
+      readArcs(topo, s);
+      continue;
+    }
     begin_[s] = static_cast<uint32_t>(arcs_.size());
-    maxPort_ = std::max<uint32_t>(maxPort_, node.numPorts);
-    for (unsigned p = 1; p <= node.numPorts && p < node.ports.size(); ++p) {
-      const fabric::Port& port = node.ports[p];
-      if (!usable(topo, port)) continue;
-      uint32_t peer = index_[port.peerNode];
-      if (peer == kNone) {
-        ++hosts_[s];
-        continue;
+    arcs_.insert(arcs_.end(), base.arcs_.begin() + base.begin_[s], base.arcs_.begin() + base.begin_[s + 1]);
+  }
+  begin_[n] = static_cast<uint32_t>(arcs_.size());
+  // Between two switches kept as they were, an arc's reverse keeps its place in its switch's arcs.
+  for (uint32_t s = 0; s < n; ++s) {
+    if (reread[nodes_[s]]) {
+      pairArcs(s);
+      continue;
+    }
+    for (uint32_t a = begin_[s], b = base.begin_[s]; a < begin_[s + 1]; ++a, ++b) {
+      Arc& arc = arcs_[a];
+      if (reread[nodes_[arc.to]]) {
+        auto first = arcs_.begin() + begin_[arc.to], last = arcs_.begin() + begin_[arc.to + 1];
+        auto it =
+            std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
+        assert(it != last && it->port == arc.peerPort && it->to == s);
+        arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
+      } else {
+        arc.reverse = begin_[arc.to] + (base.arcs_[b].reverse - base.begin_[arc.to]);
       }
-      if (peer == s) continue;  // a cable looped back into the same switch carries no routes
-      arcs_.push_back(Arc{peer, static_cast<uint8_t>(p), port.peerPort.value, kNone});
     }
   }
-  begin_[nodes_.size()] = static_cast<uint32_t>(arcs_.size());
-  // Pair each arc with its reverse: the peer's arc whose local port is our peerPort. Arcs are port-ordered,
-  // so a binary search inside the peer's range finds it.
-  for (uint32_t s = 0; s < nodes_.size(); ++s) {
-    for (uint32_t a = begin_[s]; a < begin_[s + 1]; ++a) {
-      Arc& arc = arcs_[a];
-      auto first = arcs_.begin() + begin_[arc.to];
-      auto last = arcs_.begin() + begin_[arc.to + 1];
-      auto it =
-          std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
-      assert(it != last && it->port == arc.peerPort && it->to == s);
-      arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
+}
+
+void RoutingGraph::readArcs(const Topology& topo, uint32_t s) {
+  const fabric::Node& node = topo.node(nodes_[s]);
+  begin_[s] = static_cast<uint32_t>(arcs_.size());
+  hosts_[s] = 0;
+  maxPort_ = std::max<uint32_t>(maxPort_, node.numPorts);
+  for (unsigned p = 1; p <= node.numPorts && p < node.ports.size(); ++p) {
+    const fabric::Port& port = node.ports[p];
+    if (!usable(topo, port)) continue;
+    uint32_t peer = index_[port.peerNode];
+    if (peer == kNone) {
+      ++hosts_[s];
+      continue;
     }
+    if (peer == s) continue;  // a cable looped back into the same switch carries no routes
+    arcs_.push_back(Arc{peer, static_cast<uint8_t>(p), port.peerPort.value, kNone});
+  }
+}
+
+// Pairs each arc with its reverse: the peer's arc whose local port is our peerPort. Arcs are port-ordered, so
+// a binary search inside the peer's range finds it.
+void RoutingGraph::pairArcs(uint32_t s) {
+  for (uint32_t a = begin_[s]; a < begin_[s + 1]; ++a) {
+    Arc& arc = arcs_[a];
+    auto first = arcs_.begin() + begin_[arc.to];
+    auto last = arcs_.begin() + begin_[arc.to + 1];
+    auto it = std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
+    assert(it != last && it->port == arc.peerPort && it->to == s);
+    arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
   }
 }
 
@@ -93,35 +133,36 @@ std::vector<uint32_t> RoutingGraph::distances(std::span<const uint32_t> sources)
   return dist;
 }
 
+bool destLid(const Topology& topo, const LidAssignment& lids, const RoutingGraph& graph, Lid lid,
+             DestLid& d) {
+  const LidOwner owner = lids.owner(lid);
+  if (owner.node == fabric::kNoNode || owner.node >= topo.size()) return false;
+  const fabric::Node& node = topo.node(owner.node);
+  d = DestLid{};
+  d.lid = lid;
+  d.owner = owner.node;
+  d.ownerPort = owner.port;
+  d.offset = static_cast<uint16_t>(lid.value - lids.base(owner.node, owner.port).value);
+  if (node.isSwitch()) {
+    d.sw = graph.indexOf(owner.node);
+    d.port = 0;
+    d.isSwitch = true;
+    return true;
+  }
+  if (owner.port.value >= node.ports.size()) return false;
+  const fabric::Port& port = node.ports[owner.port.value];
+  if (!usable(topo, port)) return false;
+  d.sw = graph.indexOf(port.peerNode);
+  d.port = port.peerPort.value;
+  return d.sw != RoutingGraph::kNone;
+}
+
 std::vector<DestLid> collectDestLids(const Topology& topo, const LidAssignment& lids,
                                      const RoutingGraph& graph) {
   std::vector<DestLid> out;
-  const uint32_t maxLid = lids.maxLid().value;
-  for (uint32_t l = 1; l <= maxLid; ++l) {
-    Lid lid{static_cast<uint16_t>(l)};
-    LidOwner owner = lids.owner(lid);
-    if (owner.node == fabric::kNoNode || owner.node >= topo.size()) continue;
-    const fabric::Node& node = topo.node(owner.node);
-    DestLid d;
-    d.lid = lid;
-    d.owner = owner.node;
-    d.ownerPort = owner.port;
-    d.offset = static_cast<uint16_t>(l - lids.base(owner.node, owner.port).value);
-    if (node.isSwitch()) {
-      d.sw = graph.indexOf(owner.node);
-      d.port = 0;
-      d.isSwitch = true;
-    } else {
-      if (owner.port.value >= node.ports.size()) continue;
-      const fabric::Port& port = node.ports[owner.port.value];
-      if (!usable(topo, port)) continue;
-      uint32_t sw = graph.indexOf(port.peerNode);
-      if (sw == RoutingGraph::kNone) continue;
-      d.sw = sw;
-      d.port = port.peerPort.value;
-    }
-    out.push_back(d);
-  }
+  DestLid d;
+  for (uint32_t l = 1; l <= lids.maxLid().value; ++l)
+    if (destLid(topo, lids, graph, Lid{static_cast<uint16_t>(l)}, d)) out.push_back(d);
   return out;
 }
 

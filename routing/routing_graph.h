@@ -26,6 +26,10 @@ class RoutingGraph {
   };
 
   explicit RoutingGraph(const Topology& topo);
+  // topo's graph made from base, the graph of a version of topo with the same switches under the same
+  // numbers: the switches `reread` marks (by node) have their arcs and hosts read from topo, the others keep
+  // base's. Those must be every switch whose node, or a neighbour's, differs between the two versions.
+  RoutingGraph(const Topology& topo, const RoutingGraph& base, const std::vector<bool>& reread);
 
   size_t size() const { return nodes_.size(); }
   fabric::NodeIndex node(uint32_t sw) const { return nodes_[sw]; }
@@ -48,6 +52,8 @@ class RoutingGraph {
   std::vector<uint32_t> distances(std::span<const uint32_t> sources) const;
 
  private:
+  void readArcs(const Topology& topo, uint32_t s);  // appends s's arcs (reverse unset), counts its hosts
+  void pairArcs(uint32_t s);                        // sets the reverse of each of s's arcs
   std::vector<fabric::NodeIndex> nodes_;
   std::vector<uint32_t> index_;
   std::vector<Guid> guids_;
@@ -101,5 +107,7 @@ struct DestLid {
 // with no switch on the other end of the cable are left out (no switch can route to them).
 std::vector<DestLid> collectDestLids(const Topology& topo, const LidAssignment& lids,
                                      const RoutingGraph& graph);
+// One LID's: false when no switch can deliver to it (unused, or its port has no switch on the other end).
+bool destLid(const Topology& topo, const LidAssignment& lids, const RoutingGraph& graph, Lid lid, DestLid& d);
 
 }  // namespace ibsm::routing

@@ -205,6 +205,63 @@ TEST(Repair, TheIndexItHandsOutServesTheNextRepair) {
   EXPECT_EQ(given->loads, built->loads);
 }
 
+// The index of a changed fabric patched from the old one's is the one built afresh: links down at both ends
+// or at one (a port's state alone), towards a switch or a CA, or unlinked as a re-discovery does.
+TEST(Repair, APatchedIndexIsTheOneBuiltAfresh) {
+  TopologyPtr topo = generate(testing::fatTree(3, 8));
+  auto lids = assignLids(*topo, {}, 0);
+  ASSERT_TRUE(lids.ok());
+  const RepairIndex base(*topo, lids->lids);
+  auto expectSame = [&](const fabric::Topology& changed, const std::string& what) {
+    SCOPED_TRACE(what);
+    auto patched = RepairIndex::patched(base, *topo, lids->lids, changed, lids->lids);
+    const RepairIndex fresh(changed, lids->lids);
+    const RoutingGraph &a = patched->graph, &b = fresh.graph;
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(a.arcCount(), b.arcCount());
+    for (uint32_t s = 0; s < a.size(); ++s) {
+      EXPECT_EQ(a.node(s), b.node(s));
+      EXPECT_EQ(a.hosts(s), b.hosts(s));
+      ASSERT_EQ(a.firstArc(s), b.firstArc(s));
+    }
+    for (uint32_t x = 0; x < a.arcCount(); ++x) {
+      EXPECT_EQ(a.arc(x).to, b.arc(x).to);
+      EXPECT_EQ(a.arc(x).port, b.arc(x).port);
+      EXPECT_EQ(a.arc(x).reverse, b.arc(x).reverse);
+    }
+    for (uint32_t s = 0; s < a.size(); ++s)
+      for (uint8_t p = 0; p <= a.maxPort(); ++p) EXPECT_EQ(patched->arcs(s, p), fresh.arcs(s, p));
+    ASSERT_EQ(patched->exits.size(), fresh.exits.size());
+    for (size_t l = 0; l < fresh.exits.size(); ++l) {
+      EXPECT_EQ(patched->exits[l].sw, fresh.exits[l].sw) << "LID " << l;
+      EXPECT_EQ(patched->exits[l].port, fresh.exits[l].port) << "LID " << l;
+    }
+  };
+  const auto links = switchLinks(*topo);
+  ASSERT_FALSE(links.empty());
+  const fabric::NodeIndex ca = topo->cas().front();
+  const fabric::Port& caPort = topo->node(ca).ports[1];
+  const std::pair<fabric::NodeIndex, uint8_t> caLink{caPort.peerNode, caPort.peerPort.value};
+  expectSame(*takeDown(*topo, {links[3]}), "a switch link down");
+  expectSame(*takeDown(*topo, {caLink}), "a CA link down");
+  auto oneEnd = [&](std::pair<fabric::NodeIndex, uint8_t> end) {
+    fabric::Topology::AttrPatch patch;
+    fabric::PortAttrs a = topo->node(end.first).ports[end.second].attrs;
+    a.valid = true;
+    a.state = fabric::PortState::kDown;
+    patch.ports.emplace_back(end.first, fabric::PortNum{end.second}, a);
+    return topo->withAttrs(patch);
+  };
+  expectSame(*oneEnd(links[5]), "one end of a switch link down");
+  expectSame(*oneEnd(caLink), "a switch's port to a CA down");
+  fabric::TopologyBuilder b(*topo);
+  b.disconnect(links[7].first, fabric::PortNum{links[7].second});
+  b.disconnect(caLink.first, fabric::PortNum{caLink.second});
+  auto unlinked = std::move(b).build();
+  ASSERT_TRUE(unlinked.ok());
+  expectSame(**unlinked, "a switch link and a CA link unlinked");
+}
+
 TEST(Repair, ALinkThatComesUpKeepsEveryRoute) {
   TopologyPtr full = generate(testing::fatTree(2, 8));
   auto link = switchLinks(*full).front();
