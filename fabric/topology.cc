@@ -84,8 +84,9 @@ std::optional<NodeIndex> Topology::findNode(Guid nodeGuid) const {
 }
 
 std::optional<std::pair<NodeIndex, PortNum>> Topology::findPort(Guid portGuid) const {
-  auto it = byPortGuid_.find(portGuid);
-  if (it == byPortGuid_.end()) return std::nullopt;
+  if (!byPortGuid_) return std::nullopt;
+  auto it = byPortGuid_->find(portGuid);
+  if (it == byPortGuid_->end()) return std::nullopt;
   return it->second;
 }
 
@@ -98,6 +99,7 @@ std::optional<NodeIndex> Topology::findByDescription(std::string_view desc) cons
 TopologyBuilder::TopologyBuilder(const Topology& base)
     : nodes_(base.nodes_),
       routes_(base.routes_),
+      base_(base.weak_from_this().lock()),
       byGuid_(base.byGuid_ ? base.byGuid_ : std::make_shared<std::unordered_map<Guid, NodeIndex>>()),
       smNode_(base.smNode_),
       smPort_(base.smPort_),
@@ -209,10 +211,67 @@ TopologyPtr Topology::withAttrs(const AttrPatch& patch) const {
   return copy;
 }
 
-Result<TopologyPtr> TopologyBuilder::build() && {
+TopologyPtr TopologyBuilder::buildOnBase() {
+  if (!base_ || nodes_.size() != base_->size()) return nullptr;
+  std::vector<NodeIndex> written;
+  std::vector<bool> isWritten(nodes_.size(), false);
+  for (NodeIndex i = 0; i < nodes_.size(); ++i) {
+    if (nodes_.sameRow(i, base_->nodes_, i)) continue;
+    const Node &n = std::as_const(nodes_)[i], &was = base_->node(i);
+    if (n.type != was.type || n.guid != was.guid || n.ports.size() != was.ports.size()) return nullptr;
+    // A switch's ports carry its port GUID (see build()); the base's rows already do.
+    const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
+    for (size_t p = 0; p < n.ports.size(); ++p)
+      if ((n.isSwitch() ? portGuid : n.ports[p].guid) != was.ports[p].guid) return nullptr;
+    if (n.isSwitch())
+      for (size_t p = 0; p < n.ports.size(); ++p)
+        if (n.ports[p].guid != portGuid) nodes_[i].ports[p].guid = portGuid;  // the row is this builder's
+    written.push_back(i);
+    isWritten[i] = true;
+  }
   auto topo = std::make_shared<Topology>();
   topo->byGuid_ = std::move(byGuid_);
-  topo->byPortGuid_.reserve(nodes_.size());
+  topo->byPortGuid_ = base_->byPortGuid_;
+  topo->switches_ = base_->switches_;
+  topo->cas_ = base_->cas_;
+  // The base's links between nodes not written, and the links of the written ones, both in (a, portA) order.
+  std::vector<Link> fresh;
+  for (NodeIndex i : written) {
+    const Node& n = std::as_const(nodes_)[i];
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      const Port& port = n.ports[p];
+      if (!port.connected()) continue;
+      const std::pair here{i, p}, there{port.peerNode, static_cast<unsigned>(port.peerPort.value)};
+      if (isWritten[port.peerNode] && there < here) continue;  // found from that end
+      fresh.push_back(here < there ? Link{i, PortNum{static_cast<uint8_t>(p)}, port.peerNode, port.peerPort}
+                                   : Link{port.peerNode, port.peerPort, i, PortNum{static_cast<uint8_t>(p)}});
+    }
+  }
+  auto before = [](const Link& x, const Link& y) {
+    return std::pair{x.a, x.portA} < std::pair{y.a, y.portA};
+  };
+  std::sort(fresh.begin(), fresh.end(), before);
+  topo->links_.reserve(base_->links_.size() + fresh.size());
+  auto f = fresh.begin();
+  for (const Link& l : base_->links_) {
+    if (isWritten[l.a] || isWritten[l.b]) continue;
+    for (; f != fresh.end() && before(*f, l); ++f) topo->links_.push_back(*f);
+    topo->links_.push_back(l);
+  }
+  topo->links_.insert(topo->links_.end(), f, fresh.end());
+  topo->nodes_ = std::move(nodes_);
+  topo->routes_ = std::move(routes_);
+  topo->smNode_ = smNode_;
+  topo->smPort_ = smPort_;
+  return topo;
+}
+
+Result<TopologyPtr> TopologyBuilder::build() && {
+  if (TopologyPtr patched = buildOnBase()) return patched;
+  auto topo = std::make_shared<Topology>();
+  topo->byGuid_ = std::move(byGuid_);
+  auto byPortGuid = std::make_shared<std::unordered_map<Guid, std::pair<NodeIndex, PortNum>>>();
+  byPortGuid->reserve(nodes_.size());
   topo->switches_.reserve(sizeHint_.switches);
   topo->cas_.reserve(sizeHint_.cas);
   topo->links_.reserve(sizeHint_.links);
@@ -224,14 +283,14 @@ Result<TopologyPtr> TopologyBuilder::build() && {
       const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
       if (std::any_of(n.ports.begin(), n.ports.end(), [&](const Port& p) { return p.guid != portGuid; }))
         for (auto& p : nodes_[i].ports) p.guid = portGuid;  // n is not read again
-      if (!topo->byPortGuid_.emplace(portGuid, std::pair{i, PortNum{0}}).second)
+      if (!byPortGuid->emplace(portGuid, std::pair{i, PortNum{0}}).second)
         return makeError("duplicate port GUID " + toString(portGuid));
     } else {
       if (n.type == NodeType::kCa) topo->cas_.push_back(i);
       for (unsigned p = 1; p <= n.numPorts; ++p) {
         const Port& port = n.ports[p];
         if (port.guid.value == 0) continue;
-        if (!topo->byPortGuid_.emplace(port.guid, std::pair{i, PortNum{static_cast<uint8_t>(p)}}).second)
+        if (!byPortGuid->emplace(port.guid, std::pair{i, PortNum{static_cast<uint8_t>(p)}}).second)
           return makeError("duplicate port GUID " + toString(port.guid));
       }
     }
@@ -243,6 +302,7 @@ Result<TopologyPtr> TopologyBuilder::build() && {
         topo->links_.push_back(Link{i, PortNum{static_cast<uint8_t>(p)}, port.peerNode, port.peerPort});
     }
   }
+  topo->byPortGuid_ = std::move(byPortGuid);
   topo->nodes_ = std::move(nodes_);
   topo->routes_ = std::move(routes_);
   topo->smNode_ = smNode_;

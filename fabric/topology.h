@@ -114,7 +114,7 @@ struct Link {
   PortNum portB;
 };
 
-class Topology {
+class Topology : public std::enable_shared_from_this<Topology> {
  public:
   // Versions of a topology share the nodes neither changed (fabric/rows.h).
   const Rows<Node>& nodes() const { return nodes_; }
@@ -161,7 +161,8 @@ class Topology {
   Rows<NodeRoutes> routes_;  // as many as nodes
   // Node GUID -> index, shared with the builders and topologies made from this one until a node is added.
   std::shared_ptr<const std::unordered_map<Guid, NodeIndex>> byGuid_;
-  std::unordered_map<Guid, std::pair<NodeIndex, PortNum>> byPortGuid_;
+  // Port GUID -> (node, port), shared likewise while the nodes keep their numbers and port GUIDs.
+  std::shared_ptr<const std::unordered_map<Guid, std::pair<NodeIndex, PortNum>>> byPortGuid_;
   std::vector<NodeIndex> switches_, cas_;
   std::vector<Link> links_;
   NodeIndex smNode_ = kNoNode;
@@ -212,8 +213,12 @@ class TopologyBuilder {
 
  private:
   NodeIndex checked(NodeIndex i) const;  // throws std::out_of_range past the last node
+  // build() when the nodes are base_'s, under the same numbers, with the same types and port GUIDs: the
+  // indexes are base_'s and only the links of the nodes written are read again; nullptr otherwise.
+  TopologyPtr buildOnBase();
   Rows<Node> nodes_;
-  Rows<NodeRoutes> routes_;  // as many as nodes
+  Rows<NodeRoutes> routes_;               // as many as nodes
+  std::shared_ptr<const Topology> base_;  // the topology this builder started from, when held by a shared_ptr
   // As Topology's, shared with the base (a re-discovery adds no node and copies none of it).
   std::shared_ptr<const std::unordered_map<Guid, NodeIndex>> byGuid_ =
       std::make_shared<std::unordered_map<Guid, NodeIndex>>();

@@ -696,22 +696,30 @@ RepairIndexPtr RepairIndex::patched(const RepairIndex& base, const Topology& bas
   if (topo.size() != baseTopo.size() || topo.switches() != baseTopo.switches() || !(lids == baseLids) ||
       base.exits.size() != static_cast<size_t>(lids.maxLid().value) + 1)
     return std::make_shared<const RepairIndex>(topo, lids);
-  // The nodes whose rows differ and, in either version, the switches they are linked to.
+  // The nodes whose rows differ; the changed switches and, in either version, the switches behind a port
+  // whose link or state (what the graph reads of it) differs.
   std::vector<NodeIndex> changed;
   for (NodeIndex i = 0; i < topo.size(); ++i)
     if (!topo.nodes().sameRow(i, baseTopo.nodes(), i)) changed.push_back(i);
   std::vector<bool> reread(topo.size(), false);
-  auto markAround = [&reread](const Topology& t, NodeIndex i) {
-    const fabric::Node& n = t.node(i);
-    if (n.isSwitch()) reread[i] = true;
-    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p)
-      if (const fabric::Port& port = n.ports[p];
-          port.connected() && port.peerNode < t.size() && t.node(port.peerNode).isSwitch())
-        reread[port.peerNode] = true;
+  auto down = [](const fabric::Port& p) {
+    return p.attrs.valid && p.attrs.state == fabric::PortState::kDown;
+  };
+  auto markPeer = [&reread](const Topology& t, const fabric::Port& port) {
+    if (port.connected() && port.peerNode < t.size() && t.node(port.peerNode).isSwitch())
+      reread[port.peerNode] = true;
   };
   for (NodeIndex i : changed) {
-    markAround(topo, i);
-    markAround(baseTopo, i);
+    const fabric::Node &n = topo.node(i), &was = baseTopo.node(i);
+    if (n.isSwitch()) reread[i] = true;
+    const fabric::Port kNone{};
+    for (unsigned p = 1; p < std::max(n.ports.size(), was.ports.size()); ++p) {
+      const fabric::Port& a = p < n.ports.size() ? n.ports[p] : kNone;
+      const fabric::Port& b = p < was.ports.size() ? was.ports[p] : kNone;
+      if (a.peerNode == b.peerNode && a.peerPort == b.peerPort && down(a) == down(b)) continue;
+      markPeer(topo, a);
+      markPeer(baseTopo, b);
+    }
   }
   RoutingGraph graph(topo, base.graph, reread);
   // The exits of the LIDs of changed CAs and of the CAs linked to a switch read again (a switch's own LID

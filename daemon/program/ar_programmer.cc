@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <unordered_set>
 
 #include "mad/smp.h"
 
@@ -316,9 +315,10 @@ ArReport ArProgrammer::program(const fabric::Topology& topo, const routing::Rout
   ArReport report;
   // A switch that left the fabric is forgotten: when it comes back (maybe rebooted) it is probed and
   // programmed from scratch.
-  std::unordered_set<fabric::Guid> present;
-  for (NodeIndex n : topo.switches()) present.insert(topo.node(n).guid);
-  switches_.retain([&](fabric::Guid guid) { return present.count(guid) > 0; });
+  switches_.retain([&](fabric::Guid guid) {
+    auto n = topo.findNode(guid);
+    return n && topo.node(*n).isSwitch();
+  });
 
   auto phase = [&](const char* name, const std::function<void(PhaseRunner&)>& issue) {
     report.phases.push_back(runPhase(engine_, clock_, name, PhaseOptions{}, issue));

@@ -340,30 +340,17 @@ bool leadsTo(const fabric::TopologyBuilder& b, const DrPath& route, NodeIndex no
 using DeadPorts = std::set<std::pair<NodeIndex, uint8_t>>;
 
 // Directed routes breadth-first from the SM's port that pass through no `avoid` switch and over no dead port
-// (a DR SMP never passes through a CA). The walk keeps each node's parent only; a route is made when asked
-// for (a few switches are), not for every node of the fabric.
+// (a DR SMP never passes through a CA). The walk keeps each node's parent only, and goes only as far as the
+// nodes asked for (a few switches near a lost link are): a route is made when asked for.
 class RoutesAvoiding {
  public:
   RoutesAvoiding(const fabric::Topology& topo, const std::vector<bool>& avoid, const DeadPorts& dead)
-      : via_(topo.size(), {fabric::kNoNode, 0}) {
-    std::vector<NodeIndex> queue{0};
+      : topo_(topo), avoid_(avoid), dead_(dead), via_(topo.size(), {fabric::kNoNode, 0}), queue_{0} {
     via_[0] = {0, 0};
-    for (size_t head = 0; head < queue.size(); ++head) {
-      const NodeIndex at = queue[head];
-      const fabric::Node& n = topo.node(at);
-      for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
-        const fabric::Port& port = n.ports[p];
-        if (!port.connected() || via_[port.peerNode].first != fabric::kNoNode ||
-            (head == 0 && !n.isSwitch() && p != topo.smPort().value) ||
-            dead.contains({at, static_cast<uint8_t>(p)}))
-          continue;
-        via_[port.peerNode] = {at, static_cast<uint8_t>(p)};
-        if (topo.node(port.peerNode).isSwitch() && !avoid[port.peerNode]) queue.push_back(port.peerNode);
-      }
-    }
   }
-  // nullopt when the walk did not reach n, or only past the directed-route hop limit.
-  std::optional<DrPath> operator()(NodeIndex n) const {
+  // nullopt when the walk does not reach n, or only past the directed-route hop limit.
+  std::optional<DrPath> operator()(NodeIndex n) {
+    while (via_[n].first == fabric::kNoNode && head_ < queue_.size()) step();
     if (via_[n].first == fabric::kNoNode) return std::nullopt;
     std::vector<uint8_t> ports;
     for (; n != 0; n = via_[n].first) ports.push_back(via_[n].second);
@@ -373,7 +360,25 @@ class RoutesAvoiding {
   }
 
  private:
+  void step() {  // the links of the next node in the walk
+    const NodeIndex at = queue_[head_++];
+    const fabric::Node& n = topo_.node(at);
+    for (unsigned p = 1; p <= n.numPorts && p < n.ports.size(); ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (!port.connected() || via_[port.peerNode].first != fabric::kNoNode ||
+          (at == 0 && !n.isSwitch() && p != topo_.smPort().value) ||
+          dead_.contains({at, static_cast<uint8_t>(p)}))
+        continue;
+      via_[port.peerNode] = {at, static_cast<uint8_t>(p)};
+      if (topo_.node(port.peerNode).isSwitch() && !avoid_[port.peerNode]) queue_.push_back(port.peerNode);
+    }
+  }
+  const fabric::Topology& topo_;
+  const std::vector<bool>& avoid_;
+  const DeadPorts& dead_;
   std::vector<std::pair<NodeIndex, uint8_t>> via_;  // (parent, its port); parent kNoNode: not reached
+  std::vector<NodeIndex> queue_;
+  size_t head_ = 0;
 };
 
 // Whether the directed route passes a dead port or through an `avoid` switch before its end.

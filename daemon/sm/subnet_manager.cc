@@ -22,7 +22,9 @@ namespace {
 bool sameNodes(const fabric::Topology& a, const fabric::Topology& b) {
   if (a.size() != b.size()) return false;
   for (NodeIndex n = 0; n < a.size(); ++n)
-    if (a.node(n).guid != b.node(n).guid || a.node(n).numPorts != b.node(n).numPorts) return false;
+    if (!a.nodes().sameRow(n, b.nodes(), n) &&
+        (a.node(n).guid != b.node(n).guid || a.node(n).numPorts != b.node(n).numPorts))
+      return false;
   return true;
 }
 
