@@ -312,8 +312,10 @@ class Repairer {
     if (any == kInf) return;
     for (uint32_t a = g_.firstArc(s); a < g_.firstArc(s + 1); ++a) {
       const uint32_t v = g_.arc(a).to;
+      const bool up = isUp(s, v);
+      if (down != kInf ? up : !up) continue;  // legalHop's direction, before v's distances are looked up
       const auto [vDown, vAny] = dists(v);
-      if (legalHop(isUp(s, v), down, any, vDown, vAny)) fn(a);
+      if (legalHop(up, down, any, vDown, vAny)) fn(a);
     }
   }
   // The arc s's route to the destination takes (kInf: none), read from its LFT block once per destination.
@@ -382,12 +384,14 @@ class Repairer {
     for (uint32_t x : seed_) {
       const auto [len, wasDown] = oldWay(x);
       if (len == kInf) return false;
+      // A seed whose way climbed had no down-only way, and losing links makes none: its lower neighbours
+      // are not asked.
       uint32_t down = kInf, up = kInf;
       for (const auto& a : g_.arcs(x)) {
         if (inB_[a.to] == serial_) continue;
         if (isUp(x, a.to)) {
           if (const uint32_t d = anyDist(a.to); d != kInf) up = std::min(up, d + 1);
-        } else if (const uint32_t d = downDist(a.to); d != kInf) {
+        } else if (const uint32_t d = wasDown ? downDist(a.to) : kInf; d != kInf) {
           down = std::min(down, d + 1);
         }
       }
