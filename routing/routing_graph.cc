@@ -51,15 +51,8 @@ RoutingGraph::RoutingGraph(const Topology& topo, const RoutingGraph& base, const
     }
     for (uint32_t a = begin_[s], b = base.begin_[s]; a < begin_[s + 1]; ++a, ++b) {
       Arc& arc = arcs_[a];
-      if (reread[nodes_[arc.to]]) {
-        auto first = arcs_.begin() + begin_[arc.to], last = arcs_.begin() + begin_[arc.to + 1];
-        auto it =
-            std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
-        assert(it != last && it->port == arc.peerPort && it->to == s);
-        arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
-      } else {
-        arc.reverse = begin_[arc.to] + (base.arcs_[b].reverse - base.begin_[arc.to]);
-      }
+      arc.reverse = reread[nodes_[arc.to]] ? reverseOf(s, arc)
+                                           : begin_[arc.to] + (base.arcs_[b].reverse - base.begin_[arc.to]);
     }
   }
 }
@@ -82,17 +75,19 @@ void RoutingGraph::readArcs(const Topology& topo, uint32_t s) {
   }
 }
 
-// Pairs each arc with its reverse: the peer's arc whose local port is our peerPort. Arcs are port-ordered, so
-// a binary search inside the peer's range finds it.
+// The reverse of s's arc: the peer's arc whose local port is its peerPort. Arcs are port-ordered, so a binary
+// search inside the peer's range finds it.
+uint32_t RoutingGraph::reverseOf(uint32_t s, const Arc& arc) const {
+  auto first = arcs_.begin() + begin_[arc.to];
+  auto last = arcs_.begin() + begin_[arc.to + 1];
+  auto it = std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
+  assert(it != last && it->port == arc.peerPort && it->to == s);
+  (void)s;
+  return static_cast<uint32_t>(it - arcs_.begin());
+}
+
 void RoutingGraph::pairArcs(uint32_t s) {
-  for (uint32_t a = begin_[s]; a < begin_[s + 1]; ++a) {
-    Arc& arc = arcs_[a];
-    auto first = arcs_.begin() + begin_[arc.to];
-    auto last = arcs_.begin() + begin_[arc.to + 1];
-    auto it = std::lower_bound(first, last, arc.peerPort, [](const Arc& x, uint8_t p) { return x.port < p; });
-    assert(it != last && it->port == arc.peerPort && it->to == s);
-    arc.reverse = static_cast<uint32_t>(it - arcs_.begin());
-  }
+  for (uint32_t a = begin_[s]; a < begin_[s + 1]; ++a) arcs_[a].reverse = reverseOf(s, arcs_[a]);
 }
 
 std::vector<uint32_t> RoutingGraph::components() const {

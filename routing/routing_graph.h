@@ -54,6 +54,7 @@ class RoutingGraph {
  private:
   void readArcs(const Topology& topo, uint32_t s);  // appends s's arcs (reverse unset), counts its hosts
   void pairArcs(uint32_t s);                        // sets the reverse of each of s's arcs
+  uint32_t reverseOf(uint32_t s, const Arc& arc) const;
   std::vector<fabric::NodeIndex> nodes_;
   std::vector<uint32_t> index_;
   std::vector<Guid> guids_;
