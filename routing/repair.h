@@ -49,9 +49,9 @@ struct RepairIndex {
   RepairIndex(const Topology& topo, const LidAssignment& lids);
   RepairIndex(RoutingGraph g, std::vector<Exit> e) : graph(std::move(g)), arcs(graph), exits(std::move(e)) {}
   // topo's index made from base, the index of baseTopo (a version topo was made from): when both have the
-  // same switches under the same numbers and the same LIDs, only the switches whose node or a neighbour's
-  // row differs, and the LIDs behind them, are read again (the cost follows the change, not the fabric);
-  // otherwise built from scratch.
+  // same switches under the same numbers and the same LIDs, only the switches whose row differs or that sit
+  // behind a port whose link or Down state differs, and the LIDs behind them, are read again (the cost
+  // follows the change, not the fabric); otherwise built from scratch.
   static std::shared_ptr<const RepairIndex> patched(const RepairIndex& base, const Topology& baseTopo,
                                                     const LidAssignment& baseLids, const Topology& topo,
                                                     const LidAssignment& lids);

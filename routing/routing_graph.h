@@ -28,7 +28,8 @@ class RoutingGraph {
   explicit RoutingGraph(const Topology& topo);
   // topo's graph made from base, the graph of a version of topo with the same switches under the same
   // numbers: the switches `reread` marks (by node) have their arcs and hosts read from topo, the others keep
-  // base's. Those must be every switch whose node, or a neighbour's, differs between the two versions.
+  // base's. Those must be every switch whose node differs between the two versions and every switch behind
+  // a port whose link or Down state differs (RepairIndex::patched marks them).
   RoutingGraph(const Topology& topo, const RoutingGraph& base, const std::vector<bool>& reread);
 
   size_t size() const { return nodes_.size(); }
