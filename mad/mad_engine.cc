@@ -7,6 +7,7 @@ namespace ibsm::mad {
 namespace {
 constexpr int kTransportTimeoutStatus = 110;  // ETIMEDOUT, as umad reports a send it gave up on
 constexpr size_t kMaxDrainPerPoll = 4096;     // bound the work of one poll so timers stay responsive
+constexpr size_t kKeptSlots = 4096;           // request slots kept when the engine goes idle
 }  // namespace
 
 MadEngine::MadEngine(MadPort& port, const Clock& clock, MadEngineOptions options)
@@ -73,21 +74,32 @@ void MadEngine::submit(MadPacket request, MadCompletion done, RequestOptions opt
   const uint8_t* b = r.packet.bytes.data();
   r.mgmtClass = b[1];
   r.attrId = static_cast<uint16_t>(b[16] << 8 | b[17]);
-  (options.urgent ? urgent_ : queue_).push_back(std::move(r));
+  (options.urgent ? urgent_ : queue_).push_back(store(std::move(r)));
   fillWindow();
 }
 
+uint32_t MadEngine::store(Request request) {
+  if (freeSlots_.empty()) {
+    requests_.push_back(std::move(request));
+    return static_cast<uint32_t>(requests_.size() - 1);
+  }
+  const uint32_t slot = freeSlots_.back();
+  freeSlots_.pop_back();
+  requests_[slot] = std::move(request);
+  return slot;
+}
+
 size_t MadEngine::cancelQueued(const void* owner) {
-  std::deque<Request> cancelled;
-  for (std::deque<Request>* q : {&urgent_, &queue_}) {
-    std::deque<Request> kept;
-    for (Request& r : *q) (r.owner == owner ? cancelled : kept).push_back(std::move(r));
+  std::deque<uint32_t> cancelled;
+  for (std::deque<uint32_t>* q : {&urgent_, &queue_}) {
+    std::deque<uint32_t> kept;
+    for (uint32_t slot : *q) (requests_[slot].owner == owner ? cancelled : kept).push_back(slot);
     *q = std::move(kept);
   }
-  for (Request& r : cancelled) {
+  for (uint32_t slot : cancelled) {
     MadResult res;
     res.status = MadStatus::kCancelled;
-    complete(r, std::move(res));
+    complete(slot, std::move(res));
   }
   return cancelled.size();
 }
@@ -105,14 +117,15 @@ fabric::Result<void> MadEngine::sendUnmatched(const MadPacket& mad) {
 
 void MadEngine::fillWindow() {
   while ((!urgent_.empty() || !queue_.empty()) && inFlight_.size() < options_.window) {
-    std::deque<Request>& q = urgent_.empty() ? queue_ : urgent_;
-    Request r = std::move(q.front());
+    std::deque<uint32_t>& q = urgent_.empty() ? queue_ : urgent_;
+    const uint32_t slot = q.front();
     q.pop_front();
-    transmit(std::move(r));
+    transmit(slot);
   }
 }
 
-void MadEngine::transmit(Request r) {
+void MadEngine::transmit(uint32_t slot) {
+  Request& r = requests_[slot];
   // A fresh TID per attempt, so a late answer to an earlier attempt cannot be mistaken for this one.
   uint32_t tid = nextTid_++;
   if (nextTid_ == 0) nextTid_ = 1;
@@ -126,26 +139,40 @@ void MadEngine::transmit(Request r) {
     MadResult res;
     res.status = MadStatus::kSendError;
     res.attempts = r.attempts;
-    complete(r, std::move(res));
+    complete(slot, std::move(res));
     return;
   }
   ++counters_.sent;
   r.sentAt = clock_.now();
   timers_.push(Timer{r.sentAt + timeout, tid});
-  inFlight_.emplace(tid, std::move(r));
+  inFlight_.emplace_back(tid, slot);
   maxInFlight_ = std::max(maxInFlight_, inFlight_.size());
 }
 
-void MadEngine::complete(Request& r, MadResult result) {
-  MadCompletion done = std::move(r.done);
+void MadEngine::complete(uint32_t slot, MadResult result) {
+  // The slot is free before the completion runs: a completion may submit again (and reuse it).
+  MadCompletion done = std::move(requests_[slot].done);
+  requests_[slot].done = nullptr;
+  freeSlots_.push_back(slot);
+  // A burst (a sweep queues a level of the fabric at once) does not keep its slots once all are free.
+  if (freeSlots_.size() == requests_.size() && requests_.size() > kKeptSlots) {
+    requests_ = {};
+    freeSlots_ = {};
+  }
   if (done) done(result);
 }
 
+std::vector<std::pair<uint32_t, uint32_t>>::iterator MadEngine::flying(uint32_t tid) {
+  return std::find_if(inFlight_.begin(), inFlight_.end(), [tid](const auto& f) { return f.first == tid; });
+}
+
 void MadEngine::attemptFailed(uint32_t tid, bool expired) {
-  auto it = inFlight_.find(tid);
+  auto it = flying(tid);
   if (it == inFlight_.end()) return;
-  Request r = std::move(it->second);
-  inFlight_.erase(it);
+  const uint32_t slot = it->second;
+  *it = inFlight_.back();
+  inFlight_.pop_back();
+  Request& r = requests_[slot];
   ++counters_.timeouts;
   // A first attempt at the bucket's current wait timed out: back the bucket off (once per wait, not once per
   // MAD of the window that timed out with it).
@@ -157,14 +184,14 @@ void MadEngine::attemptFailed(uint32_t tid, bool expired) {
     ++counters_.retries;
     // Retries go ahead of queued requests, urgent ones included: they are older and may gate further
     // discovery.
-    urgent_.push_front(std::move(r));
+    urgent_.push_front(slot);
     return;
   }
   ++counters_.failed;
   MadResult res;
   res.status = MadStatus::kTimeout;
   res.attempts = r.attempts;
-  complete(r, std::move(res));
+  complete(slot, std::move(res));
 }
 
 void MadEngine::handle(const MadPacket& mad) {
@@ -177,7 +204,7 @@ void MadEngine::handle(const MadPacket& mad) {
   uint32_t tid = static_cast<uint32_t>(header->tid);
   if (mad.status == kTransportTimeoutStatus) {
     // The transport handed back a send it gave up on (umad2sim does so at once for a dropped MAD).
-    if (inFlight_.count(tid))
+    if (flying(tid) != inFlight_.end())
       attemptFailed(tid, false);
     else
       ++counters_.unexpected;
@@ -188,18 +215,19 @@ void MadEngine::handle(const MadPacket& mad) {
     if (unsolicited_) unsolicited_(mad, *header);
     return;
   }
-  auto it = inFlight_.find(tid);
+  auto it = flying(tid);
   if (it == inFlight_.end()) {
     ++counters_.unexpected;
     return;
   }
-  if (header->mgmtClass != it->second.mgmtClass || header->attrId != it->second.attrId ||
-      mad.size < kMadSize) {
+  const uint32_t slot = it->second;
+  const Request& r = requests_[slot];
+  if (header->mgmtClass != r.mgmtClass || header->attrId != r.attrId || mad.size < kMadSize) {
     ++counters_.dropped;  // right TID, wrong answer: keep waiting for the real one (or the timeout)
     return;
   }
-  Request r = std::move(it->second);
-  inFlight_.erase(it);
+  *it = inFlight_.back();
+  inFlight_.pop_back();
   ++counters_.responses;
   if (r.attempts == 1) rtt_[r.bucket].sample(clock_.now() - r.sentAt);  // Karn: first attempts only
   MadResult res;
@@ -207,7 +235,7 @@ void MadEngine::handle(const MadPacket& mad) {
   res.response = mad;
   res.header = *header;
   res.attempts = r.attempts;
-  complete(r, std::move(res));
+  complete(slot, std::move(res));
 }
 
 void MadEngine::expireTimers() {
@@ -218,7 +246,7 @@ void MadEngine::expireTimers() {
     attemptFailed(tid, true);  // no-op when the request was already answered
   }
   // Drop timers of answered requests from the top so the next deadline is a live one.
-  while (!timers_.empty() && !inFlight_.count(timers_.top().tid)) timers_.pop();
+  while (!timers_.empty() && flying(timers_.top().tid) == inFlight_.end()) timers_.pop();
 }
 
 void MadEngine::poll(Duration maxWait) {

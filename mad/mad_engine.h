@@ -25,7 +25,6 @@
 #include <functional>
 #include <optional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "mad/mad_port.h"
@@ -146,12 +145,16 @@ class MadEngine {
 
   void stampMkey(MadPacket& mad) const;
   void fillWindow();
-  void transmit(Request request);
+  uint32_t store(Request request);
+  // Frees the slot and runs its completion.
+  void complete(uint32_t slot, MadResult result);
+  // The in-flight entry of tid; inFlight_.end() if none.
+  std::vector<std::pair<uint32_t, uint32_t>>::iterator flying(uint32_t tid);
+  void transmit(uint32_t slot);
   void handle(const MadPacket& mad);
   void expireTimers();
   // expired: the attempt's own wait ran out (not the transport giving up on a send).
   void attemptFailed(uint32_t tid, bool expired);
-  void complete(Request& request, MadResult result);
   Duration attemptTimeout(const Request& request) const;
   // The wait of a first attempt in `bucket` with `backoff` doublings.
   Duration firstWait(unsigned bucket, unsigned backoff) const;
@@ -160,9 +163,14 @@ class MadEngine {
   const Clock& clock_;
   MadEngineOptions options_;
   uint32_t nextTid_ = 1;
-  std::deque<Request> urgent_;  // retries (at the front), then urgent requests: sent before queue_
-  std::deque<Request> queue_;
-  std::unordered_map<uint32_t, Request> inFlight_;
+  // Requests queued or in flight, by slot; the queues and the in-flight table hold slots, so a request is
+  // neither moved nor allocated for on its way (one SMP after another reuses the same few slots). A deque:
+  // a burst of queued requests grows it without moving (or holding twice) the ones it has.
+  std::deque<Request> requests_;
+  std::vector<uint32_t> freeSlots_;
+  std::deque<uint32_t> urgent_;  // retries (at the front), then urgent requests: sent before queue_
+  std::deque<uint32_t> queue_;
+  std::vector<std::pair<uint32_t, uint32_t>> inFlight_;  // (TID, slot); at most the window, searched in turn
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   UnsolicitedHandler unsolicited_;
   MadCounters counters_;

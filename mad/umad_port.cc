@@ -140,7 +140,9 @@ fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
     agent = agentPerf_;
   if (agent < 0)
     return fabric::makeError("no agent registered for management class " + std::to_string(mgmtClass));
-  std::vector<uint8_t> buf(umad_size() + kMadSize, 0);
+  std::lock_guard lock(sendMutex_);
+  std::vector<uint8_t>& buf = sendBuf_;
+  buf.assign(umad_size() + kMadSize, 0);
   // SA answers may be shorter than a MAD (the last RMPP segment: header + records); everything else is sent
   // whole.
   const size_t length =
@@ -153,23 +155,28 @@ fabric::Result<void> UmadPort::send(const MadPacket& mad, Duration timeout) {
   int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   // A response we send expects no answer: timeout 0 so the kernel does not wait for one.
   if (mad.bytes[3] & kResponseBit) ms = 0;
-  std::lock_guard lock(sendMutex_);
   int rc = umad_send(fd_, agent, buf.data(), static_cast<int>(length), ms, 0);
   if (rc < 0) return fabric::makeError(umadError("umad_send", rc));
   return {};
 }
 
 std::optional<MadPacket> UmadPort::receive(Duration timeout) {
-  std::unique_lock lock(mutex_);
-  if (rx_.empty() && timeout > Duration::zero()) cv_.wait_for(lock, timeout, [&] { return !rx_.empty(); });
-  if (rx_.empty()) return std::nullopt;
-  MadPacket m = std::move(rx_.front());
-  rx_.pop_front();
-  if (rx_.empty()) {
-    uint64_t v;
-    [[maybe_unused]] auto r = ::read(eventFd_, &v, sizeof v);
+  // The MADs are taken from the shared queue all at once and handed out from taken_ without the lock; both
+  // vectors keep their capacity, so a MAD costs no allocation.
+  if (takenHead_ == taken_.size()) {
+    taken_.clear();
+    takenHead_ = 0;
+    std::unique_lock lock(mutex_);
+    if (rx_.empty() && timeout > Duration::zero()) cv_.wait_for(lock, timeout, [&] { return !rx_.empty(); });
+    if (rx_.empty()) {
+      // Nothing queued or taken: the eventfd goes quiet until the thread queues the next MAD.
+      uint64_t v;
+      [[maybe_unused]] auto r = ::read(eventFd_, &v, sizeof v);
+      return std::nullopt;
+    }
+    std::swap(rx_, taken_);
   }
-  return m;
+  return std::move(taken_[takenHead_++]);
 }
 
 LocalPortInfo UmadPort::localPort() {

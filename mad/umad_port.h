@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "mad/mad_port.h"
 
@@ -43,9 +43,12 @@ class UmadPort final : public MadPort {
   int eventFd_ = -1;
   int agentDirected_ = -1, agentLid_ = -1, agentSa_ = -1, agentPerf_ = -1;
   std::mutex sendMutex_;
+  std::vector<uint8_t> sendBuf_;  // under sendMutex_
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<MadPacket> rx_;
+  std::vector<MadPacket> rx_;     // under mutex_
+  std::vector<MadPacket> taken_;  // the receiving thread's, from takenHead_ on
+  size_t takenHead_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

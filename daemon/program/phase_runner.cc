@@ -39,28 +39,39 @@ void PhaseRunner::submit(mad::MadPacket smp, Done done, mad::RequestOptions requ
 }
 
 void PhaseRunner::send(Pending pending) {
-  auto h = mad::parseHeader(pending.smp);
-  const uint16_t attrId = h ? h->attrId : 0;
-  const uint32_t attrMod = h ? h->attrMod : 0;
+  if (auto h = mad::parseHeader(pending.smp)) {
+    pending.attrId = h->attrId;
+    pending.attrMod = h->attrMod;
+  }
   // Only an SMP that may go again keeps a copy of itself.
   mad::MadPacket smp = pending.smp;
   const mad::RequestOptions request = pending.request;
-  const bool mayGoAgain = options_.secondPass && pending.round < kMaxSmpRounds;
-  if (!mayGoAgain) pending.smp = mad::MadPacket{};
+  if (!options_.secondPass || pending.round >= kMaxSmpRounds) pending.smp = mad::MadPacket{};
+  uint32_t slot;
+  if (freeSlots_.empty()) {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::move(pending));
+  } else {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    slots_[slot] = std::move(pending);
+  }
   engine_.submit(
-      std::move(smp),
-      [this, attrId, attrMod, mayGoAgain, pending = std::move(pending)](const mad::MadResult& r) mutable {
-        const bool later = pending.round > 1;
-        SmpAnswer answer{r, accepted(r, later, attrId), later, attrId, attrMod};
-        if (r.ok() && later) ++recovered_;
-        if (!answer.ok && !r.ok() && mayGoAgain) {
-          pending.last = r;
-          again_.push_back(std::move(pending));
-          return;
-        }
-        done(pending, answer);
-      },
-      request);
+      std::move(smp), [this, slot](const mad::MadResult& r) { answered(slot, r); }, request);
+}
+
+void PhaseRunner::answered(uint32_t slot, const mad::MadResult& r) {
+  Pending pending = std::move(slots_[slot]);
+  freeSlots_.push_back(slot);
+  const bool later = pending.round > 1;
+  const bool mayGoAgain = options_.secondPass && pending.round < kMaxSmpRounds;
+  SmpAnswer answer{r, accepted(r, later, pending.attrId), later, pending.attrId, pending.attrMod};
+  if (r.ok() && later) ++recovered_;
+  if (!answer.ok && !r.ok() && mayGoAgain) {
+    again_.emplace_back(std::move(pending), r);
+    return;
+  }
+  done(pending, answer);
 }
 
 void PhaseRunner::done(Pending& pending, const SmpAnswer& answer) {
@@ -79,14 +90,13 @@ PhaseStats PhaseRunner::finish() {
   while (!again_.empty()) {
     const bool answering = recovered_ > 0;
     recovered_ = 0;
-    for (Pending& p : std::exchange(again_, {})) {
+    for (auto& [p, last] : std::exchange(again_, {})) {
       if (anotherRound(p.round, answering)) {
         ++stats_.secondPass;
         ++p.round;
         send(std::move(p));
       } else {
-        const auto h = mad::parseHeader(p.smp);  // kept: it might have gone again
-        done(p, SmpAnswer{p.last, false, true, h ? h->attrId : uint16_t{0}, h ? h->attrMod : 0u});
+        done(p, SmpAnswer{last, false, true, p.attrId, p.attrMod});
       }
     }
     wait();

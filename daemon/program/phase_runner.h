@@ -75,14 +75,16 @@ class PhaseRunner {
 
  private:
   struct Pending {
-    mad::MadPacket smp;
+    mad::MadPacket smp;  // kept while it may go again
     Done done;
     mad::RequestOptions request;
     bool failureIsError;
     unsigned round = 1;
-    mad::MadResult last{};  // of the last round, for a give-up
+    uint16_t attrId = 0;
+    uint32_t attrMod = 0;
   };
   void send(Pending pending);
+  void answered(uint32_t slot, const mad::MadResult& r);
   void done(Pending& pending, const SmpAnswer& answer);
 
   mad::MadEngine& engine_;
@@ -91,8 +93,12 @@ class PhaseRunner {
   PhaseStats stats_;
   mad::TimePoint t0_;
   uint64_t sent0_;
-  std::vector<Pending> again_;  // no answer in their last round
-  size_t recovered_ = 0;        // answered in a round after their first
+  // The SMPs in the engine, by slot: its completion holds only the slot, which fits in the std::function
+  // itself (no allocation per SMP).
+  std::vector<Pending> slots_;
+  std::vector<uint32_t> freeSlots_;
+  std::vector<std::pair<Pending, mad::MadResult>> again_;  // no answer in their last round (its result)
+  size_t recovered_ = 0;                                   // answered in a round after their first
   bool finished_ = false;
   bool pumping_ = false;
 };

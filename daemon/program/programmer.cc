@@ -58,6 +58,8 @@ class ProgramRun {
   void phase(const char* name, const std::function<void(PhaseRunner&)>& issue);
   // Submits a Set; onOk gets the acknowledged response, a failure becomes a PROG001 error.
   void send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk onOk);
+  void failed(NodeIndex n, const SmpAnswer& a);
+  const char* phaseName_ = "";  // of the phase running
   uint8_t mtu(NodeIndex n, unsigned p) const;
   uint8_t vls(NodeIndex n, unsigned p) const;
   // Sends a PortInfo Set built on what the port holds; onOk runs once it is acknowledged.
@@ -134,25 +136,28 @@ ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, Discover
 }
 
 void ProgramRun::phase(const char* name, const std::function<void(PhaseRunner&)>& issue) {
+  phaseName_ = name;
   report_.phases.push_back(runPhase(engine_, clock_, name, PhaseOptions{.secondPass = true}, issue));
 }
 
 void ProgramRun::send(PhaseRunner& phase, NodeIndex n, mad::MadPacket smp, OnOk onOk) {
-  phase.submit(std::move(smp), [this, &phase, n, onOk = std::move(onOk)](const SmpAnswer& a) {
-    if (a.ok) {
-      if (onOk) onOk(a.result);
-      return;
-    }
-    if (a.attrId == mad::kAttrLft) {
-      lftFailed_[n] = true;
-      lftFailedBlocks_.emplace_back(n, a.attrMod);
-    }
-    const fabric::Node& node = topo_.node(n);
-    report_.errors.push_back("PROG001 " + phase.name() + ": Set of attribute " + std::to_string(a.attrId) +
-                             " mod " + std::to_string(a.attrMod) + " on " + fabric::toString(node.guid) +
-                             " (" + node.description + ")" + a.failure() + " (attempt " +
-                             std::to_string(a.result.attempts) + (a.secondPass ? ", second pass" : "") + ")");
+  phase.submit(std::move(smp), [this, n, onOk = std::move(onOk)](const SmpAnswer& a) {
+    if (!a.ok) return failed(n, a);
+    if (onOk) onOk(a.result);
   });
+}
+
+void ProgramRun::failed(NodeIndex n, const SmpAnswer& a) {
+  if (a.attrId == mad::kAttrLft) {
+    lftFailed_[n] = true;
+    lftFailedBlocks_.emplace_back(n, a.attrMod);
+  }
+  const fabric::Node& node = topo_.node(n);
+  report_.errors.push_back("PROG001 " + std::string(phaseName_) + ": Set of attribute " +
+                           std::to_string(a.attrId) + " mod " + std::to_string(a.attrMod) + " on " +
+                           fabric::toString(node.guid) + " (" + node.description + ")" + a.failure() +
+                           " (attempt " + std::to_string(a.result.attempts) +
+                           (a.secondPass ? ", second pass" : "") + ")");
 }
 
 uint8_t ProgramRun::mtu(NodeIndex n, unsigned p) const {
@@ -313,7 +318,11 @@ void ProgramRun::setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache:
     }
     mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrLft, static_cast<uint32_t>(b), route);
     mad::encodeLftBlock(block, mad::smpData(smp));
-    send(phase, n, std::move(smp), [this](const MadResult&) { ++report_.lftBlocksSent; });
+    // The most numerous SMP: its completion captures little enough to need no allocation.
+    phase.submit(std::move(smp), [this, n](const SmpAnswer& a) {
+      if (!a.ok) return failed(n, a);
+      ++report_.lftBlocksSent;
+    });
   }
 }
 
