@@ -47,7 +47,7 @@ class UmadPort final : public MadPort {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<MadPacket> rx_;     // under mutex_
-  std::vector<MadPacket> taken_;  // the receiving thread's, from takenHead_ on
+  std::vector<MadPacket> taken_;  // receive()'s (one caller thread), handed out from takenHead_ on
   size_t takenHead_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
