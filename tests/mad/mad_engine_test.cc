@@ -310,6 +310,33 @@ TEST_F(EngineTest, CompletionMaySubmitMore) {
   EXPECT_EQ(depth, 100);
 }
 
+// A burst far larger than the slots the engine keeps: every request completes once with its own answer, also
+// when the last completion of the burst (which gives the burst's slots back) submits more.
+TEST_F(EngineTest, ABurstCompletesOnceEachAndTheEngineGoesOnAfterIt) {
+  port.setResponder([](const MadPacket& req) { return std::vector<MadPacket>{makeResponse(req)}; });
+  MadEngine engine(port, clock, options);
+  constexpr int kBurst = 10000;
+  std::vector<int> completions(kBurst + 1, 0);
+  int after = 0;
+  for (int i = 0; i < kBurst; ++i) {
+    MadPacket mad = nodeInfoGet();
+    mad.bytes[kSmpDataOffset] = static_cast<uint8_t>(i >> 8);  // the answer echoes it
+    mad.bytes[kSmpDataOffset + 1] = static_cast<uint8_t>(i);
+    engine.submit(mad, [&, i](const MadResult& r) {
+      EXPECT_TRUE(r.ok());
+      EXPECT_EQ(r.response.bytes[kSmpDataOffset] << 8 | r.response.bytes[kSmpDataOffset + 1], i);
+      if (++completions[i] == 1 && i == kBurst - 1)
+        engine.submit(nodeInfoGet(), [&](const MadResult& again) { after += again.ok(); });
+    });
+  }
+  EXPECT_EQ(engine.queued() + engine.inFlight(), static_cast<size_t>(kBurst));
+  engine.runUntilIdle();
+  EXPECT_TRUE(std::all_of(completions.begin(), completions.end() - 1, [](int c) { return c == 1; }));
+  EXPECT_EQ(after, 1);
+  EXPECT_TRUE(engine.idle());
+  EXPECT_EQ(engine.counters().responses, static_cast<uint64_t>(kBurst + 1));
+}
+
 // A NodeInfo Get along `hops` hops (port 1 each).
 MadPacket nodeInfoAt(unsigned hops) {
   fabric::DrPath path;
