@@ -211,21 +211,29 @@ TopologyPtr Topology::withAttrs(const AttrPatch& patch) const {
   return copy;
 }
 
+Guid TopologyBuilder::unifySwitchPortGuids(NodeIndex i) {
+  const Node& n = std::as_const(nodes_)[i];
+  const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
+  if (std::any_of(n.ports.begin(), n.ports.end(), [&](const Port& p) { return p.guid != portGuid; }))
+    for (auto& p : nodes_[i].ports) p.guid = portGuid;
+  return portGuid;
+}
+
 TopologyPtr TopologyBuilder::buildOnBase() {
   if (!base_ || nodes_.size() != base_->size()) return nullptr;
   std::vector<NodeIndex> written;
   std::vector<bool> isWritten(nodes_.size(), false);
   for (NodeIndex i = 0; i < nodes_.size(); ++i) {
     if (nodes_.sameRow(i, base_->nodes_, i)) continue;
-    const Node &n = std::as_const(nodes_)[i], &was = base_->node(i);
-    if (n.type != was.type || n.guid != was.guid || n.ports.size() != was.ports.size()) return nullptr;
-    // A switch's ports carry its port GUID (see build()); the base's rows already do.
-    const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
+    const Node& was = base_->node(i);
+    if (const Node& n = std::as_const(nodes_)[i];
+        n.type != was.type || n.guid != was.guid || n.ports.size() != was.ports.size())
+      return nullptr;
+    // The base's switch rows carry their port GUID on every port already (build() does the same).
+    if (was.isSwitch()) unifySwitchPortGuids(i);
+    const Node& n = std::as_const(nodes_)[i];
     for (size_t p = 0; p < n.ports.size(); ++p)
-      if ((n.isSwitch() ? portGuid : n.ports[p].guid) != was.ports[p].guid) return nullptr;
-    if (n.isSwitch())
-      for (size_t p = 0; p < n.ports.size(); ++p)
-        if (n.ports[p].guid != portGuid) nodes_[i].ports[p].guid = portGuid;  // the row is this builder's
+      if (n.ports[p].guid != was.ports[p].guid) return nullptr;
     written.push_back(i);
     isWritten[i] = true;
   }
@@ -279,10 +287,7 @@ Result<TopologyPtr> TopologyBuilder::build() && {
     const Node& n = std::as_const(nodes_)[i];
     if (n.isSwitch()) {
       topo->switches_.push_back(i);
-      // Every port of a switch carries its port GUID (the node GUID when NodeInfo gave none).
-      const Guid portGuid = n.ports[0].guid.value ? n.ports[0].guid : n.guid;
-      if (std::any_of(n.ports.begin(), n.ports.end(), [&](const Port& p) { return p.guid != portGuid; }))
-        for (auto& p : nodes_[i].ports) p.guid = portGuid;  // n is not read again
+      const Guid portGuid = unifySwitchPortGuids(i);  // n is not read again
       if (!byPortGuid->emplace(portGuid, std::pair{i, PortNum{0}}).second)
         return makeError("duplicate port GUID " + toString(portGuid));
     } else {

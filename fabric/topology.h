@@ -216,6 +216,8 @@ class TopologyBuilder {
   // build() when the nodes are base_'s, under the same numbers, with the same types and port GUIDs: the
   // indexes are base_'s and only the links of the nodes written are read again; nullptr otherwise.
   TopologyPtr buildOnBase();
+  // Every port of switch i carries its port GUID (the node GUID when NodeInfo gave none); returns it.
+  Guid unifySwitchPortGuids(NodeIndex i);
   Rows<Node> nodes_;
   Rows<NodeRoutes> routes_;               // as many as nodes
   std::shared_ptr<const Topology> base_;  // the topology this builder started from, when held by a shared_ptr
