@@ -56,6 +56,8 @@ struct PortAttrs {
   uint64_t gidPrefix = 0;  // the subnet prefix of the port's GIDs (the SM sets it)
   bool valid = false;  // false when PortInfo was never read (e.g. a port of a node known only from a file)
   bool operator==(const PortAttrs&) const = default;
+  // The port reported Down (a port never read is not known to be).
+  bool down() const { return valid && state == PortState::kDown; }
 };
 
 struct Port {

@@ -706,9 +706,6 @@ RepairIndexPtr RepairIndex::patched(const RepairIndex& base, const Topology& bas
   for (NodeIndex i = 0; i < topo.size(); ++i)
     if (!topo.nodes().sameRow(i, baseTopo.nodes(), i)) changed.push_back(i);
   std::vector<bool> reread(topo.size(), false);
-  auto down = [](const fabric::Port& p) {
-    return p.attrs.valid && p.attrs.state == fabric::PortState::kDown;
-  };
   auto markPeer = [&reread](const Topology& t, const fabric::Port& port) {
     if (port.connected() && port.peerNode < t.size() && t.node(port.peerNode).isSwitch())
       reread[port.peerNode] = true;
@@ -720,7 +717,7 @@ RepairIndexPtr RepairIndex::patched(const RepairIndex& base, const Topology& bas
     for (unsigned p = 1; p < std::max(n.ports.size(), was.ports.size()); ++p) {
       const fabric::Port& a = p < n.ports.size() ? n.ports[p] : kNone;
       const fabric::Port& b = p < was.ports.size() ? was.ports[p] : kNone;
-      if (a.peerNode == b.peerNode && a.peerPort == b.peerPort && down(a) == down(b)) continue;
+      if (a.peerNode == b.peerNode && a.peerPort == b.peerPort && a.attrs.down() == b.attrs.down()) continue;
       markPeer(topo, a);
       markPeer(baseTopo, b);
     }

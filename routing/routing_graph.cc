@@ -7,11 +7,10 @@ namespace ibsm::routing {
 namespace {
 bool usable(const Topology& topo, const fabric::Port& port) {
   if (!port.connected() || port.peerNode >= topo.size()) return false;
-  if (port.attrs.valid && port.attrs.state == fabric::PortState::kDown) return false;
+  if (port.attrs.down()) return false;
   const fabric::Node& peer = topo.node(port.peerNode);
   if (port.peerPort.value >= peer.ports.size()) return false;
-  const fabric::PortAttrs& q = peer.ports[port.peerPort.value].attrs;
-  return !(q.valid && q.state == fabric::PortState::kDown);
+  return !peer.ports[port.peerPort.value].attrs.down();
 }
 }  // namespace
 

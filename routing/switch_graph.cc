@@ -34,11 +34,10 @@ bool portUsable(const Topology& topo, NodeIndex node, PortNum port) {
   if (port.value == 0 || port.value > n.numPorts) return false;
   const fabric::Port& p = n.ports[port.value];
   if (!p.connected() || p.peerNode >= topo.size()) return false;
-  if (p.attrs.valid && p.attrs.state == PortState::kDown) return false;
+  if (p.attrs.down()) return false;
   const Node& peer = topo.node(p.peerNode);
   if (p.peerPort.value > peer.numPorts) return false;
-  const fabric::Port& q = peer.ports[p.peerPort.value];
-  return !(q.attrs.valid && q.attrs.state == PortState::kDown);
+  return !peer.ports[p.peerPort.value].attrs.down();
 }
 
 SwitchGraph::SwitchGraph(const Topology& topo) {

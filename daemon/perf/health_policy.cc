@@ -22,10 +22,6 @@ std::string perMinute(double v) {
   return buf;
 }
 
-bool portDown(const fabric::Port& p) {
-  return p.attrs.valid && p.attrs.state == fabric::PortState::kDown;
-}
-
 }  // namespace
 
 const char* HealthDecision::id() const {
@@ -67,8 +63,8 @@ std::string HealthPolicy::wouldDisconnect(const fabric::Topology& topo, fabric::
       if (!nd.isSwitch() && n != root) continue;
       for (unsigned p = 1; p <= nd.numPorts && p < nd.ports.size(); ++p) {
         const fabric::Port& pt = nd.ports[p];
-        if (!pt.connected() || seen[pt.peerNode] || portDown(pt)) continue;
-        if (portDown(topo.node(pt.peerNode).ports[pt.peerPort.value])) continue;
+        if (!pt.connected() || seen[pt.peerNode] || pt.attrs.down()) continue;
+        if (topo.node(pt.peerNode).ports[pt.peerPort.value].attrs.down()) continue;
         if (withCut && isCut(n, p)) continue;
         seen[pt.peerNode] = 1;
         ++count;
