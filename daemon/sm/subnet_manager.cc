@@ -51,16 +51,17 @@ std::optional<routing::LidAssignment> lidsWithSwitchesGone(const fabric::Topolog
 }
 
 // Whether every CA port of b, which has the nodes of a (sameNodes), has the same link, peer and state: then
-// the partitions resolve alike and every P_Key table (CA ports and the switch ports facing them) stays.
+// the partitions resolve alike and every P_Key table (CA ports and the switch ports facing them) stays. A row
+// both share is the same; the same nodes have the same numbers, so a peer is compared by its number.
 bool sameEndPorts(const fabric::Topology& a, const fabric::Topology& b) {
   for (NodeIndex n = 0; n < a.size(); ++n) {
+    if (a.nodes().sameRow(n, b.nodes(), n)) continue;
     const fabric::Node &x = a.node(n), &y = b.node(n);
     if (x.isSwitch()) continue;
     for (size_t p = 1; p < x.ports.size() && p < y.ports.size(); ++p) {
       const fabric::Port &u = x.ports[p], &v = y.ports[p];
       if (u.connected() != v.connected() || u.attrs.state != v.attrs.state) return false;
-      if (u.connected() && (a.node(u.peerNode).guid != b.node(v.peerNode).guid || u.peerPort != v.peerPort))
-        return false;
+      if (u.connected() && (u.peerNode != v.peerNode || u.peerPort != v.peerPort)) return false;
     }
   }
   return true;
