@@ -50,8 +50,9 @@ class ProgramRun {
   ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, DiscoveryResult& dr,
              const routing::LidAssignment& lids, const routing::RoutingTables& tables,
              SwitchTableCache& cache, const ProgramOptions& opt,
-             std::unordered_set<fabric::Guid>& mkeyIgnored);
+             std::unordered_set<fabric::Guid>& mkeyIgnored, const fabric::Topology* settled);
   ProgramReport run();
+  bool finished() const { return finished_; }  // every phase ran (beforeSwitches did not end the run)
 
  private:
   using OnOk = std::function<void(const MadResult&)>;
@@ -69,6 +70,11 @@ class ProgramRun {
   void setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top);
   void setLftBlocks(PhaseRunner& phase, NodeIndex n, SwitchTableCache::Entry& held, uint16_t top);
   void linkedPorts(const std::function<void(NodeIndex, unsigned)>& f) const;
+  // Whether node n's row is one a clean earlier run left (see Programmer::Left): its endports hold their
+  // LIDs and its linked ports are past ARMED, so phases 1 and 2 have nothing to send it.
+  bool settled(NodeIndex n) const {
+    return settled_ && n < settled_->size() && topo_.nodes().sameRow(n, settled_->nodes(), n);
+  }
   void publish();
 
   mad::MadEngine& engine_;
@@ -81,6 +87,8 @@ class ProgramRun {
   SwitchTableCache& cache_;
   const ProgramOptions& opt_;
   std::unordered_set<fabric::Guid>& mkeyIgnored_;
+  const fabric::Topology* settled_;
+  bool finished_ = false;
   ProgramReport report_;
   // What the Sets of this run changed, per (node, port), over the topology's attributes and dr's PortInfo
   // blocks (not a copy of every port per run: an event touches a few).
@@ -119,7 +127,7 @@ class ProgramRun {
 ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, DiscoveryResult& dr,
                        const routing::LidAssignment& lids, const routing::RoutingTables& tables,
                        SwitchTableCache& cache, const ProgramOptions& opt,
-                       std::unordered_set<fabric::Guid>& mkeyIgnored)
+                       std::unordered_set<fabric::Guid>& mkeyIgnored, const fabric::Topology* settled)
     : engine_(engine),
       clock_(clock),
       dr_(dr),
@@ -130,6 +138,7 @@ ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, Discover
       cache_(cache),
       opt_(opt),
       mkeyIgnored_(mkeyIgnored),
+      settled_(settled),
       switchChanged_(topo_.size(), false),
       lftFailed_(topo_.size(), false) {
   smLid_ = topo_.smNode() == fabric::kNoNode ? 0 : lids.base(topo_.smNode(), topo_.smPort()).value;
@@ -345,13 +354,15 @@ void ProgramRun::settleLftBlocks() {
   }
 }
 
-// Switch port 0 has no link state of its own.
+// Switch port 0 has no link state of its own. Settled rows have none below ACTIVE.
 void ProgramRun::linkedPorts(const std::function<void(NodeIndex, unsigned)>& f) const {
-  for (NodeIndex n = 0; n < topo_.size(); ++n)
+  for (NodeIndex n = 0; n < topo_.size(); ++n) {
+    if (settled(n)) continue;
     for (unsigned p = 1; p <= topo_.node(n).numPorts; ++p) {
       const fabric::Port& port = topo_.node(n).ports[p];
       if (port.connected() && port.attrs.valid && port.attrs.physState == kLinkUp) f(n, p);
     }
+  }
 }
 
 // What the ports and switches hold now becomes dr's topology.
@@ -369,6 +380,7 @@ ProgramReport ProgramRun::run() {
   // Phase 1: endport LIDs.
   phase("lids", [&](PhaseRunner& phase) {
     for (NodeIndex n = 0; n < topo_.size(); ++n) {
+      if (settled(n)) continue;
       const fabric::Node& node = topo_.node(n);
       unsigned first = node.isSwitch() ? 0 : 1, last = node.isSwitch() ? 0 : node.numPorts;
       for (unsigned p = first; p <= last; ++p) setLid(phase, n, p);
@@ -419,6 +431,7 @@ ProgramReport ProgramRun::run() {
       }
     });
   }
+  finished_ = true;
   publish();
   return std::move(report_);
 }
@@ -472,7 +485,21 @@ PhaseStats Programmer::enforcePartitions(DiscoveryResult& dr,
 ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignment& lids,
                                   const routing::RoutingTables& tables, SwitchTableCache& cache,
                                   const ProgramOptions& opt) {
-  return ProgramRun(engine_, clock_, dr, lids, tables, cache, opt, mkeyIgnored_).run();
+  // Rows the last run left are settled when this run asks the same of the endports.
+  const uint16_t smLid = dr.topology->smNode() == fabric::kNoNode
+                             ? 0
+                             : lids.base(dr.topology->smNode(), dr.topology->smPort()).value;
+  const bool same = left_ && !opt.clientReregister && left_->activate == opt.activate &&
+                    left_->gidPrefix == opt.gidPrefix && left_->mkey == opt.mkey && left_->smLid == smLid &&
+                    left_->lids == lids;
+  ProgramRun run(engine_, clock_, dr, lids, tables, cache, opt, mkeyIgnored_,
+                 same ? left_->topology.get() : nullptr);
+  ProgramReport report = run.run();
+  if (run.finished() && report.errors.empty())
+    left_ = Left{dr.topology, lids, smLid, opt.gidPrefix, opt.mkey, opt.activate};
+  else
+    left_.reset();
+  return report;
 }
 
 }  // namespace ibsm::daemon

@@ -103,6 +103,19 @@ class Programmer {
   mad::MadEngine& engine_;
   const mad::Clock& clock_;
   std::unordered_set<fabric::Guid> mkeyIgnored_;  // port GUIDs whose SMA does not keep the M_Key
+  // What the last run that ran every phase without an error left: the topology it published (a later
+  // fabric built on it shares the rows nothing changed since) and what it wrote into the endports. A run
+  // that asks the same of them (no re-registration) sends nothing in phases 1 and 2 to a node whose row it
+  // shares, and does not look at it there: an event on a large fabric costs what changed.
+  struct Left {
+    fabric::TopologyPtr topology;
+    routing::LidAssignment lids;
+    uint16_t smLid = 0;
+    uint64_t gidPrefix = 0;
+    std::optional<mad::MkeyInfo> mkey;
+    bool activate = false;
+  };
+  std::optional<Left> left_;
 };
 
 }  // namespace ibsm::daemon

@@ -209,6 +209,64 @@ TEST(Programmer, ClientReregisterOncePerPort) {
   EXPECT_EQ(fx.fabric->clientReregistrations(), caPorts);
 }
 
+// The topology of `dr` with the attributes of both ends of (ca, port 1)'s link as the fabric holds them now:
+// what a re-discovery builds on the last one when that link changed (every other row shared).
+fabric::TopologyPtr withLinkReadAgain(FakeFabricFixture& fx, const DiscoveryResult& dr, NodeIndex ca) {
+  const fabric::Topology& t = *dr.topology;
+  const fabric::Port& port = t.node(ca).ports[1];
+  fabric::Topology::AttrPatch patch;
+  for (auto [n, p] : {std::pair{ca, PortNum{1}}, std::pair{port.peerNode, port.peerPort}})
+    patch.ports.emplace_back(n, p, fx.fabric->portAttrs(fx.fakeIndex(t, n), p));
+  return t.withAttrs(patch);
+}
+
+// After a run that ended without an error, the next one with the same LIDs and options does not look at the
+// rows it left in phases 1 and 2 (an event costs what changed): the rows that changed since are looked at
+// and their ports brought up; after a run with errors every row is looked at again.
+TEST(Programmer, LooksAgainAtTheRowsChangedSinceACleanRun) {
+  FakeFabricFixture fx;
+  fx.start(fatTree());
+  SwitchTableCache cache;
+  auto up = fx.bringUp(cache);
+  Programmer programmer(*fx.engine, fx.clock);
+  DiscoveryResult dr = fx.discover();
+  ASSERT_TRUE(programmer.program(dr, up.lids, up.tables, cache, ProgramOptions{}).errors.empty());
+  const fabric::Topology& t = *dr.topology;
+  const NodeIndex ca = t.cas().back();
+  ASSERT_NE(ca, t.smNode());
+  const fabric::Port& link = t.node(ca).ports[1];
+  ASSERT_TRUE(link.connected());
+  auto state = [&](NodeIndex n, PortNum p) { return fx.fabric->portAttrs(fx.fakeIndex(t, n), p).state; };
+  auto bounce = [&] {  // the link goes down and comes back: both ends in INIT
+    ASSERT_TRUE(fx.fabric->linkDown(fx.fakeIndex(t, ca), PortNum{1}));
+    ASSERT_TRUE(fx.fabric->linkUp(fx.fakeIndex(t, ca), PortNum{1}));
+    ASSERT_EQ(state(ca, PortNum{1}), PortState::kInit);
+  };
+
+  bounce();
+  DiscoveryResult changed = dr;
+  changed.topology = withLinkReadAgain(fx, dr, ca);
+  ProgramReport r = programmer.program(changed, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.portsActivated, 2u);
+  EXPECT_EQ(state(ca, PortNum{1}), PortState::kActive);
+  EXPECT_EQ(state(link.peerNode, link.peerPort), PortState::kActive);
+
+  // A run whose Sets get no answer leaves the ports as they were (its topology says so) and trusts nothing
+  // afterwards: the next run on that topology brings them up.
+  bounce();
+  DiscoveryResult again = changed;
+  again.topology = withLinkReadAgain(fx, changed, ca);
+  fx.fabric->setDropRate(1.0);
+  EXPECT_FALSE(programmer.program(again, up.lids, up.tables, cache, ProgramOptions{}).errors.empty());
+  fx.fabric->setDropRate(0.0);
+  ProgramReport retried = programmer.program(again, up.lids, up.tables, cache, ProgramOptions{});
+  EXPECT_TRUE(retried.errors.empty());
+  EXPECT_EQ(retried.portsActivated, 2u);
+  EXPECT_EQ(state(ca, PortNum{1}), PortState::kActive);
+  EXPECT_EQ(state(link.peerNode, link.peerPort), PortState::kActive);
+}
+
 // The management ports of a topology (CA ports with a link, switch port 0), as (node, port).
 std::vector<std::pair<NodeIndex, unsigned>> managementPorts(const fabric::Topology& t) {
   std::vector<std::pair<NodeIndex, unsigned>> out;
