@@ -117,6 +117,17 @@ const Node& TopologyBuilder::node(NodeIndex i) const {
   return std::as_const(nodes_)[checked(i)];
 }
 
+std::vector<uint8_t> TopologyBuilder::switchFlags() const {
+  std::vector<uint8_t> out(size(), 0);
+  const size_t shared = base_ ? std::min(base_->size(), size()) : 0;
+  if (base_)
+    for (NodeIndex s : base_->switches())
+      if (s < shared) out[s] = 1;
+  for (NodeIndex i = 0; i < size(); ++i)
+    if (i >= shared || !nodes_.sameRow(i, base_->nodes_, i)) out[i] = node(i).isSwitch();
+  return out;
+}
+
 const DrPath& TopologyBuilder::portRoute(NodeIndex i, PortNum p) const {
   return portRouteOf(std::as_const(routes_)[checked(i)], p);
 }

@@ -201,6 +201,8 @@ class TopologyBuilder {
   void setPortRoute(NodeIndex i, PortNum p, const DrPath& route);
   // Node i's routes become other's node j's, shared.
   void shareRoutes(NodeIndex i, const TopologyBuilder& other, NodeIndex j);
+  // Per node, 1 for a switch: from the base's switch list for the rows shared with it (no node row is read).
+  std::vector<uint8_t> switchFlags() const;
   // Connects two ports; fails if a port number is out of range, a port is already linked elsewhere, or a CA
   // port 0 / switch port 0 is used.
   Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);

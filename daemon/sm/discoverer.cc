@@ -408,15 +408,13 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   // A node (or CA port) keeps the directed route it has while that still leads to it (a re-discovery then
   // writes only the routes that ran over a changed link); otherwise it gets a breadth-first one. First the
   // switches, breadth-first from the SM's port (only they forward a DR SMP; the SM's node only on its own
-  // port); then every other node, in index order, through the reached switches it is linked to: a CA row is
-  // looked at once, in the order the rows are laid out.
+  // port); then every other node through the reached switches it is linked to.
   fabric::TopologyBuilder& old = sweep.builder;
   const fabric::TopologyBuilder& read =
       old;  // nodes a re-discovery shares are written only where they change
   const size_t count = old.size();
   constexpr uint32_t kNotReached = UINT32_MAX;
-  std::vector<uint8_t> isSwitch(count);
-  for (NodeIndex i = 0; i < count; ++i) isSwitch[i] = read.node(i).isSwitch();
+  const std::vector<uint8_t> isSwitch = read.switchFlags();
   std::vector<uint32_t> at(count, kNotReached);  // a reached switch's (or the SM node's) place in `forwards`
   std::vector<NodeIndex> forwards{0};            // the local node is always the first one added
   std::vector<DrPath> bfs{DrPath{}};             // their breadth-first routes
@@ -439,32 +437,40 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
         old.setRoute(port.peerNode, *route);
     }
   }
+  // The other nodes from the reached switches' ports (and the SM node's own port), which name the node and
+  // port on the other side: the rows of the CAs, the most numerous nodes, are not read, only their routes.
+  // Each port reached keeps a route that leads there or gets the breadth-first one; the node keeps its own
+  // route when it leads there through a port reached, else takes its lowest reached port's.
+  std::vector<uint8_t> firstPort(count, 0), firstHop(count, 0), nodeRouted(count, 0);
+  std::vector<uint32_t> firstVia(count, kNotReached);  // the place in `forwards` of firstPort's switch
+  for (size_t head = 0; head < forwards.size(); ++head) {
+    const fabric::Node& n = read.node(forwards[head]);
+    for (unsigned p = 1; p <= n.numPorts; ++p) {
+      const fabric::Port& port = n.ports[p];
+      if (!port.connected() || at[port.peerNode] != kNotReached) continue;
+      if (!n.isSwitch() && p != sweep.smPortNum) continue;
+      auto route = bfs[head].extended(static_cast<uint8_t>(p));
+      if (!route) continue;
+      const NodeIndex i = port.peerNode;
+      const fabric::PortNum in = port.peerPort;
+      if (const DrPath& had = read.portRoute(i, in); had != *route && !leadsTo(read, had, i, in))
+        old.setPortRoute(i, in, *route);
+      if (!nodeRouted[i]) {
+        const DrPath& had = read.route(i);
+        nodeRouted[i] = had == *route || leadsTo(read, had, i, in);
+      }
+      if (!firstPort[i] || in.value < firstPort[i]) {
+        firstPort[i] = in.value;
+        firstHop[i] = static_cast<uint8_t>(p);
+        firstVia[i] = static_cast<uint32_t>(head);
+      }
+    }
+  }
   std::vector<bool> reached(count, false);
   size_t reachedCount = 0;
   for (NodeIndex i = 0; i < count; ++i) {
-    if (at[i] != kNotReached) {
-      reached[i] = true;
-      ++reachedCount;
-      continue;
-    }
-    const fabric::Node& n = read.node(i);
-    bool nodeRouted = false;  // the node's own route leads to it through a port reached so far
-    std::optional<DrPath> first;
-    for (unsigned p = 1; p <= n.numPorts; ++p) {
-      const fabric::Port& port = n.ports[p];
-      if (!port.connected() || at[port.peerNode] == kNotReached) continue;
-      if (!isSwitch[port.peerNode] && port.peerPort.value != sweep.smPortNum) continue;  // the SM node's
-      auto route = bfs[at[port.peerNode]].extended(port.peerPort.value);
-      if (!route) continue;
-      const fabric::PortNum in{static_cast<uint8_t>(p)};
-      if (const DrPath& had = read.portRoute(i, in); had != *route && !leadsTo(read, had, i, in))
-        old.setPortRoute(i, in, *route);
-      const DrPath& had = read.route(i);
-      nodeRouted = nodeRouted || had == *route || leadsTo(read, had, i, in);
-      if (!first) first = *route;
-    }
-    if (!first) continue;
-    if (!nodeRouted) old.setRoute(i, *first);
+    if (at[i] == kNotReached && !firstPort[i]) continue;
+    if (at[i] == kNotReached && !nodeRouted[i]) old.setRoute(i, *bfs[firstVia[i]].extended(firstHop[i]));
     reached[i] = true;
     ++reachedCount;
   }
