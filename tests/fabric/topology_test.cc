@@ -66,6 +66,28 @@ TEST(TopologyBuilder, BuildingOnTheBaseGivesTheFullBuild) {
   EXPECT_EQ(x.node(base->switches()[1]).ports[2].attrs.state, PortState::kDown);
 }
 
+// switchFlags() reads the base's switch list for the rows shared with it and the node for the others (a
+// written or added one), with or without a base held by a shared_ptr.
+TEST(TopologyBuilder, SwitchFlagsFollowTheNodes) {
+  TopologyPtr base = fatTree();
+  const Topology copy = *base;
+  for (const Topology* from : {base.get(), &copy}) {
+    TopologyBuilder b(*from);
+    change(b, *from);
+    Node sw;
+    sw.guid = Guid{0xabcdef};
+    sw.type = NodeType::kSwitch;
+    sw.numPorts = 4;
+    ASSERT_TRUE(b.addNode(sw).ok());
+    b.node(from->cas()[5]).description = "written";  // the builder's own row from here on
+    const std::vector<uint8_t> flags = b.switchFlags();
+    ASSERT_EQ(flags.size(), b.size());
+    for (NodeIndex n = 0; n < b.size(); ++n) EXPECT_EQ(flags[n], b.node(n).isSwitch()) << n;
+    EXPECT_EQ(flags.back(), 1);
+    EXPECT_EQ(flags[from->cas()[5]], 0);
+  }
+}
+
 // A node whose port GUIDs differ from the base's (or a node added) makes the indexes new.
 TEST(TopologyBuilder, ANodeWithNewPortGuidsIsIndexedAfresh) {
   TopologyPtr base = fatTree();
