@@ -616,8 +616,14 @@ class Repairer {
     // min-hop's choice).
     for (uint32_t x : b_) dest_.isSwitch ? setGroup(x, lid_, {}) : groupFor(x, ddown_[x], dany_[x]);
     // A neighbour's own way is intact, and so is every other member of its group: it only loses the broken
-    // switches that are no longer a legal equal-cost hop.
-    for (uint32_t x : b_)
+    // switches that are no longer a legal equal-cost hop. A broken switch whose way is as long and in the
+    // same direction as its old one (its old route was a shortest legal one, as repairSeeds() relies on)
+    // stays a legal hop for every neighbour: its neighbours' groups are not read.
+    for (uint32_t x : b_) {
+      if (!dest_.isSwitch) {
+        const auto [len, wasDown] = oldWay(x);
+        if (dany_[x] == len && ddown_[x] == (wasDown ? len : kInf)) continue;
+      }
       for (const auto& a : g_.arcs(x)) {
         const uint32_t y = a.to;
         const uint8_t port = g_.arc(a.reverse).port;
@@ -633,6 +639,7 @@ class Repairer {
           setGroup(y, lid_, mask);
         }
       }
+    }
   }
   // Whether s's group for this LID has `port` (true past the cap: the group s should have is not known).
   bool groupHas(uint32_t s, uint8_t port) const {
