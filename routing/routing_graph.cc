@@ -3,16 +3,9 @@
 #include <algorithm>
 #include <cassert>
 
+#include "routing/switch_graph.h"
+
 namespace ibsm::routing {
-namespace {
-bool usable(const Topology& topo, const fabric::Port& port) {
-  if (!port.connected() || port.peerNode >= topo.size()) return false;
-  if (port.attrs.down()) return false;
-  const fabric::Node& peer = topo.node(port.peerNode);
-  if (port.peerPort.value >= peer.ports.size()) return false;
-  return !peer.ports[port.peerPort.value].attrs.down();
-}
-}  // namespace
 
 RoutingGraph::RoutingGraph(const Topology& topo) : index_(topo.size(), kNone) {
   for (NodeIndex n : topo.switches()) {
@@ -63,7 +56,7 @@ void RoutingGraph::readArcs(const Topology& topo, uint32_t s) {
   maxPort_ = std::max<uint32_t>(maxPort_, node.numPorts);
   for (unsigned p = 1; p <= node.numPorts && p < node.ports.size(); ++p) {
     const fabric::Port& port = node.ports[p];
-    if (!usable(topo, port)) continue;
+    if (!portUsable(topo, port)) continue;
     uint32_t peer = index_[port.peerNode];
     if (peer == kNone) {
       ++hosts_[s];
@@ -145,7 +138,7 @@ bool destLid(const Topology& topo, const LidAssignment& lids, const RoutingGraph
   }
   if (owner.port.value >= node.ports.size()) return false;
   const fabric::Port& port = node.ports[owner.port.value];
-  if (!usable(topo, port)) return false;
+  if (!portUsable(topo, port)) return false;
   d.sw = graph.indexOf(port.peerNode);
   d.port = port.peerPort.value;
   return d.sw != RoutingGraph::kNone;

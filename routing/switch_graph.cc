@@ -31,13 +31,13 @@ LidExit lidExit(const Topology& topo, const SwitchGraph& graph, NodeIndex node, 
 bool portUsable(const Topology& topo, NodeIndex node, PortNum port) {
   if (node >= topo.size()) return false;
   const Node& n = topo.node(node);
-  if (port.value == 0 || port.value > n.numPorts) return false;
-  const fabric::Port& p = n.ports[port.value];
-  if (!p.connected() || p.peerNode >= topo.size()) return false;
-  if (p.attrs.down()) return false;
+  return port.value != 0 && port.value <= n.numPorts && portUsable(topo, n.ports[port.value]);
+}
+
+bool portUsable(const Topology& topo, const fabric::Port& p) {
+  if (!p.connected() || p.peerNode >= topo.size() || p.attrs.down()) return false;
   const Node& peer = topo.node(p.peerNode);
-  if (p.peerPort.value > peer.numPorts) return false;
-  return !peer.ports[p.peerPort.value].attrs.down();
+  return p.peerPort.value < peer.ports.size() && !peer.ports[p.peerPort.value].attrs.down();
 }
 
 SwitchGraph::SwitchGraph(const Topology& topo) {

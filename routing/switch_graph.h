@@ -19,6 +19,8 @@ inline constexpr uint16_t kUnreachable = UINT16_MAX;
 // A port can carry traffic when it is linked and neither end reported PortState Down (ports of a topology
 // read from a file have no PortInfo and count as usable).
 bool portUsable(const fabric::Topology& topo, fabric::NodeIndex node, fabric::PortNum port);
+// The same for a port of a node of topo, given itself.
+bool portUsable(const fabric::Topology& topo, const fabric::Port& port);
 
 class SwitchGraph;
 // Where the traffic to an endport leaves the fabric: the switch itself (port 0) when the endport is a
