@@ -406,9 +406,12 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
     if (!linked) sweep.warnings.push_back("DISC005 inconsistent link: " + linked.error().message);
   }
   // A node (or CA port) keeps the directed route it has while that still leads to it (a re-discovery then
-  // writes only the routes that ran over a changed link); otherwise it gets a breadth-first one. First the
-  // switches, breadth-first from the SM's port (only they forward a DR SMP; the SM's node only on its own
-  // port); then every other node through the reached switches it is linked to.
+  // writes only the routes that ran over a changed link); otherwise it gets a breadth-first one. The switches
+  // breadth-first from the SM's port (only they forward a DR SMP; the SM's node only on its own port); every
+  // other node from the ports of the reached switches (and of the SM node) as they are walked: those name
+  // the node and port on the other side, so the rows of the CAs, the most numerous nodes, are not read, only
+  // their routes. A CA port keeps a route that leads there or gets the breadth-first one; the node keeps its
+  // own route when it leads there through a port reached, else takes its lowest reached port's.
   fabric::TopologyBuilder& old = sweep.builder;
   const fabric::TopologyBuilder& read =
       old;  // nodes a re-discovery shares are written only where they change
@@ -418,40 +421,27 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
   std::vector<uint32_t> at(count, kNotReached);  // a reached switch's (or the SM node's) place in `forwards`
   std::vector<NodeIndex> forwards{0};            // the local node is always the first one added
   std::vector<DrPath> bfs{DrPath{}};             // their breadth-first routes
+  std::vector<uint8_t> firstPort(count, 0), firstHop(count, 0), nodeRouted(count, 0);
+  std::vector<uint32_t> firstVia(count, kNotReached);  // the place in `forwards` of firstPort's switch
   at[0] = 0;
   old.setRoute(0, DrPath{});
   for (size_t head = 0; head < forwards.size(); ++head) {
     const fabric::Node& n = read.node(forwards[head]);
     for (unsigned p = 1; p <= n.numPorts; ++p) {
       const fabric::Port& port = n.ports[p];
-      if (!port.connected() || !isSwitch[port.peerNode] || at[port.peerNode] != kNotReached) continue;
-      if (!n.isSwitch() && p != sweep.smPortNum) continue;
+      const NodeIndex i = port.peerNode;
+      if (!port.connected() || at[i] != kNotReached || (!n.isSwitch() && p != sweep.smPortNum)) continue;
       auto route = bfs[head].extended(static_cast<uint8_t>(p));
       if (!route) continue;  // beyond the hop limit: discovery already failed for such nodes
-      at[port.peerNode] = static_cast<uint32_t>(forwards.size());
-      forwards.push_back(port.peerNode);
-      bfs.push_back(*route);
-      // A route equal to the breadth-first one leads there (most do): only others are walked.
-      if (const DrPath& had = read.route(port.peerNode);
-          had != *route && !leadsTo(read, had, port.peerNode, {}))
-        old.setRoute(port.peerNode, *route);
-    }
-  }
-  // The other nodes from the reached switches' ports (and the SM node's own port), which name the node and
-  // port on the other side: the rows of the CAs, the most numerous nodes, are not read, only their routes.
-  // Each port reached keeps a route that leads there or gets the breadth-first one; the node keeps its own
-  // route when it leads there through a port reached, else takes its lowest reached port's.
-  std::vector<uint8_t> firstPort(count, 0), firstHop(count, 0), nodeRouted(count, 0);
-  std::vector<uint32_t> firstVia(count, kNotReached);  // the place in `forwards` of firstPort's switch
-  for (size_t head = 0; head < forwards.size(); ++head) {
-    const fabric::Node& n = read.node(forwards[head]);
-    for (unsigned p = 1; p <= n.numPorts; ++p) {
-      const fabric::Port& port = n.ports[p];
-      if (!port.connected() || at[port.peerNode] != kNotReached) continue;
-      if (!n.isSwitch() && p != sweep.smPortNum) continue;
-      auto route = bfs[head].extended(static_cast<uint8_t>(p));
-      if (!route) continue;
-      const NodeIndex i = port.peerNode;
+      if (isSwitch[i]) {
+        at[i] = static_cast<uint32_t>(forwards.size());
+        forwards.push_back(i);
+        bfs.push_back(*route);
+        // A route equal to the breadth-first one leads there (most do): only others are walked.
+        if (const DrPath& had = read.route(i); had != *route && !leadsTo(read, had, i, {}))
+          old.setRoute(i, *route);
+        continue;
+      }
       const fabric::PortNum in = port.peerPort;
       if (const DrPath& had = read.portRoute(i, in); had != *route && !leadsTo(read, had, i, in))
         old.setPortRoute(i, in, *route);
