@@ -276,7 +276,8 @@ void ProgramRun::setSwitchInfo(PhaseRunner& phase, NodeIndex n, SwitchTableCache
   if (held.linearFdbTop == top && node.sw.lifeTime == opt_.switchLifeTime) return;
   mad::MadPacket smp = mad::makeDirectedSmp(mad::kSet, mad::kAttrSwitchInfo, 0, topo_.route(n));
   uint8_t* d = mad::smpData(smp);
-  std::copy(dr_.switchInfo[n].begin(), dr_.switchInfo[n].end(), d);
+  const RawAttr& read = std::as_const(dr_.switchInfo)[n];
+  std::copy(read.begin(), read.end(), d);
   // PortStateChange is write-1-to-clear: cleared on the switch, 0 in what it holds afterwards.
   mad::applySwitchInfoSet({top, opt_.switchLifeTime, true}, d);
   RawAttr sent;
@@ -371,7 +372,8 @@ void ProgramRun::publish() {
   for (const auto& [at, a] : attrs_)
     patch.ports.emplace_back(at.first, fabric::PortNum{static_cast<uint8_t>(at.second)}, a);
   for (NodeIndex n = 0; n < topo_.size(); ++n) {
-    if (switchChanged_[n]) patch.switches.emplace_back(n, mad::decodeSwitchInfo(dr_.switchInfo[n].data()));
+    if (switchChanged_[n])
+      patch.switches.emplace_back(n, mad::decodeSwitchInfo(std::as_const(dr_.switchInfo)[n].data()));
   }
   if (!patch.empty()) dr_.topology = topo_.withAttrs(patch);
 }

@@ -25,7 +25,7 @@ struct Sweep {
   mad::MadEngine& engine;
   fabric::TopologyBuilder builder;
   fabric::Rows<std::vector<RawAttr>> portInfo;
-  std::vector<RawAttr> switchInfo;
+  fabric::Rows<RawAttr> switchInfo;
   std::vector<std::string> warnings;
   std::optional<std::string> fatal;
   // Links seen: (node, port) <-> (node, port), applied at the end so an inconsistent answer is reported once.
@@ -252,7 +252,7 @@ struct Sweep {
       builder.setPortRoute(idx, fabric::PortNum{info.localPort}, path);
     }
     portInfo.push_back(std::vector<RawAttr>(info.numPorts + 1u));
-    switchInfo.emplace_back();
+    switchInfo.resize(switchInfo.size() + 1);  // a row of its own once SwitchInfo answers
     if (parent == fabric::kNoNode)
       smPortNum = info.localPort;
     else
@@ -491,7 +491,7 @@ fabric::Result<DiscoveryResult> finish(Sweep& sweep) {
       newIndex[o] = *i;
     }
     result.portInfo.pushShared(sweep.portInfo, o);
-    result.switchInfo.push_back(sweep.switchInfo[o]);
+    result.switchInfo.pushShared(sweep.switchInfo, o);
   }
   for (NodeIndex o = 0; o < count; ++o) {
     if (!reached[o]) continue;

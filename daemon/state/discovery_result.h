@@ -33,8 +33,8 @@ struct DiscoveryResult {
   // the previous result (a targeted re-discovery copies only the nodes it re-reads); read them through a
   // const reference.
   fabric::Rows<std::vector<RawAttr>> portInfo;
-  // SwitchInfo blocks as read, [node] (zeros for non-switches).
-  std::vector<RawAttr> switchInfo;
+  // SwitchInfo blocks as read, [node] (an empty row, zeros, for non-switches); shared like portInfo.
+  fabric::Rows<RawAttr> switchInfo;
   DiscoveryStats stats;
   // A targeted re-discovery that found every re-read port as the SM left it: topology and heldDown are the
   // previous ones and portInfo/switchInfo stay empty (nothing to program).
