@@ -42,6 +42,11 @@ constexpr uint8_t kLinkUp = 5;
 constexpr uint32_t kClientReregSupported = 1u
                                            << 25;  // PortInfo CapabilityMask.IsClientReregistrationSupported
 
+// The LID of the SM's own port (0 when the topology has no SM node).
+uint16_t smLidOf(const fabric::Topology& topo, const routing::LidAssignment& lids) {
+  return topo.smNode() == fabric::kNoNode ? 0 : lids.base(topo.smNode(), topo.smPort()).value;
+}
+
 // One run of Programmer::program. Keeps what the ports and switches hold once this run's Sets are
 // acknowledged; that becomes dr's topology at the end, so the next (targeted) run starts from the truth
 // instead of the states of the first discovery.
@@ -141,7 +146,7 @@ ProgramRun::ProgramRun(mad::MadEngine& engine, const mad::Clock& clock, Discover
       settled_(settled),
       switchChanged_(topo_.size(), false),
       lftFailed_(topo_.size(), false) {
-  smLid_ = topo_.smNode() == fabric::kNoNode ? 0 : lids.base(topo_.smNode(), topo_.smPort()).value;
+  smLid_ = smLidOf(topo_, lids);
 }
 
 void ProgramRun::phase(const char* name, const std::function<void(PhaseRunner&)>& issue) {
@@ -488,9 +493,7 @@ ProgramReport Programmer::program(DiscoveryResult& dr, const routing::LidAssignm
                                   const routing::RoutingTables& tables, SwitchTableCache& cache,
                                   const ProgramOptions& opt) {
   // Rows the last run left are settled when this run asks the same of the endports.
-  const uint16_t smLid = dr.topology->smNode() == fabric::kNoNode
-                             ? 0
-                             : lids.base(dr.topology->smNode(), dr.topology->smPort()).value;
+  const uint16_t smLid = smLidOf(*dr.topology, lids);
   const bool same = left_ && !opt.clientReregister && left_->activate == opt.activate &&
                     left_->gidPrefix == opt.gidPrefix && left_->mkey == opt.mkey && left_->smLid == smLid &&
                     left_->lids == lids;
