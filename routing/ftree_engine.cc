@@ -30,6 +30,11 @@
 //  5. Target: the cut lower bound on the max link load (see cutBound). If the routes above would push a link
 //     past it, the LID is re-routed by split(): its traffic is spread over the candidates that still have
 //     room, so on degraded trees one destination may enter its leaf over several links.
+//  6. Shifts: on a degraded tree the traffic steps 4b and 5 place by load can put 3 or more flows of one
+//     shift (host i to host i + t) on a link; when any CA traffic took such a way, polishShifts
+//     (routing/shift_polish.h) moves single entries among the same candidates until every shift is at most
+//     2-congested where it can, trading up to 5 % of all-pairs load above the bound for it. Full trees
+//     take no such way (every switch converges on the main path) and keep D-mod-K untouched.
 // Link load is counted as routes: after each CA LID, each switch-to-switch link used gets the number of
 // source CA ports whose route to the LID crosses it. Switch LIDs are routed the same way but not counted.
 // Switches with no legal path to a LID (e.g. a top switch that lost its only link into a pod) get kNoPort.
@@ -44,6 +49,7 @@
 #include "routing/ar_groups.h"
 #include "routing/engine.h"
 #include "routing/routing_graph.h"
+#include "routing/shift_polish.h"
 
 namespace ibsm::routing {
 namespace {
@@ -131,7 +137,7 @@ class FatTreeRouter {
  public:
   FatTreeRouter(const Topology& topo, const LidAssignment& lids, const Options& options,
                 const RoutingGraph& g, const Tree& tree)
-      : topo_(topo), options_(options), g_(g), t_(tree), n_(static_cast<uint32_t>(g.size())) {
+      : topo_(topo), lids_(lids), options_(options), g_(g), t_(tree), n_(static_cast<uint32_t>(g.size())) {
     lftSize_ = static_cast<size_t>(lids.maxLid().value) + 1;
     tables_.engine = "ftree";
     tables_.lft.resize(topo.size());
@@ -214,6 +220,7 @@ class FatTreeRouter {
       }
       cols_[k].reset();
     }
+    if (detoured_) polishShifts(topo_, lids_, tables_);
     return std::move(tables_);
   }
 
@@ -359,6 +366,7 @@ class FatTreeRouter {
           choose(s, best, lid);
         }
         if (w > 0) {
+          detoured_ = detoured_ || (count && !isMain(s));
           adds_.push_back({chosen_[s], w});
           acc_[next_[s]] += w;
         }
@@ -379,6 +387,7 @@ class FatTreeRouter {
     if (fits) {
       for (auto [a, w] : adds_) load_[a] += w;
     } else {
+      detoured_ = true;
       split(lid);
     }
   }
@@ -532,6 +541,7 @@ class FatTreeRouter {
   }
 
   const Topology& topo_;
+  const LidAssignment& lids_;
   const Options& options_;
   const RoutingGraph& g_;
   const Tree& t_;
@@ -560,6 +570,7 @@ class FatTreeRouter {
   std::vector<std::vector<uint32_t>> frontier_;
   std::vector<std::pair<uint32_t, uint64_t>> adds_;  // load this LID adds, per arc
   uint64_t target_ = UINT64_MAX;                     // max link load the balancing aims at
+  bool detoured_ = false;  // some CA traffic left the main paths and their convergence (step 4b or 5)
 };
 
 class FatTreeEngine final : public Engine {

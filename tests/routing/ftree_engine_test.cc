@@ -638,37 +638,78 @@ TEST(FatTreeEngine, ShiftContentionFreeOnRealTrees) {
   }
 }
 
+// The most switch-to-switch links any one switch of spec's fabric lacks against the same tree whole.
+unsigned mostLinksLostBySwitch(const FabricSpec& spec) {
+  FabricSpec whole = spec;
+  whole.removeLinks = 0;
+  auto full = generate(whole), cut = generate(spec);
+  auto switchLinksOf = [](const Topology& t, NodeIndex s) {
+    unsigned n = 0;
+    for (const auto& p : t.node(s).ports) n += p.connected() && t.node(p.peerNode).isSwitch();
+    return n;
+  };
+  unsigned most = 0;
+  for (NodeIndex s : full->switches())
+    most = std::max(most, switchLinksOf(*full, s) - switchLinksOf(*cut, *cut->findNode(full->node(s).guid)));
+  return most;
+}
+
 // Degraded trees carry collective traffic nearly as well as full ones: over all shifts (host i to host i+s,
-// one permutation at a time) the mean flow bandwidth stays high and no link carries more than 4 flows of one
-// shift (a leaf that lost one of its k up-links cannot do better than 2). Spreading destinations over the
-// up-links by load instead of by count gave 0.79-0.86 and up to 5 on these fabrics.
-TEST(FatTreeEngine, DegradedTreesKeepShiftsNearlyCongestionFree) {
+// one permutation at a time) the mean flow bandwidth stays high, and where no switch lost more than one link
+// no link carries more than 2 flows of one shift (a leaf that lost one of its k up-links cannot do better),
+// at most 5 % above the all-pairs load bound (routing/shift_polish.h). Without the polish ftree left 3-4 on
+// these fabrics; spreading destinations over the up-links by load instead of by count gave 0.79-0.86 and up
+// to 5.
+TEST(FatTreeEngine, DegradedTreesKeepShiftsAtMostTwoCongested) {
   struct Case {
     const char* name;
     FabricSpec spec;
     double minBandwidth;
   };
   std::vector<Case> cases;
-  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
     FabricSpec spec = with(karyNTree(6, 3), [](FabricSpec& s) { s.removeLinks = 6; });
     spec.seed = seed;
     cases.push_back({"6-ary 3-tree", spec, 0.91});
   }
-  cases.push_back({"4-ary 3-tree", with(karyNTree(4, 3), [](FabricSpec& s) { s.removeLinks = 4; }), 0.85});
+  for (uint64_t seed : {1, 2}) {
+    FabricSpec spec = with(karyNTree(4, 3), [](FabricSpec& s) { s.removeLinks = 4; });
+    spec.seed = seed;
+    cases.push_back({"4-ary 3-tree", spec, 0.85});
+    spec = with(karyNTree(8, 3), [](FabricSpec& s) { s.removeLinks = 8; });
+    spec.seed = seed;
+    cases.push_back({"8-ary 3-tree", spec, 0.90});
+  }
   cases.push_back(
       {"3-level radix 12", with(fatTree(3, 12), [](FabricSpec& s) { s.removeLinks = 12; }), 0.90});
+  cases.push_back({"3-level radix 12",
+                   with(fatTree(3, 12),
+                        [](FabricSpec& s) {
+                          s.removeLinks = 6;
+                          s.seed = 2;
+                        }),
+                   0.90});
+  cases.push_back({"2-level radix 12", with(fatTree(2, 12), [](FabricSpec& s) { s.removeLinks = 3; }), 0.90});
+  size_t oneLost = 0;
   for (const Case& c : cases) {
     auto topo = generate(c.spec);
     auto lids = assignOrDie(*topo);
     auto tables = routeOrDie(*topo, lids);
     PatternReport r = checkPattern(*topo, lids, tables, {});
-    std::printf("%s, %u links removed, seed %llu: shift max congestion %u, mean flow bandwidth %.3f\n",
-                c.name, c.spec.removeLinks, static_cast<unsigned long long>(c.spec.seed), r.maxCongestion,
-                r.meanBandwidth);
+    const unsigned lost = mostLinksLostBySwitch(c.spec);
+    const uint64_t load = checkAll(*topo, lids, tables).maxLoad, bound = test::lowerBound(*topo, lids);
+    std::printf(
+        "%s, %u links removed (at most %u of a switch), seed %llu: shift max congestion %u, mean flow "
+        "bandwidth %.3f; max load %llu, bound %llu\n",
+        c.name, c.spec.removeLinks, lost, static_cast<unsigned long long>(c.spec.seed), r.maxCongestion,
+        r.meanBandwidth, static_cast<unsigned long long>(load), static_cast<unsigned long long>(bound));
     EXPECT_EQ(r.unrouted, 0u);
-    EXPECT_LE(r.maxCongestion, 4u) << c.name << ", seed " << c.spec.seed;
+    EXPECT_LE(r.maxCongestion, lost <= 1 ? 2u : 3u) << c.name << ", seed " << c.spec.seed;
     EXPECT_GE(r.meanBandwidth, c.minBandwidth) << c.name << ", seed " << c.spec.seed;
+    EXPECT_LE(load * 100, bound * 105) << c.name << ", seed " << c.spec.seed;
+    oneLost += lost <= 1;
   }
+  EXPECT_GE(oneLost, cases.size() / 2);  // the cases test the goal, not only the fallback
 }
 
 // The 11,664-host 3-level radix-36 tree: complete and at the optimum (18 x 11646 / 18).
