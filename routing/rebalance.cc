@@ -9,6 +9,7 @@
 #include "routing/dfly_repair.h"
 #include "routing/pattern_checker.h"
 #include "routing/routing_graph.h"
+#include "routing/shift_polish.h"
 
 namespace ibsm::routing {
 namespace {
@@ -34,6 +35,7 @@ class Rebalancer {
   Rebalancer(const Topology& topo, const LidAssignment& lids, const RoutingTables& in, const PortLoads& loads,
              const RebalanceOptions& options, RebalanceResult& out)
       : topo_(topo),
+        lids_(lids),
         in_(in),
         options_(options),
         out_(out),
@@ -106,6 +108,18 @@ class Rebalancer {
       load_ = std::move(kept.load);
       touched_.resize(kept.touched);
     }
+    // Shifts the repair left above maxShiftShare (the moves above only keep them from getting worse): the
+    // polish's entries count as moves of this rebalance.
+    if (options_.maxShiftShare > 0) {
+      ShiftPolishOptions po;
+      po.maxShare = options_.maxShiftShare;
+      po.maxLoad = out_.maxLoadBefore;  // the max load only falls
+      for (auto [node, lid, was] : polishShifts(topo_, lids_, out_.tables, po).changed) {
+        touched_.emplace_back(g_.indexOf(node), lid, was);
+        ++out_.polished;
+      }
+      if (out_.polished) rows();
+    }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins
     // its AR group.
     forEachChanged({touched_.begin() + static_cast<ptrdiff_t>(out_.cleared),
@@ -121,6 +135,12 @@ class Rebalancer {
       out_.loads[g_.node(s)].assign(topo_.node(g_.node(s)).numPorts + 1u, 0);
     for (uint32_t a = 0; a < g_.arcCount(); ++a)
       out_.loads[g_.node(g_.arc(g_.arc(a).reverse).to)][g_.arc(a).port] = load_[a];
+    if (out_.polished) {  // its moves are not in load_
+      out_.loads = computePortLoads(topo_, lids_, out_.tables, 1);
+      out_.maxLoadAfter = 0;
+      for (const auto& ports : out_.loads)
+        for (uint64_t v : ports) out_.maxLoadAfter = std::max(out_.maxLoadAfter, v);
+    }
   }
 
  private:
@@ -782,6 +802,7 @@ class Rebalancer {
   }
 
   const Topology& topo_;
+  const LidAssignment& lids_;
   const RoutingTables& in_;
   const RebalanceOptions& options_;
   RebalanceResult& out_;

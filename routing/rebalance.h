@@ -34,6 +34,9 @@
 // before (and no pairs): the last percent of load is not worth the shifts' bandwidth. The shifts are kept
 // only where the repair kept them: when a link above the target carries more than maxShiftShare flows of a
 // shift already (a whole switch lost), the moves chase the load alone (RebalanceResult::shiftShare).
+// Shifts the repair itself left above maxShiftShare are then brought back by polishShifts
+// (routing/shift_polish.h: single entries among the same legal ports, loading no link past the max load
+// before the rebalance, on fabrics within its budget); its entries count as moved.
 //
 // Cost: per search, the LFT row of the loaded link's switch and a walk of a few hops per candidate port;
 // with shifts, per candidate weighed, for each moved flow the flows of its shift on the links it leaves and
@@ -77,6 +80,7 @@ struct RebalanceResult {
   RoutingTables tables;  // shares every row it did not change
   PortLoads loads;       // of tables
   size_t moved = 0;      // (switch, LID) entries that differ from the input tables
+  size_t polished = 0;   // entries the shift polish changed (shifts the repair left above maxShiftShare)
   size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
                          // that came back (worth writing whatever the load gain); dfly: all of them
   size_t cleared = 0;    // and entries of LIDs that left the fabric, which a repair leaves (the same)

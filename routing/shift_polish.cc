@@ -28,12 +28,15 @@ class Polisher {
     src_.resize(n_);
     exit_.resize(n_);
     lid_.resize(n_);
+    lidCount_.resize(n_);
     std::vector<std::vector<uint32_t>> at(g_.size());
     for (size_t r = 0; r < n_; ++r) {
       const LidExit e = lidExit(topo, g_, ranks[r].node, ranks[r].port);
       src_[r] = e.sw;
       exit_[r] = e.port;
-      lid_[r] = lids.base(ranks[r].node, ranks[r].port).value;
+      const LidRange range = lids.range(ranks[r].node, ranks[r].port);
+      lid_[r] = range.base.value;
+      lidCount_[r] = range.count();
       if (e.sw != kNoSwitch) at[e.sw].push_back(static_cast<uint32_t>(r));
     }
     for (SwitchIndex s = 0; s < g_.size(); ++s)
@@ -71,7 +74,7 @@ class Polisher {
     for (size_t i = 0; i < was_.size(); ++i) {
       const auto [x, lid, port] = was_[i];
       if (i > 0 && std::get<0>(was_[i - 1]) == x && std::get<1>(was_[i - 1]) == lid) continue;
-      result.moved += entry(x, lid) != port;
+      if (entry(x, lid) != port) result.changed.emplace_back(g_.node(x), lid, port);
     }
     return result;
   }
@@ -99,11 +102,12 @@ class Polisher {
   }
   size_t shiftOf(size_t from, size_t to) const { return (to + n_ - from) % n_; }
 
-  // The switch-to-switch arcs from switch `from` to rank b's exit; false when the walk does not get there.
-  bool walk(SwitchIndex from, size_t b, std::vector<uint32_t>& out) const {
+  // The switch-to-switch arcs from switch `from` to rank b's exit (to its base LID, or the LID `offset`
+  // past it); false when the walk does not get there.
+  bool walk(SwitchIndex from, size_t b, std::vector<uint32_t>& out, uint16_t offset = 0) const {
     out.clear();
     for (SwitchIndex sw = from; out.size() < kMaxHops;) {
-      const uint8_t p = entry(sw, lid_[b]);
+      const uint8_t p = entry(sw, static_cast<uint16_t>(lid_[b] + offset));
       if (sw == src_[b] && p == exit_[b]) return true;
       const uint32_t a = p == kNoPort ? kNoArc : g_.arcOfPort(sw, p);
       if (a == kNoArc) return false;
@@ -124,6 +128,10 @@ class Polisher {
           if (r == b) continue;
           for (uint32_t a : path) ++at(shiftOf(r, b), a), ++load_[a];
         }
+        // The load counts the routes to the other LIDs of b's range too (as PortLoads does); they stay.
+        for (uint16_t k = 1; k < lidCount_[b]; ++k)
+          if (walk(leaves_[l], b, path, k))
+            for (uint32_t a : path) load_[a] += leafRanks_[l].size();
       }
     // The lower bound of the leaves (every source's traffic to the ranks elsewhere leaves over its links),
     // and the limit moves keep to: that plus the slack, or the max load the routes had if higher.
@@ -132,8 +140,8 @@ class Polisher {
       const uint64_t links = g_.arcEnd(leaves_[l]) - g_.arcBegin(leaves_[l]), k = leafRanks_[l].size();
       if (links > 0) bound = std::max(bound, (k * (n_ - k) + links - 1) / links);
     }
-    limit_ =
-        std::max(*std::max_element(load_.begin(), load_.end()), bound * (100 + options_.loadSlackPct) / 100);
+    limit_ = std::min(options_.maxLoad, std::max(*std::max_element(load_.begin(), load_.end()),
+                                                 bound * (100 + options_.loadSlackPct) / 100));
   }
 
   // The routes to rank b from every leaf (paths_), and which leaves' routes pass switch x (hit_).
@@ -229,7 +237,7 @@ class Polisher {
   size_t n_ = 0, arcs_ = 0;
   std::vector<SwitchIndex> src_;  // per rank: the switch its LID leaves from, the port, the base LID
   std::vector<uint8_t> exit_;
-  std::vector<uint16_t> lid_;
+  std::vector<uint16_t> lid_, lidCount_;
   std::vector<SwitchIndex> leaves_;               // switches with ranks
   std::vector<std::vector<uint32_t>> leafRanks_;  // their ranks
   std::vector<uint32_t> key_;                     // per switch: upKey

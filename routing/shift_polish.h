@@ -11,9 +11,10 @@
 // on a link, or no single move helps. For each (shift, link) above maxShare, in order, the move that lowers
 // the cost most is taken among those of the flows on the link, at the switches of their paths up to it: a
 // flow sharing a link costs (k - 1), one above maxShare much more. Moves may raise a link's all-pairs load
-// up to loadSlackPct above the lower bound (loadLowerBound), never above the max load the routes had if that
-// was higher: a few percent of all-pairs load buys every shift its bandwidth back (on a 6-ary 3-tree
-// without 6 links: max congestion 3 -> 2 at 1.048x the bound, 21 entries moved).
+// up to loadSlackPct above the leaves' lower bound, or up to the max load the routes had if that was higher,
+// and never past options.maxLoad (the rebalance's: the max load before it): a few percent of all-pairs load
+// buys every shift its bandwidth back (on a 6-ary 3-tree without 6 links: max congestion 3 -> 2 at 1.048x the
+// bound, 21 entries moved).
 //
 // Cost: a counter per (shift, link) (2 bytes each), so fabrics where ranks x directed switch links exceeds
 // maxCounters are left as they are (about 2,000 hosts on a 3-level tree with the default); counting walks
@@ -22,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
+#include <vector>
 
 #include "fabric/topology.h"
 #include "routing/lid_assignment.h"
@@ -32,14 +35,16 @@ namespace ibsm::routing {
 struct ShiftPolishOptions {
   uint32_t maxShare = 2;                     // flows of one shift a link may carry
   uint32_t loadSlackPct = 5;                 // over the all-pairs load lower bound
+  uint64_t maxLoad = UINT64_MAX;             // and no link's load past this in any case
   uint64_t maxCounters = uint64_t{1} << 24;  // ranks x directed switch links
   size_t maxPasses = 8;                      // over the (shift, link) pairs above maxShare
 };
 
 struct ShiftPolishResult {
   bool skipped = false;  // the fabric is past maxCounters, or its routes obey no up/down order
-  size_t moved = 0;      // entries changed
   uint32_t shareBefore = 0, shareAfter = 0;  // the most flows of one shift on a link
+  // The entries that differ now: (switch node, LID, the port it had), each once.
+  std::vector<std::tuple<fabric::NodeIndex, uint16_t, uint8_t>> changed;
 };
 
 ShiftPolishResult polishShifts(const Topology& topo, const LidAssignment& lids, RoutingTables& tables,

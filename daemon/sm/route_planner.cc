@@ -114,6 +114,7 @@ void RoutePlanner::start(Job job) {
       r.restored = b->restored;
       r.cleared = b->cleared;
       if (b->shiftShare > ro.maxShiftShare) r.shiftsLost = b->shiftShare;
+      r.polished = b->polished;
       r.plan.how = b->note.empty() ? "incremental" : "incremental (" + b->note + ")";
       r.maxLoad = b->maxLoadAfter;
       r.lowerBound = b->target;

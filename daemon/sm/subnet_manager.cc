@@ -628,10 +628,13 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
   if (rebalance.shiftsLost)
     ev.action += ", shifts not kept (the repair left up to " + std::to_string(rebalance.shiftsLost) +
                  " flows of one on a link): the load alone";
+  if (rebalance.polished)
+    ev.action += ", " + std::to_string(rebalance.polished) +
+                 " entries moved so that no shift puts more than 2 flows on a link";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
-  // Routes given back (a switch's route, a dragonfly's own routes once it is whole) and entries cleared are
-  // written whatever the load does.
-  const bool owed = rebalance.restored || rebalance.cleared;
+  // Routes given back (a switch's route, a dragonfly's own routes once it is whole), entries cleared and
+  // shifts brought back are written whatever the load does.
+  const bool owed = rebalance.restored || rebalance.cleared || rebalance.polished;
   if (!owed && (after >= current || gain < uint64_t{minGain} * 100)) {
     ev.action += ", below the " + std::to_string(minGain) + "% threshold: nothing written";
     ev.convergence = clock_.now() - start;

@@ -133,9 +133,10 @@ TEST(Rebalance, KeepsShiftsWithinTwoAfterASingleLinkFailure) {
 }
 
 // A whole spine switch lost: its pod's leaves each lose an up-link, the repair piles their routes onto the
-// other spines and already puts more than 2 flows of a shift on the loaded links. Those shifts are lost;
-// the rebalance chases the load alone (the same tables as without the rule, and its result says why).
-TEST(Rebalance, ChasesTheLoadAloneWhereTheRepairDidNotKeepTheShifts) {
+// other spines and already puts more than 2 flows of a shift on the loaded links (7 here). The moves chase
+// the load alone (its result says why), and then the shift polish brings every shift back to 2 for a few
+// percent of load: 432 hosts is within its budget.
+TEST(Rebalance, ChasesTheLoadAloneWhereTheRepairDidNotKeepTheShiftsThenPolishesThem) {
   TopologyPtr topo = generate(testing::fatTree(3, 12));
   ASSERT_TRUE(topo);
   Routed before = routeWithLoads(*topo, "ftree");
@@ -157,11 +158,10 @@ TEST(Rebalance, ChasesTheLoadAloneWhereTheRepairDidNotKeepTheShifts) {
   RebalanceResult l = rebalanceAndCheck(*after, r, true, "whole spine, load alone", loadOnly);
   EXPECT_GT(b.shiftShare, 2u);
   EXPECT_EQ(l.shiftShare, 0u);
-  EXPECT_EQ(b.maxLoadAfter, l.maxLoadAfter);
-  EXPECT_EQ(b.moved, l.moved);
-  const Rows<LftRow>& bl = b.tables.lft;
-  const Rows<LftRow>& ll = l.tables.lft;
-  for (NodeIndex s : after->switches()) EXPECT_TRUE(bl[s] == ll[s]) << "switch " << s;
+  EXPECT_GT(checkPattern(*after, r.lids, l.tables, {}).maxCongestion, 2u);
+  EXPECT_LE(checkPattern(*after, r.lids, b.tables, {}).maxCongestion, 2u);
+  EXPECT_LE(b.maxLoadAfter * 100, loadLowerBound(*after, lids) * 105);
+  EXPECT_GT(b.moved, l.moved);
 }
 
 // A LID that left the fabric (a whole switch lost): the repair that a rebalance follows keeps its entries
