@@ -114,10 +114,12 @@ class Rebalancer {
       ShiftPolishOptions po;
       po.maxShare = options_.maxShiftShare;
       po.maxLoad = out_.maxLoadBefore;  // the max load only falls
-      for (auto [node, lid, was] : polishShifts(topo_, lids_, out_.tables, po).changed) {
+      const ShiftPolishResult p = polishShifts(topo_, lids_, out_.tables, po);
+      for (auto [node, lid, was] : p.changed) {
         touched_.emplace_back(g_.indexOf(node), lid, was);
         ++out_.polished;
       }
+      out_.polishedShare = p.shareAfter;
       if (out_.polished) rows();
     }
     // An entry moved more than once counts once, against the port it had first; a moved entry's port joins

@@ -81,9 +81,10 @@ struct RebalanceResult {
   PortLoads loads;       // of tables
   size_t moved = 0;      // (switch, LID) entries that differ from the input tables
   size_t polished = 0;   // entries the shift polish changed (shifts the repair left above maxShiftShare)
-  size_t restored = 0;   // of those, routes given back to a switch without one or made shorter by a link
-                         // that came back (worth writing whatever the load gain); dfly: all of them
-  size_t cleared = 0;    // and entries of LIDs that left the fabric, which a repair leaves (the same)
+  uint32_t polishedShare = 0;  // then the most flows of one shift on a link
+  size_t restored = 0;  // of those, routes given back to a switch without one or made shorter by a link
+                        // that came back (worth writing whatever the load gain); dfly: all of them
+  size_t cleared = 0;   // and entries of LIDs that left the fabric, which a repair leaves (the same)
   uint64_t maxLoadBefore = 0, maxLoadAfter = 0, target = 0;
   std::string note;  // what an engine's own rebalance did, for the event ("dfly: ..."); empty for the moves
   // With options.maxShiftShare: the most flows of one shift on a link above the target before the moves.

@@ -115,6 +115,7 @@ void RoutePlanner::start(Job job) {
       r.cleared = b->cleared;
       if (b->shiftShare > ro.maxShiftShare) r.shiftsLost = b->shiftShare;
       r.polished = b->polished;
+      r.polishedShare = b->polishedShare;
       r.plan.how = b->note.empty() ? "incremental" : "incremental (" + b->note + ")";
       r.maxLoad = b->maxLoadAfter;
       r.lowerBound = b->target;

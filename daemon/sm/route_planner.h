@@ -73,6 +73,7 @@ class RoutePlanner {
     size_t cleared = 0;           // entries of LIDs that left, which the repair left (the same)
     uint32_t shiftsLost = 0;      // flows of a shift the repair left on a link, too many to keep; 0: kept
     size_t polished = 0;          // entries moved to bring such shifts back (routing::RebalanceResult)
+    uint32_t polishedShare = 0;   // then the most flows of a shift on a link
     std::string error;            // no rebalance could be computed (the routes stay): why
   };
   // A finished rebalancing run for `current`, the snapshot still published; stale results are dropped (and

@@ -629,8 +629,8 @@ void SubnetManager::programRebalance(RoutePlanner::Rebalance rebalance) {
     ev.action += ", shifts not kept (the repair left up to " + std::to_string(rebalance.shiftsLost) +
                  " flows of one on a link): the load alone";
   if (rebalance.polished)
-    ev.action += ", " + std::to_string(rebalance.polished) +
-                 " entries moved so that no shift puts more than 2 flows on a link";
+    ev.action += ", " + std::to_string(rebalance.polished) + " entries moved for the shifts (now at most " +
+                 std::to_string(rebalance.polishedShare) + " flows of one on a link)";
   const uint32_t minGain = planner_.rebalancePolicy().minGainPct;
   // Routes given back (a switch's route, a dragonfly's own routes once it is whole), entries cleared and
   // shifts brought back are written whatever the load does.

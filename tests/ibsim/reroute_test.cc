@@ -9,6 +9,7 @@
 
 #include "routing/engine.h"
 #include "routing/lft_dump.h"
+#include "routing/pattern_checker.h"
 #include "routing/route_checker.h"
 #include "tests/ibsim/ibsim_fabric.h"
 
@@ -50,8 +51,9 @@ struct Fixture {
     EXPECT_TRUE(waitUntil([&] { return count("TOPO001") > before; }, 20s, "a topology event", 20ms))
         << sim->output(sm);
   }
-  // The fabric as the diags tools see it now, and the route check of the switches' real tables.
-  routing::CheckReport check(fabric::TopologyPtr* seen = nullptr) {
+  // The fabric as the diags tools see it now, and the route check of the switches' real tables (and, with
+  // shifts, their permutation congestion over the hosts in name order).
+  routing::CheckReport check(fabric::TopologyPtr* seen = nullptr, routing::PatternReport* shifts = nullptr) {
     RunOptions o;
     o.simHost = kDiagHost;
     RunResult disc = sim->run({"ibnetdiscover"}, o);
@@ -73,7 +75,9 @@ struct Fixture {
     routing::CheckOptions co;
     co.checkAr = co.checkArCdg = false;
     if (seen) *seen = *topo;
-    return routing::checkRoutes(**topo, routing::LidAssignment::fromTopology(**topo), *tables, co);
+    const routing::LidAssignment lids = routing::LidAssignment::fromTopology(**topo);
+    if (shifts) *shifts = routing::checkPattern(**topo, lids, *tables, {});
+    return routing::checkRoutes(**topo, lids, *tables, co);
   }
   // Polls until the live tables pass the check (the SM converges asynchronously after a console change).
   routing::CheckReport converge(std::chrono::milliseconds limit = 30s) {
@@ -227,7 +231,10 @@ TEST(Reroute, FatTreeRepairThenRebalance) {
   EXPECT_GT(repairMoved, 0u) << repairs.back();
   EXPECT_LE(numberBefore(rebalanced.back(), "routes changed"), 3 * repairMoved) << rebalanced.back();
   fabric::TopologyPtr linkDown;
-  routing::CheckReport link = f.check(&linkDown);
+  routing::PatternReport linkShifts;
+  routing::CheckReport link = f.check(&linkDown, &linkShifts);
+  // Collective traffic: every shift keeps at most 2 flows on a link (the polish after the rebalance).
+  EXPECT_LE(linkShifts.maxCongestion, 2u) << f.sim->output(f.sm);
   EXPECT_EQ(link.unreachable, 0u) << routing::formatReportText(link);
   EXPECT_TRUE(link.cdgAcyclic) << routing::formatReportText(link);
   EXPECT_LE(static_cast<double>(link.maxLoad), 1.1 * static_cast<double>(link.loadBound))
@@ -258,9 +265,10 @@ TEST(Reroute, FatTreeRepairThenRebalance) {
   }
   fabric::TopologyPtr degraded;
   routing::CheckReport sw;
+  routing::PatternReport swShifts;
   EXPECT_TRUE(waitUntil(
       [&] {
-        sw = f.check(&degraded);
+        sw = f.check(&degraded, &swShifts);
         return sw.unreachable == 0 && sw.pairs > 0;
       },
       30s, "the routes to converge", 50ms))
@@ -270,6 +278,9 @@ TEST(Reroute, FatTreeRepairThenRebalance) {
   EXPECT_EQ(since.find("heavy sweep"), std::string::npos) << since;
   EXPECT_EQ(since.find("with errors"), std::string::npos) << since;
   EXPECT_TRUE(sw.cdgAcyclic) << routing::formatReportText(sw);
+  // Lost in pieces, the switch leaves shifts the polish's single moves bring to 3, not to the 2 of a
+  // from-scratch ftree (4 without the polish).
+  EXPECT_LE(swShifts.maxCongestion, 3u) << since;
   const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*degraded);
   auto scratch = routing::computeChain({"ftree"}, *degraded, lids, routing::Options{});
   ASSERT_TRUE(scratch.ok()) << scratch.error().message;
