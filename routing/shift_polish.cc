@@ -22,7 +22,8 @@ class Polisher {
     arcs_ = g_.arcs().size();
     size_t caPorts = 0;  // at least the ranks: the budget is checked before they are sorted
     for (fabric::NodeIndex ca : topo.cas()) caPorts += topo.node(ca).numPorts;
-    if (tables.upKey.empty() || static_cast<uint64_t>(caPorts) * arcs_ > options.maxCounters) return;
+    if (tables.upKey.size() != topo.size() || static_cast<uint64_t>(caPorts) * arcs_ > options.maxCounters)
+      return;
     const std::vector<Rank> ranks = defaultRanks(topo, lids);
     n_ = ranks.size();
     src_.resize(n_);
@@ -144,7 +145,7 @@ class Polisher {
                                                  bound * (100 + options_.loadSlackPct) / 100));
   }
 
-  // The routes to rank b from every leaf (paths_), and which leaves' routes pass switch x (hit_).
+  // The routes to rank b from every leaf (paths_; reached_: whether they get there).
   void routesTo(size_t b) {
     if (routesOf_ == b) return;
     routesOf_ = b;
@@ -152,6 +153,7 @@ class Polisher {
     reached_.resize(leaves_.size());
     for (size_t l = 0; l < leaves_.size(); ++l) reached_[l] = walk(leaves_[l], b, paths_[l]);
   }
+  // Whether leaf l's route to that rank passes switch x.
   bool passes(size_t l, SwitchIndex x) const {
     if (!reached_[l]) return false;
     if (leaves_[l] == x) return true;
