@@ -1,6 +1,7 @@
 #include "routing/shift_polish.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -11,8 +12,9 @@
 namespace ibsm::routing {
 namespace {
 
-constexpr unsigned kMaxHops = 64;  // a longer walk loops
-constexpr int64_t kOver = 1000;    // the cost of a flow above maxShare, against 1 for a shared link
+constexpr unsigned kMaxHops = 64;   // a longer walk loops
+constexpr int64_t kOver = 1000;     // the cost of a flow above maxShare, against 1 for a shared link
+constexpr size_t kEscapeTries = 8;  // first steps of a two-step move tried per (shift, link)
 
 class Polisher {
  public:
@@ -65,6 +67,9 @@ class Polisher {
       size_t took = 0;
       for (auto [t, a] : over)
         if (at(t, a) > options_.maxShare && relieve(t, a)) ++took;
+      if (took == 0)
+        for (auto [t, a] : over)
+          if (at(t, a) > options_.maxShare && escape(t, a)) ++took;
       result.shareAfter = maxShare();
       if (took == 0) break;
     }
@@ -88,6 +93,7 @@ class Polisher {
     uint32_t arc = kNoArc;
     std::vector<uint32_t> from, to;  // the arcs the affected flows leave and take
     std::vector<uint32_t> leaves;    // indices into leaves_ of the switches whose routes pass x
+    uint8_t was = kNoPort;           // x's port for the LID before the move
   };
 
   uint16_t& at(size_t t, uint32_t a) { return counts_[t * arcs_ + a]; }
@@ -172,9 +178,10 @@ class Polisher {
     return {static_cast<int>(scratch_.size()), down};
   }
 
-  // Takes the best move that lowers the cost among those of the flows of shift t on arc `hot`.
-  bool relieve(uint32_t t, uint32_t hot) {
-    Move best;
+  // Calls f(move) for every move of a flow of shift t on arc `hot` that fits the load limit: at a switch of
+  // the flow's path up to the arc, to another port of the same order, with the cost change it brings.
+  template <typename F>
+  void candidates(uint32_t t, uint32_t hot, F f) {
     std::vector<uint32_t> flow, alt;
     for (size_t i = 0; i < n_; ++i) {
       const size_t b = (i + t) % n_;
@@ -213,24 +220,68 @@ class Polisher {
               for (uint32_t e : from) delta += cost(at(s, e) - 1u) - cost(at(s, e));
               for (uint32_t e : to) delta += cost(at(s, e) + 1u) - cost(at(s, e));
             }
-          if (delta < best.delta)
-            best = {delta, x, static_cast<uint32_t>(b), c, std::move(from), std::move(to), leaves};
+          f(Move{delta, x, static_cast<uint32_t>(b), c, std::move(from), std::move(to), leaves,
+                 g_.arcs()[flow[h]].port});
         }
       }
     }
-    if (best.x == kNoSwitch) return false;
-    const uint16_t lid = lid_[best.rank];
-    was_.emplace_back(best.x, lid, entry(best.x, lid));
-    tables_.lft[g_.node(best.x)][lid] = g_.arcs()[best.arc].port;
+  }
+
+  // Takes the best move that lowers the cost among those of the flows of shift t on arc `hot`.
+  std::optional<Move> relieve(uint32_t t, uint32_t hot) {
+    Move best;
+    candidates(t, hot, [&](Move&& m) {
+      if (m.delta < best.delta) best = std::move(m);
+    });
+    if (best.x == kNoSwitch) return std::nullopt;
+    apply(best);
+    return best;
+  }
+
+  // Where no single move helps: a move that does not (the least bad first), then the best moves off the
+  // links it put above maxShare; kept when the two steps together lower the cost, else taken back.
+  bool escape(uint32_t t, uint32_t hot) {
+    std::vector<Move> firsts;
+    candidates(t, hot, [&](Move&& m) { firsts.push_back(std::move(m)); });
+    std::stable_sort(firsts.begin(), firsts.end(),
+                     [](const Move& a, const Move& b) { return a.delta < b.delta; });
+    if (firsts.size() > kEscapeTries) firsts.resize(kEscapeTries);
+    for (Move& first : firsts) {
+      apply(first);
+      std::vector<Move> taken{first};
+      int64_t total = first.delta;
+      for (uint32_t l : first.leaves)
+        for (uint32_t r : leafRanks_[l]) {
+          if (r == first.rank) continue;
+          const uint32_t s = static_cast<uint32_t>(shiftOf(r, first.rank));
+          for (uint32_t e : first.to)
+            if (at(s, e) > options_.maxShare)
+              if (auto m = relieve(s, e)) {
+                total += m->delta;
+                taken.push_back(std::move(*m));
+              }
+        }
+      if (total < 0) return true;
+      for (size_t k = taken.size(); k-- > 0;) undo(taken[k]);
+    }
+    return false;
+  }
+
+  void apply(const Move& m) { write(m, g_.arcs()[m.arc].port, m.from, m.to); }
+  void undo(const Move& m) { write(m, m.was, m.to, m.from); }
+  void write(const Move& m, uint8_t port, const std::vector<uint32_t>& leave,
+             const std::vector<uint32_t>& take) {
+    const uint16_t lid = lid_[m.rank];
+    was_.emplace_back(m.x, lid, entry(m.x, lid));
+    tables_.lft[g_.node(m.x)][lid] = port;
     routesOf_ = SIZE_MAX;
-    for (uint32_t l : best.leaves)
+    for (uint32_t l : m.leaves)
       for (uint32_t r : leafRanks_[l]) {
-        if (r == best.rank) continue;
-        const size_t s = shiftOf(r, best.rank);
-        for (uint32_t e : best.from) --at(s, e), --load_[e];
-        for (uint32_t e : best.to) ++at(s, e), ++load_[e];
+        if (r == m.rank) continue;
+        const size_t s = shiftOf(r, m.rank);
+        for (uint32_t e : leave) --at(s, e), --load_[e];
+        for (uint32_t e : take) ++at(s, e), ++load_[e];
       }
-    return true;
   }
 
   RoutingTables& tables_;

@@ -8,9 +8,11 @@
 // up/down order (RoutingTables::upKey, the rule of routing/rebalance.h: every route keeps its length and
 // stays up* then down*, so it stays minimal and the CDG acyclic on one VL, and the new port is one of the
 // switch's equal-cost ports for the LID, i.e. in its AR group) until no shift puts more than maxShare flows
-// on a link, or no single move helps. For each (shift, link) above maxShare, in order, the move that lowers
-// the cost most is taken among those of the flows on the link, at the switches of their paths up to it: a
-// flow sharing a link costs (k - 1), one above maxShare much more. Moves may raise a link's all-pairs load
+// on a link, or no move helps. For each (shift, link) above maxShare, in order, the move that lowers the
+// cost most is taken among those of the flows on the link, at the switches of their paths up to it: a flow
+// sharing a link costs (k - 1), one above maxShare much more. Where no single move helps, two steps are
+// tried: a move that does not (the least bad of a few), then the best moves off the links it overloaded,
+// kept only when together they lower the cost. Moves may raise a link's all-pairs load
 // up to loadSlackPct above the leaves' lower bound, or up to the max load the routes had if that was higher,
 // and never past options.maxLoad (the rebalance's: the max load before it): a few percent of all-pairs load
 // buys every shift its bandwidth back (on a 6-ary 3-tree without 6 links: max congestion 3 -> 2 at 1.048x the

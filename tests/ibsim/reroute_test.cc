@@ -278,7 +278,7 @@ TEST(Reroute, FatTreeRepairThenRebalance) {
   EXPECT_EQ(since.find("heavy sweep"), std::string::npos) << since;
   EXPECT_EQ(since.find("with errors"), std::string::npos) << since;
   EXPECT_TRUE(sw.cdgAcyclic) << routing::formatReportText(sw);
-  // Lost in pieces, the switch leaves shifts the polish's single moves bring to 3, not to the 2 of a
+  // Lost in pieces, the switch leaves shifts the polish's moves bring to 3, not to the 2 of a
   // from-scratch ftree (4 without the polish).
   EXPECT_LE(swShifts.maxCongestion, 3u) << since;
   const routing::LidAssignment lids = routing::LidAssignment::fromTopology(*degraded);
