@@ -131,18 +131,18 @@ class Rebalancer {
       ++out_.moved;
       joinGroup(g_.node(x), lid, entry(x, lid));
     });
-    out_.maxLoadAfter = maxLoad();
-    out_.loads.assign(topo_.size(), {});
-    for (uint32_t s = 0; s < g_.size(); ++s)
-      out_.loads[g_.node(s)].assign(topo_.node(g_.node(s)).numPorts + 1u, 0);
-    for (uint32_t a = 0; a < g_.arcCount(); ++a)
-      out_.loads[g_.node(g_.arc(g_.arc(a).reverse).to)][g_.arc(a).port] = load_[a];
-    if (out_.polished) {  // its moves are not in load_
+    if (out_.polished) {  // its moves are not in load_: the loads counted again, the arcs' taken from them
       out_.loads = computePortLoads(topo_, lids_, out_.tables, 1);
-      out_.maxLoadAfter = 0;
-      for (const auto& ports : out_.loads)
-        for (uint64_t v : ports) out_.maxLoadAfter = std::max(out_.maxLoadAfter, v);
+      for (uint32_t a = 0; a < g_.arcCount(); ++a)
+        load_[a] = out_.loads[g_.node(g_.arc(g_.arc(a).reverse).to)][g_.arc(a).port];
+    } else {
+      out_.loads.assign(topo_.size(), {});
+      for (uint32_t s = 0; s < g_.size(); ++s)
+        out_.loads[g_.node(s)].assign(topo_.node(g_.node(s)).numPorts + 1u, 0);
+      for (uint32_t a = 0; a < g_.arcCount(); ++a)
+        out_.loads[g_.node(g_.arc(g_.arc(a).reverse).to)][g_.arc(a).port] = load_[a];
     }
+    out_.maxLoadAfter = maxLoad();
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "routing/pattern_checker.h"
+#include "routing/rebalance.h"
 #include "routing/switch_graph.h"
 
 namespace ibsm::routing {
@@ -49,6 +50,7 @@ class Polisher {
       }
     key_.resize(g_.size());
     for (SwitchIndex s = 0; s < g_.size(); ++s) key_[s] = tables.upKey[g_.node(s)];
+    bound_ = loadLowerBound(topo, lids);  // of the load counted as load_ is (every CA LID of a range)
   }
 
   ShiftPolishResult run() {
@@ -140,15 +142,9 @@ class Polisher {
           if (walk(leaves_[l], b, path, k))
             for (uint32_t a : path) load_[a] += leafRanks_[l].size();
       }
-    // The lower bound of the leaves (every source's traffic to the ranks elsewhere leaves over its links),
-    // and the limit moves keep to: that plus the slack, or the max load the routes had if higher.
-    uint64_t bound = 0;
-    for (size_t l = 0; l < leaves_.size(); ++l) {
-      const uint64_t links = g_.arcEnd(leaves_[l]) - g_.arcBegin(leaves_[l]), k = leafRanks_[l].size();
-      if (links > 0) bound = std::max(bound, (k * (n_ - k) + links - 1) / links);
-    }
+    // The limit moves keep to: the lower bound plus the slack, or the max load the routes had if higher.
     limit_ = std::min(options_.maxLoad, std::max(*std::max_element(load_.begin(), load_.end()),
-                                                 bound * (100 + options_.loadSlackPct) / 100));
+                                                 bound_ * (100 + options_.loadSlackPct) / 100));
   }
 
   // The routes to rank b from every leaf (paths_; reached_: whether they get there).
@@ -296,7 +292,7 @@ class Polisher {
   std::vector<uint32_t> key_;                     // per switch: upKey
   std::vector<uint16_t> counts_;                  // [shift * arcs + arc]: flows of the shift on the arc
   std::vector<uint64_t> load_;                    // per arc: over all rank pairs
-  uint64_t limit_ = 0;
+  uint64_t bound_ = 0, limit_ = 0;
   size_t routesOf_ = SIZE_MAX;
   std::vector<std::vector<uint32_t>> paths_;
   std::vector<uint8_t> reached_;

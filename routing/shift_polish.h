@@ -12,11 +12,11 @@
 // cost most is taken among those of the flows on the link, at the switches of their paths up to it: a flow
 // sharing a link costs (k - 1), one above maxShare much more. Where no single move helps, two steps are
 // tried: a move that does not (the least bad of a few), then the best moves off the links it overloaded,
-// kept only when together they lower the cost. Moves may raise a link's all-pairs load
-// up to loadSlackPct above the leaves' lower bound, or up to the max load the routes had if that was higher,
-// and never past options.maxLoad (the rebalance's: the max load before it): a few percent of all-pairs load
-// buys every shift its bandwidth back (on a 6-ary 3-tree without 6 links: max congestion 3 -> 2 at 1.048x the
-// bound, 21 entries moved).
+// kept only when together they lower the cost. Moves may raise a link's all-pairs load up to loadSlackPct
+// above the lower bound (loadLowerBound), or up to the max load the routes had if that was higher, and never
+// past options.maxLoad (the rebalance's: the max load before it): a few percent of all-pairs load buys every
+// shift its bandwidth back (on a 6-ary 3-tree without 6 links: max congestion 3 -> 2 at 1.048x the bound, 21
+// entries moved).
 //
 // Cost: a counter per (shift, link) (2 bytes each), so fabrics where ranks x directed switch links exceeds
 // maxCounters are left as they are (about 2,000 hosts on a 3-level tree with the default); counting walks
