@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "routing/routing_graph.h"
+#include "routing/turn_guard.h"
 
 namespace ibsm::routing {
 namespace {
@@ -31,6 +33,8 @@ class Adopter {
   }
 
   const RoutingGraph& graph() const { return g_; }
+  // The down-up turns of the adopted tables' ways (RoutingTables::downUpTurns).
+  std::vector<DownUpTurn> turns() const { return guard_ ? guard_->turns() : fresh_.downUpTurns; }
 
   // Shortest down-only and legal distances of every switch to exit switch `to` under the order.
   void distancesTo(uint32_t to) {
@@ -61,7 +65,7 @@ class Adopter {
   // Decides the entries of every switch for one destination LID; writes them into out_.tables.
   void destination(const DestLid& d) {
     const size_t lid = d.lid.value;
-    if (!d.isSwitch) distancesTo(d.sw);
+    distancesTo(d.sw);
     bool anyHeld = false;
     for (uint32_t s = 0; s < g_.size(); ++s) {
       const NodeIndex n = g_.node(s);
@@ -75,7 +79,7 @@ class Adopter {
         anyHeld = true;
       }
     }
-    if (anyHeld && !reachesEverywhere(d)) {
+    if (anyHeld && (!reachesEverywhere(d) || (d.isSwitch && !turnsAdmitted()))) {
       ++out_.destinationsRejected;
       for (uint32_t s = 0; s < g_.size(); ++s) want_[s] = entryOf(fresh_.lft[g_.node(s)], lid);
     }
@@ -111,9 +115,28 @@ class Adopter {
     if (s == d.sw) return port == d.port;
     const uint32_t a = arcOf_(s, port);
     if (a == kInf) return false;
-    if (d.isSwitch) return true;  // any way without a loop: a walk decides (reachesEverywhere)
     const uint32_t v = g_.arc(a).to;
+    if (d.isSwitch && dany_[s] == kInf) return true;  // no legal way: turnsAdmitted() decides
     return legalHop(isUp(s, v), ddown_[s], dany_[s], ddown_[v], dany_[v]);
+  }
+
+  // To a switch LID, the hosts of a switch without a legal way take a way with down-up turns; those of the
+  // mix must close no cycle with the ones the fresh tables take or other mixes took (routing/turn_guard.h).
+  // Admits them when they do not.
+  bool turnsAdmitted() {
+    if (!guard_) guard_.emplace(g_, fresh_.upKey, fresh_.downUpTurns);
+    std::vector<std::pair<uint32_t, uint32_t>> turns;
+    for (uint32_t s = 0; s < g_.size(); ++s) {
+      if (g_.hosts(s) == 0 || dany_[s] != kInf) continue;
+      uint32_t prev = kInf, x = s;
+      while (want_[x] != kNoPort && arcOf_(x, want_[x]) != kInf) {  // loop-free: reachesEverywhere
+        const uint32_t next = g_.arc(arcOf_(x, want_[x])).to;
+        if (prev != kInf && !isUp(prev, x) && isUp(x, next)) turns.emplace_back(prev, next);
+        prev = x;
+        x = next;
+      }
+    }
+    return guard_->admit(turns);
   }
 
   // Whether the mix leads every switch that has a way to the destination there, without a loop. Switches
@@ -159,6 +182,7 @@ class Adopter {
   std::vector<uint32_t> key_, byKey_, ddown_, dany_;
   uint32_t distFor_ = kInf;
   std::vector<uint8_t> want_, state_;
+  std::optional<TurnGuard> guard_;  // built at the first switch LID whose held ways differ
 };
 
 }  // namespace
@@ -196,6 +220,7 @@ AdoptResult adoptHeldTables(const Topology& topo, const LidAssignment& lids, Rou
     if (d.lid.value < heldEnd) adopter.destination(d);
   }
   adopter.countUnused(used);
+  out.tables.downUpTurns = adopter.turns();
   return out;
 }
 

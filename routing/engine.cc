@@ -7,6 +7,7 @@
 #include "fabric/text.h"
 #include "routing/route_checker.h"
 #include "routing/routing_graph.h"
+#include "routing/turn_guard.h"
 
 namespace ibsm::routing {
 
@@ -129,28 +130,56 @@ fabric::Result<std::vector<std::string>> parseChain(std::string_view text) {
 }
 
 size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, RoutingTables& tables) {
-  // Switch LIDs only carry SMPs (VL15, not flow controlled: no credit loops), so any loop-free path will do.
-  // Where the engine left one unreachable (no legal up*/down* path, e.g. from a top switch to another), take
-  // a next hop on a shortest path, as min-hop would: the one fewest filled routes use so far. No loop can
-  // form: a switch the engine routes leads to the target along the engine's path, whose suffix the engine
-  // routes too, and the filled switches step strictly closer along shortest paths. One BFS per switch LID
-  // with a hole.
+  // Where the engine left a switch without a route to a switch LID (no legal up*/down* path, e.g. from a top
+  // switch to another), take a next hop on a shortest path, as min-hop would: the one fewest filled routes
+  // use so far. Switches no host's route reaches carry SMPs only there (VL15, not flow controlled: no
+  // credit loops), so any loop-free way will do. The hosts of a switch with such a hole send GMPs on data
+  // VLs (PMA reads), so under an up/down order their ways go first and take only down-up turns the
+  // TurnGuard admits (routing/turn_guard.h); a hole it can admit no way for keeps none. No loop can form: a
+  // switch the engine routes leads to the target along the engine's path, whose suffix the engine routes
+  // too, and the filled switches step strictly closer along shortest paths or into a switch with a way. One
+  // BFS per switch LID with a hole.
   if (tables.engine == "minhop") return 0;
   const RoutingGraph g(topo);
+  const ArcIndex arcOf(g);
+  const bool ordered = tables.upKey.size() == topo.size();
+  std::optional<TurnGuard> guard;  // built at the first hole a host's route meets
   size_t filled = 0;
-  std::vector<uint32_t> holes, used(g.arcCount(), 0);
+  std::vector<uint32_t> holes, starts, blocked, used(g.arcCount(), 0);
   for (uint32_t lid = 1; lid <= lids.maxLid().value; ++lid) {
     const LidOwner o = lids.owner(Lid{static_cast<uint16_t>(lid)});
     if (o.node == fabric::kNoNode || !topo.node(o.node).isSwitch() || g.indexOf(o.node) == kInf) continue;
+    const Lid l{static_cast<uint16_t>(lid)};
     holes.clear();
     for (uint32_t s = 0; s < g.size(); ++s)
-      if (g.node(s) != o.node && tables.port(g.node(s), Lid{static_cast<uint16_t>(lid)}) == kNoPort)
-        holes.push_back(s);
+      if (g.node(s) != o.node && tables.port(g.node(s), l) == kNoPort) holes.push_back(s);
     if (holes.empty()) continue;
     const uint32_t target = g.indexOf(o.node);
     const std::vector<uint32_t> dist = g.distances(std::span(&target, 1));
+    auto set = [&](uint32_t s, uint8_t port) {
+      auto& row = tables.lft[g.node(s)];
+      if (row.size() <= lid) row.resize(lid + 1, kNoPort);
+      row[lid] = port;
+    };
+    blocked.clear();
+    starts.clear();
+    for (uint32_t s : holes)
+      if (ordered && g.hosts(s) > 0 && dist[s] != kInf) starts.push_back(s);
+    if (!starts.empty()) {
+      if (!guard) guard.emplace(g, tables.upKey, tables.downUpTurns);
+      auto way = [&](uint32_t s) {
+        const uint8_t p = tables.port(g.node(s), l);
+        const uint32_t a = s == target || p == kNoPort ? kInf : arcOf(s, p);
+        return s == target ? kWayEnds : p == kNoPort ? kInf : a == kInf ? kWayEnds : a;
+      };
+      filled += fillFromHosts(
+          g, *guard, dist, starts, used, lid, way, [&](uint32_t s, uint32_t a) { set(s, g.arc(a).port); },
+          blocked);
+    }
     for (uint32_t s : holes) {
-      if (dist[s] == kInf) continue;
+      if (dist[s] == kInf || tables.port(g.node(s), l) != kNoPort ||
+          std::find(blocked.begin(), blocked.end(), s) != blocked.end())
+        continue;
       // Equal counts: the first from an offset that differs per switch and LID, so that the switches of one
       // level do not all pick the same neighbour (a repair then finds ways around a lost link).
       const uint32_t first = g.firstArc(s), deg = g.firstArc(s + 1) - first;
@@ -160,12 +189,11 @@ size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, Routi
         if (dist[g.arc(a).to] + 1 == dist[s] && (best == kInf || used[a] < used[best])) best = a;
       }
       ++used[best];
-      auto& row = tables.lft[g.node(s)];
-      if (row.size() <= lid) row.resize(lid + 1, kNoPort);
-      row[lid] = g.arc(best).port;
+      set(s, g.arc(best).port);
       ++filled;
     }
   }
+  if (guard) tables.downUpTurns = guard->turns();
   return filled;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "routing/dor_repair.h"
 #include "routing/parallel.h"
 #include "routing/routing_graph.h"
+#include "routing/turn_guard.h"
 
 namespace ibsm::routing {
 namespace {
@@ -135,6 +138,7 @@ class Repairer {
     }
     for (uint32_t a = 0; a < g_.arcCount(); ++a) *arcLoad_[a] = load_[a];
     for (auto [n, p] : dead) out_.loads[n][p] = 0;  // what the old routes had booked there
+    if (guard_) out_.tables.downUpTurns = guard_->turns();
     return {};
   }
 
@@ -144,6 +148,7 @@ class Repairer {
     t.engine = old_.engine;
     t.lft.resize(topo_.size());
     t.upKey.assign(topo_.size(), 0);
+    t.downUpTurns = old_.downUpTurns;
     if (!old_.ar.empty()) t.ar.resize(topo_.size());
     out_.loads.assign(topo_.size(), {});
     for (uint32_t s = 0; s < g_.size(); ++s) {
@@ -165,11 +170,15 @@ class Repairer {
       next_[s] = port == kNoPort ? kInf : arcs_(s, port);
       nextStamp_[s] = serial_;
     }
-    if (entry(out_.tables, g_.node(s), lid) == port) return;
+    const uint8_t cur = entry(out_.tables, g_.node(s), lid);
+    if (cur == port) return;
     auto& row = out_.tables.lft[g_.node(s)];
     if (row.size() <= lid) row.resize(lid + 1u, kNoPort);
     row[lid] = port;
-    ++out_.moved;
+    // moved: the entries that differ from the old tables' (one may be written twice, or back).
+    const uint8_t was = oldNode_[s] == fabric::kNoNode ? kNoPort : entry(old_, oldNode_[s], lid);
+    if (cur != was) --out_.moved;
+    if (port != was) ++out_.moved;
     if (lid / LftRow::kBlock == block_) refreshBlock(s);  // the write cloned the block
   }
 
@@ -568,17 +577,21 @@ class Repairer {
     if (counted)
       for (uint32_t x : b_)
         if (g_.hosts(x) > 0) bookNew(x, g_.hosts(x));
+    if (dest_.isSwitch) recheckHostWays();
     if (!unroutable_.empty()) fillUnroutable();
     updateGroups();
     return {};
   }
 
-  // A switch LID carries SMPs only (VL15: no credit loops), so a broken switch without a legal way to it
-  // takes any way that reaches it instead (the engine chain fills such entries likewise, fillSwitchLidHoles):
-  // from the switches that have a way (the destination, intact neighbours, broken switches with a legal way),
+  // A broken switch without a legal way to a switch LID takes any way that reaches it instead (the engine
+  // chain fills such entries likewise, fillSwitchLidHoles). Those with hosts first: their GMPs travel on
+  // data VLs, so their ways take only the down-up turns the TurnGuard admits (routing/turn_guard.h), and
+  // one it admits none for keeps no way. The others carry SMPs only there (VL15: no credit loops): from the
+  // switches that have a way (the destination, intact neighbours, broken switches with a legal way),
   // outwards, each to its neighbour with the fewest hops to go. No loop: a switch only ever points at one
   // whose way was settled before its own, and that way never changes again.
   void fillUnroutable() {
+    fillFromHostsFirst();
     auto togo = [&](uint32_t v) -> uint32_t {  // hops to go from a switch with a way; kInf: none (yet)
       if (v == dest_.sw) return 0;
       if (inB_[v] == serial_) return dany_[v];
@@ -606,6 +619,59 @@ class Repairer {
       unroutable_.resize(kept);
     }
     for (uint32_t x : unroutable_) setEntry(x, lid_, kNoPort);
+  }
+
+  TurnGuard& guard() {
+    if (!guard_) {
+      guard_.emplace(g_, out_.tables.upKey, old_.downUpTurns);
+      holeUse_.assign(g_.arcCount(), 0);
+      pending_.assign(g_.size(), 0);
+    }
+    return *guard_;
+  }
+
+  // The way of switch x to the current destination, as fillFromHosts reads it.
+  auto wayOf() {
+    return [this](uint32_t x) -> uint32_t {
+      if (x == dest_.sw) return kWayEnds;
+      const uint8_t p = entry(out_.tables, g_.node(x), lid_);
+      if (pending_[x] == serial_ || p == kNoPort) return kInf;
+      const uint32_t a = arcs_(x, p);
+      return a == kInf ? kWayEnds : a;
+    };
+  }
+
+  // A broken switch with hosts took a way a neighbour offered, but to a switch LID that neighbour's way may
+  // be one filled for SMPs only (where no legal way exists): it is kept only if it takes admitted turns only
+  // (routing/turn_guard.h); otherwise the hosts look for one as from a hole (fillFromHostsFirst).
+  void recheckHostWays() {
+    for (uint32_t x : b_)
+      if (g_.hosts(x) > 0 && dany_[x] != kInf && !admittedWay(g_, guard(), x, wayOf(), nullptr))
+        unroutable_.push_back(x);
+  }
+
+  void fillFromHostsFirst() {
+    starts_.clear();
+    for (uint32_t x : unroutable_)
+      if (g_.hosts(x) > 0) starts_.push_back(x);
+    if (starts_.empty()) return;
+    guard();
+    for (uint32_t x : unroutable_) pending_[x] = serial_;
+    const uint32_t target = dest_.sw;
+    const std::vector<uint32_t> dist = g_.distances(std::span(&target, 1));
+    auto way = wayOf();
+    auto give = [&](uint32_t x, uint32_t a) {
+      setEntry(x, lid_, g_.arc(a).port);
+      pending_[x] = 0;
+      dany_[x] = dist[x];  // settled, for the outward fill
+    };
+    blocked_.clear();
+    fillFromHosts(g_, *guard_, dist, starts_, holeUse_, lid_, way, give, blocked_);
+    for (uint32_t x : blocked_) {
+      setEntry(x, lid_, kNoPort);
+      pending_[x] = 0;
+    }
+    std::erase_if(unroutable_, [&](uint32_t x) { return pending_[x] != serial_; });
   }
 
   // AR groups of the broken switches and of the switches next to them whose group leads to one (a broken
@@ -684,6 +750,9 @@ class Repairer {
   uint16_t lid_ = 0;
   Exit dest_;
   std::vector<uint32_t> seed_, b_, parent_, order_, path_, unroutable_;
+  // Ways from hosts to switch LIDs through holes (fillFromHostsFirst), over the whole repair.
+  std::optional<TurnGuard> guard_;
+  std::vector<uint32_t> starts_, blocked_, holeUse_, pending_;
   std::vector<uint32_t> stamp_, inB_, len_, ddown_, dany_;
   std::vector<uint8_t> downOnly_;
   std::vector<uint64_t> weight_;

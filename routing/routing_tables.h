@@ -7,6 +7,7 @@
 #include <bitset>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabric/rows.h"
@@ -146,6 +147,10 @@ struct RoutingTables {
   // way to the destination taking its shortest one. All keys equal: plain shortest paths. Empty: the engine
   // promises no such order and its tables are only ever recomputed.
   std::vector<uint32_t> upKey;
+  // The down-up turns (D, V) routes from hosts to switch LIDs take where upKey's order offers them no legal
+  // way: a route comes down from switch D and turns up towards switch V (routing/turn_guard.h). Kept so that
+  // a repair's new turns close no cycle with them. Sorted by GUID.
+  std::vector<std::pair<fabric::Guid, fabric::Guid>> downUpTurns;
   // dfly only (routing/dfly_repair.h): [node] -> the dragonfly group of each switch, and the data VLs its
   // repairs may spread paths over (Options::vlLayers when it routed). Empty / 0 for the other engines.
   std::vector<uint32_t> dflyGroup;

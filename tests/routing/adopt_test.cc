@@ -101,6 +101,36 @@ INSTANTIATE_TEST_SUITE_P(Engines, AdoptRepaired, ::testing::Values("ftree", "upd
 // Held tables with three kinds of damage: a port that leads nowhere, a loop between two switches and, on a
 // leaf, a route that goes up where it could go down (legal neither for ftree nor as a shortest path). Only
 // those entries are replaced; the rest of the held tables stay.
+// Two leaves of a pod lost a link each, to the level-1 switch the other reaches the first one's lost switch
+// through in the held tables: leaf-0 -> level1-0 -> leaf-2 -> level1-1 and leaf-1 -> level1-1 -> leaf-2 ->
+// level1-0, two down-up turns that close a cycle (routing/turn_guard.h). Both held ways are valid hop by hop
+// (no legal way exists there); the adopted tables keep at most one of them and stay deadlock-free.
+TEST(Adopt, HeldWaysToSwitchLidsThatCloseACycleAreNotBothKept) {
+  TopologyPtr topo = generate(testing::karyNTree(6, 3));
+  const auto lost0 = testing::linkBetween(*topo, "leaf-0", "level1-1");
+  const auto lost1 = testing::linkBetween(*topo, "leaf-1", "level1-0");
+  TopologyPtr after = takeDown(*topo, {lost0, lost1});
+  Routed fresh = routeWithLoads(*after, "ftree");
+  Rows<LftRow> held = fresh.tables.lft;
+  auto hold = [&](const char* at, const char* toward, const char* lidOf) {
+    const auto [n, port] = testing::linkBetween(*after, at, toward);
+    const uint16_t lid = fresh.lids.base(*after->findByDescription(lidOf), PortNum{0}).value;
+    held[n][lid] = port;
+  };
+  hold("leaf-0", "level1-0", "level1-1");
+  hold("level1-0", "leaf-2", "level1-1");
+  hold("leaf-1", "level1-1", "level1-0");
+  hold("level1-1", "leaf-2", "level1-0");
+  RoutingTables both = fresh.tables;
+  both.lft = held;
+  ASSERT_FALSE(checkRoutes(*after, fresh.lids, both).cdgAcyclic) << "the held ways must close a cycle";
+
+  AdoptResult a = adoptHeldTables(*after, fresh.lids, fresh.tables, held);
+  EXPECT_TRUE(a.why.empty()) << a.why;
+  CheckReport rep = checkRoutes(*after, fresh.lids, a.tables);
+  EXPECT_TRUE(rep.ok()) << formatReportText(rep);
+}
+
 TEST(Adopt, InvalidEntriesTakeTheFreshEnginesAndTheRestStays) {
   TopologyPtr topo = generate(testing::fatTree(3, 8));
   Routed r = routeWithLoads(*topo, "ftree");

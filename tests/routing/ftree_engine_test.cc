@@ -38,13 +38,6 @@ namespace test {
 
 constexpr uint32_t kInfHops = UINT32_MAX;
 
-// The LIDs of the CA ports only: link loads over CA -> CA-LID routes, as the targets are stated.
-LidAssignment caLidsOnly(const Topology& topo, const LidAssignment& lids) {
-  LidAssignment out = lids;
-  for (NodeIndex s : topo.switches()) out.set(s, PortNum{0}, LidRange{Lid{0}, 0});
-  return out;
-}
-
 // For one LID: switch-to-switch hops from every switch along the static routes to delivery; kInfHops when the
 // route is dropped, loops or ends elsewhere.
 std::vector<uint32_t> staticHops(const Topology& topo, const LidAssignment& lids, const RoutingTables& tables,
@@ -427,7 +420,7 @@ Checked checkAll(const Topology& topo, const LidAssignment& lids, const RoutingT
   CheckOptions caOnly;
   caOnly.allLids = true;
   caOnly.checkCdg = caOnly.checkAr = caOnly.checkArCdg = false;
-  CheckReport ca = checkRoutes(topo, test::caLidsOnly(topo, lids), tables, caOnly);
+  CheckReport ca = checkRoutes(topo, testing::caLidsOnly(topo, lids), tables, caOnly);
   auto legal = test::legalTreeReachability(topo, lids);
   auto local = test::localChecks(topo, lids, tables);
   // Unreachable only where no legal up/down path exists, and never a CA pair or a switch that has one.
@@ -720,7 +713,7 @@ TEST(FatTreeEngine, Radix36ThreeLevelIsOptimal) {
   auto tables = routeOrDie(*topo, lids);
   CheckOptions opt;
   opt.checkCdg = opt.checkAr = opt.checkArCdg = false;
-  CheckReport r = checkRoutes(*topo, test::caLidsOnly(*topo, lids), tables, opt);
+  CheckReport r = checkRoutes(*topo, testing::caLidsOnly(*topo, lids), tables, opt);
   EXPECT_EQ(r.loops, 0u);
   EXPECT_EQ(r.unreachable, 0u);
   EXPECT_EQ(r.maxLoad, 11646u);
@@ -736,7 +729,7 @@ TEST(FatTreeEngine, Radix36ThreeLevelDegraded) {
   auto tables = routeOrDie(*topo, lids);
   CheckOptions opt;
   opt.checkCdg = opt.checkAr = opt.checkArCdg = false;
-  CheckReport r = checkRoutes(*topo, test::caLidsOnly(*topo, lids), tables, opt);
+  CheckReport r = checkRoutes(*topo, testing::caLidsOnly(*topo, lids), tables, opt);
   uint64_t bound = test::lowerBound(*topo, lids);
   std::printf("3-level radix 36, 1750 links removed: max switch-link load %llu, lower bound %llu (+%.1f%%)\n",
               static_cast<unsigned long long>(r.maxLoad), static_cast<unsigned long long>(bound),

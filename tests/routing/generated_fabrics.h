@@ -140,6 +140,13 @@ inline size_t largestArGroup(const RoutingTables& t) {
   return most;
 }
 
+// The LIDs of the CA ports only (the switches' own LIDs cleared).
+inline LidAssignment caLidsOnly(const fabric::Topology& topo, const LidAssignment& lids) {
+  LidAssignment out = lids;
+  for (fabric::NodeIndex s : topo.switches()) out.set(s, fabric::PortNum{0}, LidRange{fabric::Lid{0}, 0});
+  return out;
+}
+
 // The topology with ports taken down (both ends of each link).
 inline fabric::TopologyPtr takeDown(const fabric::Topology& topo,
                                     const std::vector<std::pair<fabric::NodeIndex, uint8_t>>& ports) {
@@ -191,6 +198,17 @@ inline std::pair<fabric::NodeIndex, uint8_t> coreLink(const fabric::Topology& to
     const fabric::Port& port = topo.node(n).ports[p];
     if (port.connected() && topo.node(port.peerNode).description.starts_with("core"))
       return {n, static_cast<uint8_t>(p)};
+  }
+  return {n, 0};
+}
+
+// The port of switch `from` cabled to switch `to` (by description); port 0 when there is none.
+inline std::pair<fabric::NodeIndex, uint8_t> linkBetween(const fabric::Topology& topo,
+                                                         const std::string& from, const std::string& to) {
+  const fabric::NodeIndex n = topo.findByDescription(from).value_or(topo.switches().front());
+  for (unsigned p = 1; p < topo.node(n).ports.size(); ++p) {
+    const fabric::Port& port = topo.node(n).ports[p];
+    if (port.connected() && topo.node(port.peerNode).description == to) return {n, static_cast<uint8_t>(p)};
   }
   return {n, 0};
 }

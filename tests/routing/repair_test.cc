@@ -10,6 +10,7 @@
 
 #include "routing/engine.h"
 #include "routing/route_checker.h"
+#include "routing/turn_guard.h"
 #include "tests/routing/generated_fabrics.h"
 
 namespace ibsm::routing {
@@ -41,9 +42,7 @@ RepairResult repairAndCheck(const Topology& topo, const Routed& before, const To
   if (minimal) {
     // Routes to CA LIDs are minimal. (A switch LID's way may run through an entry the engine filled with
     // min-hop's choice where no legal one exists, and be longer.)
-    LidAssignment caLids = before.lids;
-    for (NodeIndex s : after.switches()) caLids.set(s, PortNum{0}, LidRange{Lid{0}, 0});
-    CheckReport ca = checkRoutes(after, caLids, r->tables, co);
+    CheckReport ca = checkRoutes(after, testing::caLidsOnly(after, before.lids), r->tables, co);
     EXPECT_EQ(ca.arNotShortest, 0u) << what;
     EXPECT_EQ(ca.maxStretch, 0u) << what;
   }
@@ -181,6 +180,32 @@ TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
     EXPECT_LE(static_cast<double>(rep.maxLoad), limit * static_cast<double>(rep.loadBound))
         << formatReportText(rep);
   }
+}
+
+// Two leaves of a pod each lose the link to the level-1 switch the other reaches the first one's lost switch
+// through: their hosts have no legal way to the switch LID they lost, and ways that each turn up through the
+// other's lost switch close a cycle (they did before the repair asked routing/turn_guard.h). Both at once and
+// one after the other (the second repair knows the first's turns from the tables): every route from a host,
+// switch LIDs included, reaches its LID and the CDG stays acyclic.
+TEST(Repair, HostsWaysToSwitchLidsStayAcyclicWhenTwoLeavesOfAPodLoseALink) {
+  TopologyPtr topo = generate(testing::karyNTree(6, 3));
+  Routed before = routeWithLoads(*topo, "ftree");
+  const auto first = testing::linkBetween(*topo, "leaf-0", "level1-1");
+  const auto second = testing::linkBetween(*topo, "leaf-1", "level1-0");
+  ASSERT_NE(first.second, 0);
+  ASSERT_NE(second.second, 0);
+  TopologyPtr both = takeDown(*topo, {first, second});
+  RepairResult r = repairAndCheck(*topo, before, *both, true, true, "both at once");
+  EXPECT_FALSE(r.tables.downUpTurns.empty());
+
+  TopologyPtr once = takeDown(*topo, {first});
+  Routed mid{before.lids, repairAndCheck(*topo, before, *once, true, true, "the first").tables, {}};
+  mid.loads = computePortLoads(*once, mid.lids, mid.tables);
+  ASSERT_FALSE(mid.tables.downUpTurns.empty());
+  TopologyPtr twice = takeDown(*once, {second});
+  RepairResult last = repairAndCheck(*once, mid, *twice, true, true, "then the second");
+  for (const DownUpTurn& t : mid.tables.downUpTurns)  // kept for later repairs
+    EXPECT_TRUE(std::binary_search(last.tables.downUpTurns.begin(), last.tables.downUpTurns.end(), t));
 }
 
 // A repair hands out its new fabric's index; the next repair, given it for its old fabric, repairs as it

@@ -11,6 +11,7 @@
 #include "routing/engine.h"
 #include "routing/route_checker.h"
 #include "tests/routing/fabric_sketch.h"
+#include "tests/routing/generated_fabrics.h"
 #include "tools/fabric_gen/generator.h"
 
 namespace ibsm::routing {
@@ -35,13 +36,6 @@ RoutingTables routeOrDie(const Topology& topo, const LidAssignment& lids, const 
   auto r = makeUpDownEngine()->compute(topo, lids, options);
   EXPECT_TRUE(r.ok()) << r.error().message;
   return r.ok() ? std::move(*r) : RoutingTables{};
-}
-
-// The LIDs of the CA ports only, for link loads over CA -> CA-LID routes.
-LidAssignment caLidsOnly(const Topology& topo, const LidAssignment& lids) {
-  LidAssignment out = lids;
-  for (NodeIndex s : topo.switches()) out.set(s, PortNum{0}, LidRange{Lid{0}, 0});
-  return out;
 }
 
 // Switch-to-switch hops from every switch along the static routes of one LID; kInfHops when not delivered.
@@ -182,7 +176,7 @@ Checked checkAll(const Topology& topo, const LidAssignment& lids, const RoutingT
   CheckOptions ca;
   ca.allLids = true;
   ca.checkCdg = ca.checkAr = ca.checkArCdg = false;
-  c.ca = checkRoutes(topo, caLidsOnly(topo, lids), tables, ca);
+  c.ca = checkRoutes(topo, testing::caLidsOnly(topo, lids), tables, ca);
   auto keys = roots.empty() ? std::vector<std::pair<uint32_t, uint64_t>>{} : upDownKeys(topo, roots);
   c.local = localChecks(topo, lids, tables, roots.empty() ? nullptr : &keys);
   EXPECT_EQ(c.local.arNotEqualCost, 0u);
