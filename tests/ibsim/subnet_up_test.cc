@@ -188,6 +188,29 @@ TEST(SubnetUp, LmcGivesAlignedRangesAndEveryLidIsRouted) {
   EXPECT_GE(rep.destinations, 64u * 4);
 }
 
+// A degraded tree where hosts of a leaf that lost an up-link have no legal way to some switches (the level-1
+// switch it lost): their ways there turn down-up, and the switches' own tables, read back, keep every route
+// from a host, to every LID, switch LIDs included, deadlock-free (routing/turn_guard.h; before, this fabric
+// read back with a CDG cycle) and reaching its LID.
+TEST(SubnetUp, HostsReachEverySwitchOfADegradedTreeWithoutACycle) {
+  auto sim = startFabric("--kary-ntree 4,3 --remove-links 6 --seed 1");
+  RunResult r = once(*sim, "ftree,dfly,dor|dfsp,updn,minhop");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  FabricView v = discover(*sim);
+  ASSERT_TRUE(v.topo);
+  RunOptions d;
+  d.simHost = kDiagHost;
+  RunResult lfts = sim->run({"dump_lfts"}, d);
+  auto tables = routing::parseLftDump(lftTables(lfts.out), *v.topo, "dump_lfts");
+  ASSERT_TRUE(tables.ok()) << tables.error().message;
+  routing::CheckOptions co;
+  co.checkAr = co.checkArCdg = false;
+  routing::CheckReport rep = routing::checkRoutes(*v.topo, v.lids, *tables, co);
+  EXPECT_EQ(rep.unreachable, 0u) << routing::formatReportText(rep);
+  EXPECT_TRUE(rep.cdgChecked && rep.cdgAcyclic) << routing::formatReportText(rep);
+  EXPECT_GT(rep.destinations, 64u);  // switch LIDs too
+}
+
 TEST(SubnetUp, LidsSurviveRestartAndHostReturnsToItsLid) {
   auto sim = startFabric("--kary-ntree 4,3");
   ASSERT_EQ(once(*sim).exitCode, 0);
