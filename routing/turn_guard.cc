@@ -34,6 +34,8 @@ TurnGuard::TurnGuard(const RoutingGraph& g, const std::vector<uint32_t>& upKey,
     if (fresh) classTops_.push_back(it->first);
     class_[s] = it->second;
   }
+  admitted_.assign((classTops_.size() * classTops_.size() + 63) / 64, 0);
+  refused_.assign(admitted_.size(), 0);
   // The turns routes take already: by GUID, of the switches still here.
   std::vector<std::pair<Guid, uint32_t>> byGuid(n);
   for (uint32_t s = 0; s < n; ++s) byGuid[s] = {g.guid(s), s};
@@ -46,8 +48,7 @@ TurnGuard::TurnGuard(const RoutingGraph& g, const std::vector<uint32_t>& upKey,
     const uint32_t ds = find(d), vs = find(v);
     if (ds == kInf || vs == kInf) continue;  // its routes went with the switch
     turns_.push_back({d, v});
-    const std::pair cp(class_[ds], class_[vs]);
-    if (std::find(classTurns_.begin(), classTurns_.end(), cp) == classTurns_.end()) classTurns_.push_back(cp);
+    if (!has(ds, vs)) add(class_[ds], class_[vs]);
   }
 }
 
@@ -58,23 +59,31 @@ bool TurnGuard::meet(uint32_t classA, const std::vector<uint64_t>& set) const {
   return false;
 }
 
+size_t TurnGuard::bit(uint32_t classD, uint32_t classV) const {
+  return size_t{classD} * classTops_.size() + classV;
+}
+
 bool TurnGuard::has(uint32_t d, uint32_t v) const {
-  const std::pair cp(class_[d], class_[v]);
-  return std::find(classTurns_.begin(), classTurns_.end(), cp) != classTurns_.end();
+  const size_t b = bit(class_[d], class_[v]);
+  return admitted_[b / 64] >> (b % 64) & 1;
+}
+
+void TurnGuard::add(uint32_t classD, uint32_t classV) {
+  const size_t b = bit(classD, classV);
+  admitted_[b / 64] |= uint64_t{1} << (b % 64);
+  classTurns_.emplace_back(classD, classV);
 }
 
 bool TurnGuard::allows(std::span<const std::pair<uint32_t, uint32_t>> turns) const {
   std::vector<std::pair<uint32_t, uint32_t>> fresh;  // kinds not admitted yet
   for (const auto& [d, v] : turns) {
     const std::pair cp(class_[d], class_[v]);
-    if (std::find(classTurns_.begin(), classTurns_.end(), cp) == classTurns_.end() &&
-        std::find(fresh.begin(), fresh.end(), cp) == fresh.end())
-      fresh.push_back(cp);
+    if (!has(d, v) && std::find(fresh.begin(), fresh.end(), cp) == fresh.end()) fresh.push_back(cp);
   }
   if (fresh.empty()) return true;
   // A kind refused alone stays refused: admitted kinds only add chains.
-  if (fresh.size() == 1 && std::find(refused_.begin(), refused_.end(), fresh[0]) != refused_.end())
-    return false;
+  const size_t alone = bit(fresh[0].first, fresh[0].second);
+  if (fresh.size() == 1 && (refused_[alone / 64] >> (alone % 64) & 1)) return false;
   const size_t before = classTurns_.size(), all = before + fresh.size();
   auto at = [&](size_t j) -> const std::pair<uint32_t, uint32_t>& {
     return j < before ? classTurns_[j] : fresh[j - before];
@@ -98,7 +107,7 @@ bool TurnGuard::allows(std::span<const std::pair<uint32_t, uint32_t>> turns) con
         }
     }
     if (meet(at(i).first, reached)) {
-      if (fresh.size() == 1) refused_.push_back(fresh[0]);
+      if (fresh.size() == 1) refused_[alone / 64] |= uint64_t{1} << (alone % 64);
       return false;
     }
   }
@@ -108,7 +117,7 @@ bool TurnGuard::allows(std::span<const std::pair<uint32_t, uint32_t>> turns) con
 bool TurnGuard::admit(std::span<const std::pair<uint32_t, uint32_t>> turns) {
   if (!allows(turns)) return false;
   for (const auto& [d, v] : turns) {
-    if (!has(d, v)) classTurns_.emplace_back(class_[d], class_[v]);
+    if (!has(d, v)) add(class_[d], class_[v]);
     turns_.push_back({g_.guid(d), g_.guid(v)});
   }
   return true;

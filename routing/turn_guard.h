@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <span>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,8 @@ class TurnGuard {
 
  private:
   bool meet(uint32_t classA, const std::vector<uint64_t>& set) const;
+  size_t bit(uint32_t classD, uint32_t classV) const;  // of a kind of turn in admitted_ / refused_
+  void add(uint32_t classD, uint32_t classV);
   uint32_t classOf(uint32_t sw) const { return class_[sw]; }
 
   const RoutingGraph& g_;
@@ -66,8 +69,9 @@ class TurnGuard {
   std::vector<uint32_t> class_;  // switch -> index of its distinct top set
   std::vector<std::vector<uint64_t>> classTops_;
   std::vector<std::pair<uint32_t, uint32_t>> classTurns_;  // admitted, by (class of D, class of V), unique
-  mutable std::vector<std::pair<uint32_t, uint32_t>> refused_;  // kinds refused alone (they stay refused)
-  std::vector<DownUpTurn> turns_;                               // admitted, by GUID
+  std::vector<uint64_t> admitted_;                         // a bit per kind (class of D, class of V) admitted
+  mutable std::vector<uint64_t> refused_;                  // a bit per kind refused alone (it stays refused)
+  std::vector<DownUpTurn> turns_;                          // admitted, by GUID
 };
 
 // What fillFromHosts' `way` says of a switch whose way leaves the switch fabric there (the target itself).
@@ -76,9 +80,12 @@ inline constexpr uint32_t kWayEnds = RoutingGraph::kNone - 1;
 // Whether x's way to the target (way(x) as below) gets there taking only turns of admitted kinds, appending
 // them to *out when given; false when x has none, it leads into a hole or loops, or it takes another turn
 // (an SMP-only way filled without the guard).
+// known (optional, by switch, without out): 1 for switches whose way was found so; the walk stops at one
+// (after the turn into it) and marks the start.
 template <typename Way>
 bool admittedWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way way,
-                 std::vector<std::pair<uint32_t, uint32_t>>* out) {
+                 std::vector<std::pair<uint32_t, uint32_t>>* out, std::vector<uint8_t>* known = nullptr) {
+  const uint32_t start = x;
   uint32_t prev = RoutingGraph::kNone, w = way(x);
   for (size_t steps = 0; w != kWayEnds; ++steps) {
     if (w == RoutingGraph::kNone || steps > g.size()) return false;
@@ -87,17 +94,19 @@ bool admittedWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way 
       if (!guard.has(prev, next)) return false;
       if (out) out->emplace_back(prev, next);
     }
+    if (known && prev != RoutingGraph::kNone && (*known)[x]) break;
     prev = x;
     x = next;
     w = way(x);
   }
+  if (known) (*known)[start] = 1;
   return true;
 }
 
 // Gives the hosts of each switch in `starts` a way to a switch LID where `way` says it has none (a hole):
 // from each such switch, hop by hop through holes to a switch with a way, each hole taking the neighbour that
-// adds no turn, else one whose turns the guard admits, then the one with the fewest hops to go (dist, hops to
-// the target; a hole only steps strictly closer), then the arc `used` least, depth first so that a way whose
+// adds no turn, else one whose turns the guard admits, then the arc `used` least (each hop one closer to the
+// target by dist, its hops there), depth first so that a way whose
 // later turn is refused gives way to the next. A switch whose way takes admitted turns only (admittedWay)
 // keeps it (routes are by destination: every route into it goes on the same way), which is loop-free as
 // no such way leads into a hole or through a switch without one; any other switch counts as a hole, and
@@ -122,34 +131,44 @@ size_t fillFromHosts(const RoutingGraph& g, TurnGuard& guard, std::span<const ui
   using Turn = std::pair<uint32_t, uint32_t>;
   auto isBlocked = [&](uint32_t x) { return std::find(blocked.begin(), blocked.end(), x) != blocked.end(); };
   struct Candidate {
-    std::tuple<bool, uint32_t, uint32_t> rank;  // (adds a kind of turn, hops to go, uses of the arc)
+    std::tuple<bool, bool, uint32_t> rank;  // (adds a kind of turn, a hole, uses of the arc)
     uint32_t arc;
     std::array<Turn, 2> turns;
     uint8_t nturns;
   };
-  std::vector<uint32_t> arcs;                       // the way being tried, from the start
-  std::vector<Turn> turns;                          // its turns
-  std::vector<std::pair<uint32_t, uint32_t>> dead;  // (switch, previous switch) that lead nowhere admitted
+  std::vector<uint32_t> arcs;  // the way being tried, from the start
+  std::vector<Turn> turns;     // its turns
+  // (switch, previous switch, holes it may still pass) that led nowhere admitted, for every start of the
+  // call (a later start's other turns before it could change that, rarely; it is then only refused a way the
+  // guard might have allowed).
+  std::unordered_set<uint64_t> dead;
+  auto key = [](uint32_t cur, uint32_t prev, uint32_t depth) {
+    return uint64_t{cur} << 40 | uint64_t{prev & 0xFFFFFu} << 20 | depth;
+  };
   size_t budget = 0;
-  auto wayTurns = [&](uint32_t x, std::vector<Turn>* out) { return admittedWay(g, guard, x, way, out); };
-  // Depth first, best candidate first: a way from cur (entered from prev) through holes, each strictly
-  // closer, to a switch with a way, whose turns together the guard allows.
-  auto search = [&](auto& self, uint32_t cur, uint32_t prev) -> bool {
-    if (budget == 0 || std::find(dead.begin(), dead.end(), std::pair(cur, prev)) != dead.end()) return false;
+  std::vector<uint8_t> usable(g.size(), 0);  // admittedWay's memo: ways of usable switches do not change
+  auto wayTurns = [&](uint32_t x, std::vector<Turn>* out) {
+    return admittedWay(g, guard, x, way, out, out ? nullptr : &usable);
+  };
+  // Best candidate first, through at most `depth` more holes: a way from cur (entered from prev) through
+  // holes, each one closer, to a switch with a way, whose turns together the guard allows.
+  auto search = [&](auto& self, uint32_t cur, uint32_t prev, uint32_t depth) -> bool {
+    if (budget == 0 || dead.contains(key(cur, prev, depth))) return false;
     --budget;
     const uint32_t first = g.firstArc(cur), deg = g.firstArc(cur + 1) - first;
     std::vector<Candidate> cands;
     for (uint32_t i = 0; i < deg; ++i) {
       const uint32_t a = first + (cur + salt + i) % deg, v = g.arc(a).to;
+      if (dist[v] == kInf || dist[v] + 1 != dist[cur]) continue;
       const uint32_t vw = wayTurns(v, nullptr) ? way(v) : kNone;
-      if (vw == kNone && (isBlocked(v) || dist[v] == kInf || dist[v] + 1 != dist[cur])) continue;
+      if (vw == kNone && (depth == 0 || isBlocked(v))) continue;
       Candidate c{{}, a, {}, 0};
       if (prev != kNone && !guard.isUp(prev, cur) && guard.isUp(cur, v)) c.turns[c.nturns++] = {prev, v};
       if (vw != kNone && vw != kWayEnds && !guard.isUp(cur, v) && guard.isUp(v, g.arc(vw).to))
         c.turns[c.nturns++] = {cur, g.arc(vw).to};
       bool adds = false;
       for (uint8_t t = 0; t < c.nturns; ++t) adds = adds || !guard.has(c.turns[t].first, c.turns[t].second);
-      c.rank = {adds, dist[v], used[a]};
+      c.rank = {adds, vw == kNone, used[a]};
       cands.push_back(c);
     }
     std::stable_sort(cands.begin(), cands.end(),
@@ -160,23 +179,27 @@ size_t fillFromHosts(const RoutingGraph& g, TurnGuard& guard, std::span<const ui
       if (c.nturns == 0 || guard.allows(turns)) {
         arcs.push_back(c.arc);
         const uint32_t v = g.arc(c.arc).to;
-        if (wayTurns(v, nullptr) || self(self, v, cur)) return true;
+        if (wayTurns(v, nullptr) || self(self, v, cur, depth - 1)) return true;
         arcs.pop_back();
       }
       turns.resize(mark);
     }
-    dead.emplace_back(cur, prev);
+    dead.insert(key(cur, prev, depth));
     return false;
   };
   size_t filled = 0;
   for (uint32_t start : starts) {
     if (wayTurns(start, nullptr) || isBlocked(start)) continue;
-    arcs.clear();
-    turns.clear();
-    dead.clear();
-    budget = 4096;
+    // The fewest holes first (iterative deepening: most ways join one a hop or two away).
+    bool found = false;
+    budget = 1024;
+    for (uint32_t depth = 0; !found && depth < dist[start] && budget > 0; ++depth) {
+      arcs.clear();
+      turns.clear();
+      found = search(search, start, kNone, depth);
+    }
     // The way it joins: its turns are of admitted kinds; admitting them again records them by GUID.
-    if (!search(search, start, kNone) || !wayTurns(g.arc(arcs.back()).to, &turns) || !guard.admit(turns)) {
+    if (!found || !wayTurns(g.arc(arcs.back()).to, &turns) || !guard.admit(turns)) {
       blocked.push_back(start);
       continue;
     }

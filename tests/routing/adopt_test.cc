@@ -102,8 +102,9 @@ INSTANTIATE_TEST_SUITE_P(Engines, AdoptRepaired, ::testing::Values("ftree", "upd
 // leaf, a route that goes up where it could go down (legal neither for ftree nor as a shortest path). Only
 // those entries are replaced; the rest of the held tables stay.
 // Two leaves of a pod lost a link each, to the level-1 switch the other reaches the first one's lost switch
-// through in the held tables: leaf-0 -> level1-0 -> leaf-2 -> level1-1 and leaf-1 -> level1-1 -> leaf-2 ->
-// level1-0, two down-up turns that close a cycle (routing/turn_guard.h). Both held ways are valid hop by hop
+// through in the held tables: leaf-0 -> level1-0 -> leaf-2 -> level1-1 and leaf-1 -> level1-1 -> leaf-3 ->
+// level1-0, two down-up turns that close a cycle with the hosts' own routes between leaf-2 and leaf-3
+// (routing/turn_guard.h). Both held ways are valid hop by hop
 // (no legal way exists there); the adopted tables keep at most one of them and stay deadlock-free.
 TEST(Adopt, HeldWaysToSwitchLidsThatCloseACycleAreNotBothKept) {
   TopologyPtr topo = generate(testing::karyNTree(6, 3));
@@ -120,7 +121,7 @@ TEST(Adopt, HeldWaysToSwitchLidsThatCloseACycleAreNotBothKept) {
   hold("leaf-0", "level1-0", "level1-1");
   hold("level1-0", "leaf-2", "level1-1");
   hold("leaf-1", "level1-1", "level1-0");
-  hold("level1-1", "leaf-2", "level1-0");
+  hold("level1-1", "leaf-3", "level1-0");
   RoutingTables both = fresh.tables;
   both.lft = held;
   ASSERT_FALSE(checkRoutes(*after, fresh.lids, both).cdgAcyclic) << "the held ways must close a cycle";
