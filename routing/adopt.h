@@ -10,9 +10,9 @@
 //     or the hop is down and v's down-only route is one hop shorter than x's. The exit switch must send it
 //     out of the port the LID's owner is cabled to. Such routes stay up* then down* under one order, so the
 //     channel dependency graph on one VL stays acyclic, whatever mix of held and fresh entries results.
-//   - a switch's own LID: the same where the switch has a legal way to it; where it has none, the fresh
-//     engine's entry (its hosts' ways there take only the down-up turns the fresh fill admitted,
-//     routing/turn_guard.h), as on every switch such a way passes.
+//   - a switch's own LID: the same where the switch has a legal way to it; where it has none, any held way
+//     without a loop, but the ways of the hosts of such switches turn down-up, and the mix's turns must
+//     close no cycle with the fresh tables' or other mixes' (routing/turn_guard.h).
 // Invalid entries take the fresh engine's; a destination whose mix does not reach its LID from every switch
 // that can reach it takes the fresh engine's routes entirely. Unused LIDs take the fresh entries (no port).
 // Only engines with an order on one VL (ftree, updn, minhop) adopt: with SL layers or SL-to-VL tables

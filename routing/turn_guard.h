@@ -61,7 +61,6 @@ class TurnGuard {
   bool meet(uint32_t classA, const std::vector<uint64_t>& set) const;
   size_t bit(uint32_t classD, uint32_t classV) const;  // of a kind of turn in admitted_ / refused_
   void add(uint32_t classD, uint32_t classV);
-  uint32_t classOf(uint32_t sw) const { return class_[sw]; }
 
   const RoutingGraph& g_;
   std::vector<uint32_t> key_;    // by switch index
@@ -104,15 +103,14 @@ bool admittedWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way 
 }
 
 // Gives the hosts of each switch in `starts` a way to a switch LID where `way` says it has none (a hole):
-// from each such switch, hop by hop through holes to a switch with a way, each hole taking the neighbour that
-// adds no turn, else one whose turns the guard admits, then the arc `used` least (each hop one closer to the
-// target by dist, its hops there), depth first so that a way whose
-// later turn is refused gives way to the next. A switch whose way takes admitted turns only (admittedWay)
-// keeps it (routes are by destination: every route into it goes on the same way), which is loop-free as
-// no such way leads into a hole or through a switch without one; any other switch counts as a hole, and
-// the way found through it replaces its own. A switch with
-// hosts that no admitted way leaves stays a hole and goes into `blocked`: its hosts do not reach the LID, and
-// nothing may fill it later.
+// hop by hop through holes, each hop one closer to the target (dist: hops to it), to a switch with a way,
+// whose turns together the guard admits. The fewest holes first (iterative deepening: most ways join one a
+// hop or two away), then neighbours that add no kind of turn, then a switch with a way before a hole, then
+// the arc `used` least. A switch whose way takes admitted turns only (admittedWay) keeps it (routes are by
+// destination: every route into it goes on the same way), which is loop-free as no such way leads into a
+// hole or through a switch without one; any other switch counts as a hole, and the way found through it
+// replaces its own. A switch with hosts that no admitted way leaves stays a hole and goes into `blocked`: its
+// hosts do not reach the LID, and nothing may fill it later.
 //   way(x) -> arc index of x's way, kWayEnds where it leaves the switch fabric, RoutingGraph::kNone for a
 //   hole; give(x, arc) sets it.
 // salt varies the order equal neighbours are tried in (per LID). Returns how many holes got a way.
