@@ -101,8 +101,8 @@ INSTANTIATE_TEST_SUITE_P(Engines, AdoptRepaired, ::testing::Values("ftree", "upd
 // Held tables with three kinds of damage: a port that leads nowhere, a loop between two switches and, on a
 // leaf, a route that goes up where it could go down (legal neither for ftree nor as a shortest path). Only
 // those entries are replaced; the rest of the held tables stay.
-// Two leaves of a pod lost a link each, to the level-1 switch the other reaches the first one's lost switch
-// through in the held tables: leaf-0 -> level1-0 -> leaf-2 -> level1-1 and leaf-1 -> level1-1 -> leaf-3 ->
+// leaf-0 lost its link to level1-1 and leaf-1 its link to level1-0, and the held tables route their hosts to
+// those switches so: leaf-0 -> level1-0 -> leaf-2 -> level1-1 and leaf-1 -> level1-1 -> leaf-3 ->
 // level1-0, two down-up turns that close a cycle with the hosts' own routes between leaf-2 and leaf-3
 // (routing/turn_guard.h). Both held ways are valid hop by hop
 // (no legal way exists there); the adopted tables keep at most one of them and stay deadlock-free.

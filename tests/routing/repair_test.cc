@@ -182,11 +182,11 @@ TEST(Repair, BalancedAfterASpineLinkOfALargeTree) {
   }
 }
 
-// Two leaves of a pod each lose the link to the level-1 switch the other reaches the first one's lost switch
-// through: their hosts have no legal way to the switch LID they lost, and ways that each turn up through the
-// other's lost switch close a cycle (they did before the repair asked routing/turn_guard.h). Both at once and
-// one after the other (the second repair knows the first's turns from the tables): every route from a host,
-// switch LIDs included, reaches its LID and the CDG stays acyclic.
+// leaf-0 loses its link to level1-1 and leaf-1 its link to level1-0: their hosts have no legal way to that
+// switch's LID, and ways that turn up at a leaf below the other one's lost switch close a cycle (they did
+// before the repair asked routing/turn_guard.h). Both at once and one after the other (the second repair
+// knows the first's turns from the tables): every route from a host, switch LIDs included, reaches its LID
+// and the CDG stays acyclic.
 TEST(Repair, HostsWaysToSwitchLidsStayAcyclicWhenTwoLeavesOfAPodLoseALink) {
   TopologyPtr topo = generate(testing::karyNTree(6, 3));
   Routed before = routeWithLoads(*topo, "ftree");
