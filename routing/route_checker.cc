@@ -75,7 +75,7 @@ struct Example {
 
 // Everything one worker accumulates; merged in worker order at the end.
 struct Partial {
-  size_t pairs = 0, reachable = 0, noRoute = 0, dead = 0, misdeliver = 0, loops = 0;
+  size_t pairs = 0, reachable = 0, noRoute = 0, dead = 0, misdeliver = 0, loops = 0, toSwitches = 0;
   uint64_t sumHops = 0, sumStretch = 0;
   uint32_t maxHops = 0, maxStretch = 0;
   size_t stretched = 0;
@@ -338,6 +338,7 @@ void Checker::checkDest(Partial& p, const Dest& d) {
          : p.state[x] == kDead  ? p.dead
          : p.state[x] == kLoop  ? p.loops
                                 : p.misdeliver) += n;
+        if (!d.toCa) p.toSwitches += n;
         addExample(p, kind, lid, x, [&] {
           static const char* what[] = {"no LFT entry at", "dead or missing egress port at", "misdelivered at",
                                        "loop through"};
@@ -759,6 +760,7 @@ CheckReport Checker::run() {
         continue;
       }
       (usable ? p0.noRoute : p0.dead) += 1;
+      if (!d.toCa) ++p0.toSwitches;
       addExample(p0, usable ? kKindNoRoute : kKindDead, d.lid.value, UINT32_MAX, [&] {
         return "LID " + std::to_string(d.lid.value) + " (" + endportText(d.owner.node, d.owner.port) +
                ") from " + endportText(src.node, src.port) + ": " +
@@ -780,6 +782,7 @@ CheckReport Checker::run() {
     r.deadLink += p.dead;
     r.misdelivered += p.misdeliver;
     r.loops += p.loops;
+    r.unreachableToSwitches += p.toSwitches;
     sumHops += p.sumHops;
     sumStretch += p.sumStretch;
     r.maxHops = std::max(r.maxHops, p.maxHops);
@@ -928,7 +931,8 @@ std::string formatReportText(const CheckReport& r) {
   line("reachable", std::to_string(r.reachable));
   line("unreachable", std::to_string(r.unreachable) + " (no route " + std::to_string(r.noRoute) +
                           ", dead link " + std::to_string(r.deadLink) + ", misdelivered " +
-                          std::to_string(r.misdelivered) + ", loops " + std::to_string(r.loops) + ")");
+                          std::to_string(r.misdelivered) + ", loops " + std::to_string(r.loops) +
+                          "; to switch LIDs " + std::to_string(r.unreachableToSwitches) + ")");
   line("hops max/mean", std::to_string(r.maxHops) + " / " + formatFixed(r.meanHops));
   line("stretch max/mean", std::to_string(r.maxStretch) + " / " + formatFixed(r.meanStretch, 4) + " (" +
                                std::to_string(r.stretchedPairs) + " pairs longer than min-hop)");
@@ -1014,6 +1018,7 @@ std::string formatReportJson(const CheckReport& r) {
   num("deadLink", r.deadLink);
   num("misdelivered", r.misdelivered);
   num("loops", r.loops);
+  num("unreachableToSwitches", r.unreachableToSwitches);
   num("maxHops", r.maxHops);
   dbl("meanHops", r.meanHops);
   num("maxStretch", r.maxStretch);

@@ -64,6 +64,9 @@ struct CheckReport {
   size_t deadLink = 0;      // an LFT entry pointed at a missing, unlinked or Down port
   size_t misdelivered = 0;  // delivered to an endport that does not own the LID (or port 0 of another switch)
   size_t loops = 0;         // the walk revisited a switch
+  // Of the unreachable pairs, those to a switch's own LID (on degraded trees: a host whose switch has no
+  // legal way there and no admissible down-up one, routing/turn_guard.h; management traffic only).
+  size_t unreachableToSwitches = 0;
   std::vector<std::string> examples;  // a few of each kind, one line each
 
   // Hops (links traversed, CA to CA) of the reachable pairs, and the stretch over the min-hop distance.

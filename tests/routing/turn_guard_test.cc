@@ -95,7 +95,8 @@ TEST(FillSwitchLidHoles, LeavesAHostWithoutAWayRatherThanCloseACycle) {
   ASSERT_TRUE(routed.ok()) << routed.error().message;
   CheckReport all = checkRoutes(*topo, lids, routed->tables);
   EXPECT_TRUE(all.cdgAcyclic && all.arCdgAcyclic) << formatReportText(all);
-  EXPECT_GT(all.noRoute, 0u);  // the case needs a refusal
+  EXPECT_GT(all.noRoute, 0u);                             // the case needs a refusal
+  EXPECT_EQ(all.unreachableToSwitches, all.unreachable);  // the report says they are management pairs
   CheckOptions co;
   co.checkCdg = co.checkArCdg = false;
   CheckReport ca = checkRoutes(*topo, testing::caLidsOnly(*topo, lids), routed->tables, co);
