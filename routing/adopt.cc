@@ -126,16 +126,20 @@ class Adopter {
   bool turnsAdmitted() {
     if (!guard_) guard_.emplace(g_, fresh_.upKey, fresh_.downUpTurns);
     std::vector<std::pair<uint32_t, uint32_t>> turns;
-    for (uint32_t s = 0; s < g_.size(); ++s) {
-      if (g_.hosts(s) == 0 || dany_[s] != kInf) continue;
-      uint32_t prev = kInf, x = s;
-      while (want_[x] != kNoPort && arcOf_(x, want_[x]) != kInf) {  // loop-free: reachesEverywhere
-        const uint32_t next = g_.arc(arcOf_(x, want_[x])).to;
-        if (prev != kInf && !isUp(prev, x) && isUp(x, next)) turns.emplace_back(prev, next);
-        prev = x;
-        x = next;
-      }
-    }
+    auto way = [&](uint32_t x) {  // a switch without a port ends the walk (the mix may leave one so)
+      if (want_[x] == kNoPort) return kInf;
+      const uint32_t a = arcOf_(x, want_[x]);
+      return a == kInf ? kWayEnds : a;
+    };
+    for (uint32_t s = 0; s < g_.size(); ++s)
+      if (g_.hosts(s) > 0 && dany_[s] == kInf)
+        followWay(
+            g_, *guard_, s, way,
+            [&](uint32_t d, uint32_t v) {
+              turns.emplace_back(d, v);
+              return true;
+            },
+            [](uint32_t) { return false; });
     return guard_->admit(turns);
   }
 

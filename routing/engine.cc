@@ -169,8 +169,10 @@ size_t fillSwitchLidHoles(const Topology& topo, const LidAssignment& lids, Routi
       if (!guard) guard.emplace(g, tables.upKey, tables.downUpTurns);
       auto way = [&](uint32_t s) {
         const uint8_t p = tables.port(g.node(s), l);
-        const uint32_t a = s == target || p == kNoPort ? kInf : arcOf(s, p);
-        return s == target ? kWayEnds : p == kNoPort ? kInf : a == kInf ? kWayEnds : a;
+        if (s == target) return kWayEnds;
+        if (p == kNoPort) return kInf;
+        const uint32_t a = arcOf(s, p);
+        return a == kInf ? kWayEnds : a;
       };
       filled += fillFromHosts(
           g, *guard, dist, starts, used, lid, way, [&](uint32_t s, uint32_t a) { set(s, g.arc(a).port); },

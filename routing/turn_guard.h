@@ -76,30 +76,43 @@ class TurnGuard {
 // What fillFromHosts' `way` says of a switch whose way leaves the switch fabric there (the target itself).
 inline constexpr uint32_t kWayEnds = RoutingGraph::kNone - 1;
 
-// Whether x's way to the target (way(x) as below) gets there taking only turns of admitted kinds, appending
-// them to *out when given; false when x has none, it leads into a hole or loops, or it takes another turn
-// (an SMP-only way filled without the guard).
-// known (optional, by switch, without out): 1 for switches whose way was found so; the walk stops at one
-// (after the turn into it) and marks the start.
-template <typename Way>
-bool admittedWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way way,
-                 std::vector<std::pair<uint32_t, uint32_t>>* out, std::vector<uint8_t>* known = nullptr) {
-  const uint32_t start = x;
+// Follows x's way to the target (way(x) as below), calling onTurn(d, v) at each down-up turn (down from d
+// into a switch, up towards v) and stopping with false as soon as it returns false, or when the way leads
+// into a hole or loops; true when it gets there, or to a switch done(y) says the rest is known of (after
+// the turn into it).
+template <typename Way, typename OnTurn, typename Done>
+bool followWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way way, OnTurn onTurn, Done done) {
   uint32_t prev = RoutingGraph::kNone, w = way(x);
   for (size_t steps = 0; w != kWayEnds; ++steps) {
     if (w == RoutingGraph::kNone || steps > g.size()) return false;
     const uint32_t next = g.arc(w).to;
-    if (prev != RoutingGraph::kNone && !guard.isUp(prev, x) && guard.isUp(x, next)) {
-      if (!guard.has(prev, next)) return false;
-      if (out) out->emplace_back(prev, next);
-    }
-    if (known && prev != RoutingGraph::kNone && (*known)[x]) break;
+    if (prev != RoutingGraph::kNone && !guard.isUp(prev, x) && guard.isUp(x, next) && !onTurn(prev, next))
+      return false;
+    if (prev != RoutingGraph::kNone && done(x)) break;
     prev = x;
     x = next;
     w = way(x);
   }
-  if (known) (*known)[start] = 1;
   return true;
+}
+
+// Whether x's way gets to the target taking only turns of admitted kinds, appending them to *out when
+// given; false when x has none, it leads into a hole or loops, or it takes another turn (an SMP-only way
+// filled without the guard). known (optional, by switch, without out): 1 for switches whose way was found
+// so; the walk stops at one and marks x.
+template <typename Way>
+bool admittedWay(const RoutingGraph& g, const TurnGuard& guard, uint32_t x, Way way,
+                 std::vector<std::pair<uint32_t, uint32_t>>* out, std::vector<uint8_t>* known = nullptr) {
+  const bool ok = followWay(
+      g, guard, x, way,
+      [&](uint32_t d, uint32_t v) {
+        if (!guard.has(d, v)) return false;
+        if (out) out->emplace_back(d, v);
+        return true;
+      },
+      [&](uint32_t y) { return known && (*known)[y]; });
+  if (ok && known) (*known)[x] = 1;
+  return ok;
 }
 
 // Gives the hosts of each switch in `starts` a way to a switch LID where `way` says it has none (a hole):
